@@ -1,0 +1,75 @@
+import { sql } from '@wds/db';
+import { ServiceError } from '@wds/errors';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { requestId } from 'hono/request-id';
+import type { AppEnv } from './http/env.js';
+import { renderError, renderNotFound } from './http/errors.js';
+import { buildOpenApi } from './http/openapi.js';
+import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
+import { adminRoutes } from './routes/admin.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { auditRoutes } from './routes/audit.js';
+import { authRoutes } from './routes/auth.js';
+import { memberRoutes } from './routes/members.js';
+import { workspaceRoutes } from './routes/workspaces.js';
+import type { Services } from './services.js';
+
+/** Every public and admin route, in one list: mounted, documented and security-tested from here. */
+export const routes: readonly AnyRoute[] = [
+  ...authRoutes,
+  ...workspaceRoutes,
+  ...memberRoutes,
+  ...apiKeyRoutes,
+  ...auditRoutes,
+  ...adminRoutes,
+];
+
+export function createApp(services: Services): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use(requestId());
+  app.use(async (c, next) => {
+    c.set('services', services);
+    const started = performance.now();
+    await next();
+    services.logger.info(
+      {
+        req_id: c.var.requestId,
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        user_id: c.var.principal?.user.id,
+      },
+      'request',
+    );
+  });
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: services.config.MAX_BODY_BYTES,
+      onError: (c) => {
+        const e = new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `limit ${services.config.MAX_BODY_BYTES} bytes`);
+        return c.json(e.toBody(), 413);
+      },
+    }),
+  );
+  app.onError(renderError);
+  app.notFound(renderNotFound);
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    try {
+      await sql`SELECT 1`.execute(services.db);
+      return c.json({ status: 'ok' });
+    } catch {
+      return c.json({ error: 'Database unreachable', code: 'SERVICE_UNAVAILABLE' }, 503);
+    }
+  });
+  const openapi = buildOpenApi(routes);
+  app.get('/api/v1/openapi.json', (c) => c.json(openapi));
+
+  for (const r of routes) mount(app, r);
+  mountMethodNotAllowed(app, routes);
+  return app;
+}

@@ -1,0 +1,57 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const USAGE = `Usage:
+  pnpm cli user create --email <email> --name <name>   create a user and print a session token
+  pnpm cli session create --user-id <id>                print a new session token for a user
+
+Talks to a running server's admin interface: API_URL (default http://127.0.0.1:8080) and
+ADMIN_TOKEN (default: the token the embedded database setup stored in DATA_DIR/admin-token).`;
+
+async function adminToken(): Promise<string> {
+  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
+  const path = join(process.env.DATA_DIR || './.data', 'admin-token');
+  try {
+    return (await readFile(path, 'utf8')).trim();
+  } catch {
+    throw new Error(`No ADMIN_TOKEN set and no ${path}: start the server once, or set ADMIN_TOKEN`);
+  }
+}
+
+async function call(path: string, body: unknown): Promise<Record<string, unknown>> {
+  const base = process.env.API_URL || `http://${process.env.HOST || '127.0.0.1'}:${process.env.PORT || '8080'}`;
+  const res = await fetch(new URL(path, base), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-admin-token': await adminToken() },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`${res.status} ${json.code}: ${json.error}${json.details ? ` (${json.details})` : ''}`);
+  return json;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { email: { type: 'string' }, name: { type: 'string' }, 'user-id': { type: 'string' } },
+  });
+  const [noun, verb] = positionals;
+  if (noun === 'user' && verb === 'create' && values.email && values.name) {
+    const user = await call('/admin/v1/users', { email: values.email, name: values.name });
+    const session = await call(`/admin/v1/users/${user.id}/sessions`, {});
+    console.log(JSON.stringify({ user, session_token: session.token, expires_at: session.expires_at }, null, 2));
+  } else if (noun === 'session' && verb === 'create' && values['user-id']) {
+    const session = await call(`/admin/v1/users/${values['user-id']}/sessions`, {});
+    console.log(JSON.stringify({ session_token: session.token, expires_at: session.expires_at }, null, 2));
+  } else {
+    console.error(USAGE);
+    process.exit(2);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: Error) => {
+  console.error(err.message);
+  process.exit(1);
+});

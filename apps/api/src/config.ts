@@ -1,0 +1,43 @@
+import * as v from 'valibot';
+
+const int = (def: number, min: number, max: number) =>
+  v.optional(
+    v.pipe(v.string(), v.trim(), v.toNumber(), v.integer(), v.minValue(min), v.maxValue(max)),
+    String(def),
+  );
+const opt = v.optional(v.pipe(v.string(), v.trim(), v.nonEmpty()));
+const url = v.optional(v.pipe(v.string(), v.trim(), v.url()));
+
+/** Every setting the service reads, with its default. README's configuration table mirrors this. */
+export const ConfigSchema = v.object({
+  HOST: v.optional(v.string(), '127.0.0.1'),
+  PORT: int(8080, 0, 65535),
+  DATA_DIR: v.optional(v.string(), './.data'),
+  DATABASE_URL: opt,
+  DB_POOL_MAX: int(10, 1, 1000),
+  ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, 'ADMIN_TOKEN must have at least 16 characters'))),
+  AUTH_JWKS_URL: url,
+  AUTH_JWT_SECRET: v.optional(v.pipe(v.string(), v.minLength(32, 'AUTH_JWT_SECRET must have at least 32 characters'))),
+  AUTH_JWT_ISSUER: opt,
+  AUTH_JWT_AUDIENCE: opt,
+  AUTH_TOKEN_URL: url,
+  AUTH_CLIENT_ID: opt,
+  AUTH_CLIENT_SECRET: opt,
+  SESSION_TTL_SECONDS: int(30 * 24 * 3600, 60, 365 * 24 * 3600),
+  MAX_BODY_BYTES: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
+  LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
+});
+
+export type Config = v.InferOutput<typeof ConfigSchema>;
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // Empty variables count as unset, as in most twelve-factor services.
+  const present = Object.fromEntries(Object.entries(env).filter(([, val]) => val !== undefined && val !== ''));
+  const r = v.safeParse(ConfigSchema, present);
+  if (!r.success) {
+    const why = r.issues.map((i) => `${v.getDotPath(i) ?? '?'}: ${i.message}`).join('; ');
+    throw new Error(`Invalid configuration: ${why}`);
+  }
+  return r.output;
+}

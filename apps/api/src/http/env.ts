@@ -1,0 +1,13 @@
+import type { WorkspaceAccess } from '@wds/workspaces';
+import type { Principal } from '@wds/identity';
+import type { Services } from '../services.js';
+
+/** The typed request context: set by middleware and the route wrapper, never by string keys elsewhere. */
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    services: Services;
+    principal?: Principal;
+    access?: WorkspaceAccess;
+  };
+}

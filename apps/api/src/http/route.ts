@@ -1,0 +1,187 @@
+import { OPERATIONS, type Operation, recordAudit } from '@wds/audit';
+import { type Db, isUuid } from '@wds/db';
+import { ServiceError, badRequest, forbidden, unauthorized, validationError } from '@wds/errors';
+import { type Principal, authenticate, bearerToken } from '@wds/identity';
+import { type WorkspaceAccess, acceptPendingInvitations, resolveAccess } from '@wds/workspaces';
+import type { Context, Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from './env.js';
+import { checkAdminToken } from './admin-token.js';
+
+type AnySchema = v.GenericSchema;
+
+/**
+ * Who may call a route:
+ * - `user`: any valid Bearer credential; `session`: session tokens only;
+ * - `optional`: Bearer if sent (must then be valid); `admin`: the X-Admin-Token header; `none`: anyone.
+ */
+export type AuthMode = 'none' | 'user' | 'session' | 'optional' | 'admin';
+/** Where the workspace comes from (spec §4.1): the path id, or the X-Workspace-ID header. */
+export type WorkspaceFrom = 'path' | 'header';
+
+export interface AuditInfo {
+  resourceId?: string | null;
+  details?: Record<string, unknown>;
+  /** For routes outside a workspace that still concern one (e.g. workspace create). */
+  workspaceId?: string | null;
+}
+
+export interface HandlerCtx<B, Q> {
+  c: Context<AppEnv>;
+  db: Db;
+  principal: Principal;
+  access: WorkspaceAccess;
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  requestId: string;
+  /** Adds to the audit entry written (in the same transaction) for a mutating operation. */
+  audit(info: AuditInfo): void;
+}
+
+export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema | undefined> {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Hono path syntax, e.g. `/api/v1/workspaces/:id/members`. */
+  path: string;
+  operation: Operation;
+  summary: string;
+  auth: AuthMode;
+  workspace?: WorkspaceFrom;
+  role?: 'member' | 'admin';
+  body?: BS;
+  query?: QS;
+  /** Success status; 204 sends no body. */
+  status?: 200 | 201 | 202 | 204;
+  /** Mutating routes run in one transaction with their audit entry, unless they manage their own. */
+  transaction?: boolean;
+  handler: (
+    ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
+  ) => Promise<unknown>;
+}
+
+export type AnyRoute = RouteDef<AnySchema | undefined, AnySchema | undefined>;
+
+export const defineRoute = <BS extends AnySchema | undefined = undefined, QS extends AnySchema | undefined = undefined>(
+  r: RouteDef<BS, QS>,
+): AnyRoute => r as unknown as AnyRoute;
+
+const issuesToDetails = (issues: readonly v.BaseIssue<unknown>[]) =>
+  issues.map((i) => `${v.getDotPath(i) ?? '(body)'}: ${i.message}`).join('; ');
+
+export function parseWith<S extends AnySchema>(schema: S, input: unknown): v.InferOutput<S> {
+  const r = v.safeParse(schema, input);
+  if (!r.success) throw validationError(issuesToDetails(r.issues));
+  return r.output;
+}
+
+async function readJson(c: Context<AppEnv>): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest('Malformed JSON body');
+  }
+}
+
+async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principal | undefined> {
+  if (mode === 'none' || mode === 'admin') return undefined;
+  const header = c.req.header('authorization');
+  if (mode === 'optional' && header === undefined) return undefined;
+  const { services } = c.var;
+  const principal = await authenticate(
+    { db: services.db, jwt: services.jwt, onUserCreated: acceptPendingInvitations },
+    bearerToken(header),
+  );
+  if (mode === 'session' && principal.kind !== 'session') {
+    throw forbidden('This operation needs a session token', 'API keys and scoped tokens cannot perform it');
+  }
+  return principal;
+}
+
+async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principal | undefined) {
+  if (!route.workspace) return undefined;
+  const header = c.req.header('x-workspace-id');
+  let workspaceId: string;
+  if (route.workspace === 'path') {
+    workspaceId = c.req.param('id') ?? '';
+    if (header !== undefined && header !== workspaceId) {
+      throw badRequest('X-Workspace-ID does not match the workspace in the path');
+    }
+  } else {
+    if (header === undefined || header === '') throw badRequest('Missing X-Workspace-ID');
+    if (!isUuid(header)) throw badRequest('X-Workspace-ID must be a UUID');
+    workspaceId = header;
+  }
+  if (!principal) throw unauthorized();
+  const access = await resolveAccess(
+    c.var.services.db,
+    { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId },
+    workspaceId,
+  );
+  if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
+  return access;
+}
+
+/** Registers a route: authenticate → resolve workspace → authorize → validate → handle (+ audit) → render. */
+export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
+  const spec = OPERATIONS[route.operation];
+  const inTransaction = route.transaction ?? spec.mutates;
+  app.on(route.method.toUpperCase(), route.path, async (c) => {
+    const { services } = c.var;
+    if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
+    const principal = await principalOf(c, route.auth);
+    if (principal) c.set('principal', principal);
+    const access = await accessOf(c, route, principal);
+    if (access) c.set('access', access);
+    const body = route.body ? parseWith(route.body, await readJson(c)) : undefined;
+    const query = route.query ? parseWith(route.query, c.req.query()) : undefined;
+
+    const auditInfo: AuditInfo = {};
+    const run = async (db: Db) => {
+      const result = await route.handler({
+        c,
+        db,
+        principal: principal as Principal,
+        access: access as WorkspaceAccess,
+        body,
+        query,
+        params: c.req.param() as Record<string, string>,
+        requestId: c.var.requestId,
+        audit: (info) => Object.assign(auditInfo, info),
+      });
+      if (spec.mutates && !(result instanceof Response && result.status >= 400)) {
+        const resultId = (result as { id?: unknown } | undefined)?.id;
+        await recordAudit(db, {
+          workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,
+          userId: principal?.user.id ?? null,
+          apiKeyId: principal?.apiKeyId ?? null,
+          action: route.operation,
+          resourceType: spec.resource,
+          resourceId: auditInfo.resourceId ?? (typeof resultId === 'string' ? resultId : null),
+          details: auditInfo.details ?? {},
+          requestId: c.var.requestId,
+        });
+      }
+      return result;
+    };
+    const result = inTransaction ? await services.db.transaction().execute(run) : await run(services.db);
+
+    if (result instanceof Response) return result;
+    const status = route.status ?? 200;
+    if (status === 204) return c.body(null, 204);
+    return c.json(result as object, status);
+  });
+}
+
+/** Wrong method on a known path: 405 with an Allow header, in the one error envelope. */
+export function mountMethodNotAllowed(app: Hono<AppEnv>, routes: readonly AnyRoute[]): void {
+  const byPath = new Map<string, string[]>();
+  for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r.method.toUpperCase()]);
+  for (const [path, methods] of byPath) {
+    app.all(path, (c) => {
+      c.header('Allow', methods.join(', '));
+      throw new ServiceError('METHOD_NOT_ALLOWED', `Method ${c.req.method} is not allowed here`, `Allowed: ${methods.join(', ')}`);
+    });
+  }
+}

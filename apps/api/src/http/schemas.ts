@@ -1,0 +1,29 @@
+import * as v from 'valibot';
+
+const intParam = (def: number, min: number, max: number, name: string) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d+$/, `${name} must be a non-negative integer`),
+      v.toNumber(),
+      v.minValue(min, `${name} must be at least ${min}`),
+      v.maxValue(max, `${name} must be at most ${max}`),
+    ),
+    String(def),
+  );
+
+/** `limit` (default 100, max 1000) and `offset`, shared by every list. */
+export const pageEntries = {
+  limit: intParam(100, 1, 1000, 'limit'),
+  offset: intParam(0, 0, Number.MAX_SAFE_INTEGER, 'offset'),
+};
+export const PageQuery = v.object(pageEntries);
+
+export const Uuid = v.pipe(v.string(), v.uuid('must be a UUID'));
+export const Email = v.pipe(v.string(), v.trim(), v.maxLength(320), v.email('must be an email address'));
+export const Role = v.picklist(['admin', 'member'], 'must be admin or member');
+export const IsoTimestamp = v.pipe(
+  v.string(),
+  v.isoTimestamp('must be an ISO 8601 timestamp with time zone'),
+  v.transform((s) => new Date(s)),
+);

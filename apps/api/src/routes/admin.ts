@@ -1,0 +1,42 @@
+import { createSession, createUser, getUser, toPublicUser } from '@wds/identity';
+import { isUuid } from '@wds/db';
+import { notFound } from '@wds/errors';
+import { acceptPendingInvitations } from '@wds/workspaces';
+import * as v from 'valibot';
+import { defineRoute } from '../http/route.js';
+import { Email, IsoTimestamp } from '../http/schemas.js';
+
+/** The internal admin interface (DECISIONS §3), authenticated by X-Admin-Token. */
+export const adminRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/admin/v1/users',
+    operation: 'admin_create_user',
+    summary: 'Create a user; pending invitations for the email become memberships',
+    auth: 'admin',
+    body: v.object({ email: Email, name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(255)) }),
+    status: 201,
+    // createUser opens its own transaction (user + invitations), so the wrapper does not.
+    transaction: false,
+    handler: async ({ db, body }) => toPublicUser(await createUser(db, body, acceptPendingInvitations)),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/admin/v1/users/:userId/sessions',
+    operation: 'admin_create_session',
+    summary: 'Issue a session token (ses_) for a user',
+    auth: 'admin',
+    body: v.object({ expires_at: v.optional(IsoTimestamp) }),
+    status: 201,
+    handler: async ({ c, db, params, body, audit }) => {
+      const userId = params.userId ?? '';
+      if (!isUuid(userId) || !(await getUser(db, userId))) throw notFound('User');
+      const s = await createSession(db, userId, {
+        ttlSeconds: c.var.services.config.SESSION_TTL_SECONDS,
+        ...(body.expires_at ? { expiresAt: body.expires_at } : {}),
+      });
+      audit({ resourceId: s.id, details: { user_id: userId, expires_at: s.expires_at } });
+      return { token: s.token, expires_at: s.expires_at };
+    },
+  }),
+];

@@ -1,0 +1,33 @@
+import { listAuditLogs } from '@wds/audit';
+import * as v from 'valibot';
+import { defineRoute } from '../http/route.js';
+import { Uuid, pageEntries } from '../http/schemas.js';
+
+export const auditRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/api/v1/audit-logs',
+    operation: 'list_audit_logs',
+    summary: 'Audit log of the workspace, newest first (admins)',
+    auth: 'user',
+    workspace: 'header',
+    role: 'admin',
+    query: v.object({
+      user_id: v.optional(Uuid),
+      action: v.optional(v.pipe(v.string(), v.maxLength(200))),
+      resource_type: v.optional(v.pipe(v.string(), v.maxLength(200))),
+      resource_id: v.optional(v.pipe(v.string(), v.maxLength(200))),
+      ...pageEntries,
+    }),
+    handler: ({ db, access, query }) =>
+      listAuditLogs(db, {
+        workspaceId: access.workspace.id,
+        userId: query.user_id,
+        action: query.action,
+        resourceType: query.resource_type,
+        resourceId: query.resource_id,
+        limit: query.limit,
+        offset: query.offset,
+      }),
+  }),
+];

@@ -1,0 +1,87 @@
+import { createDb, migrateToLatest, startEmbeddedPostgres } from '@wds/db';
+import { createJwtVerifier } from '@wds/identity';
+import { type ServerType, serve } from '@hono/node-server';
+import { resolve } from 'node:path';
+import { loadOrCreateAdminToken } from './admin-token-file.js';
+import { createApp } from './app.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import type { Services } from './services.js';
+
+export interface RunningServer {
+  url: string;
+  services: Services;
+  close(): Promise<void>;
+}
+
+/** Start-up: database (given or embedded) → migrations → admin token → HTTP listener. */
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const dataDir = resolve(config.DATA_DIR);
+  let databaseUrl = config.DATABASE_URL;
+  let embedded: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
+  if (!databaseUrl) {
+    logger.info({ data_dir: dataDir }, 'no DATABASE_URL: starting the embedded PostgreSQL');
+    embedded = await startEmbeddedPostgres({ dataDir });
+    databaseUrl = embedded.url;
+  }
+  const { db } = createDb(databaseUrl, { max: config.DB_POOL_MAX });
+  try {
+    const applied = await migrateToLatest(db);
+    if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+  } catch (err) {
+    await db.destroy();
+    await embedded?.stop();
+    throw err;
+  }
+
+  let adminToken = config.ADMIN_TOKEN;
+  if (!adminToken && embedded) {
+    const t = await loadOrCreateAdminToken(dataDir);
+    adminToken = t.token;
+    logger.info({ path: t.path }, t.created ? 'admin token generated' : 'admin token loaded');
+  } else if (!adminToken) {
+    logger.warn('ADMIN_TOKEN is not set: the admin interface (/admin/v1) is disabled');
+  }
+
+  const services: Services = {
+    db,
+    config,
+    logger,
+    jwt: createJwtVerifier({
+      jwksUrl: config.AUTH_JWKS_URL,
+      secret: config.AUTH_JWT_SECRET,
+      issuer: config.AUTH_JWT_ISSUER,
+      audience: config.AUTH_JWT_AUDIENCE,
+    }),
+    adminToken,
+  };
+  const app = createApp(services);
+  const server: ServerType = await new Promise((ok) => {
+    const s = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, () => ok(s));
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  logger.info({ url, data_dir: embedded ? dataDir : undefined }, 'listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      // Stop accepting, let in-flight requests finish (bounded), then release the database.
+      await new Promise<void>((done) => {
+        const timer = setTimeout(() => {
+          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+          done();
+        }, config.SHUTDOWN_TIMEOUT_MS);
+        server.close(() => {
+          clearTimeout(timer);
+          done();
+        });
+        (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+      });
+      await db.destroy();
+      await embedded?.stop();
+    })());
+  return { url, services, close };
+}
+

@@ -1,0 +1,14 @@
+import type { Db } from '@wds/db';
+import type { JwtVerifier } from '@wds/identity';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+
+/** Everything a route needs, built once at start-up (and once per test file). */
+export interface Services {
+  db: Db;
+  config: Config;
+  logger: Logger;
+  jwt: JwtVerifier | undefined;
+  /** The admin interface is disabled when undefined. */
+  adminToken: string | undefined;
+}

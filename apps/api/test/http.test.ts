@@ -1,0 +1,59 @@
+import { describe, expect, test } from './support.js';
+
+describe('HTTP conventions', () => {
+  test('unknown route → 404 envelope', async ({ h }) => {
+    const r = await h.call('GET', '/api/v1/nope');
+    expect(r.status).toBe(404);
+    expect(r.body).toMatchObject({ code: 'NOT_FOUND', error: 'Route not found' });
+  });
+
+  test('wrong method → 405 envelope with Allow', async ({ h, owner }) => {
+    const r = await h.call('PUT', '/api/v1/workspaces', { token: owner.token });
+    expect(r.status).toBe(405);
+    expect(r.body.code).toBe('METHOD_NOT_ALLOWED');
+    expect(r.headers.get('allow')).toBe('GET, POST');
+  });
+
+  test('malformed JSON → 400 envelope', async ({ h, owner }) => {
+    const r = await h.call('POST', '/api/v1/workspaces', {
+      token: owner.token,
+      rawBody: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ error: 'Malformed JSON body', code: 'BAD_REQUEST' });
+  });
+
+  test('oversize body → 413 envelope', async ({ h, owner }) => {
+    const r = await h.call('POST', '/api/v1/workspaces', {
+      token: owner.token,
+      rawBody: JSON.stringify({ name: 'x'.repeat(h.services.config.MAX_BODY_BYTES) }),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(r.status).toBe(413);
+    expect(r.body.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  test('a JSON body that is not an object is a validation error, not a 500', async ({ h, owner }) => {
+    for (const raw of ['[]', '"x"', '42', 'null']) {
+      const r = await h.call('POST', '/api/v1/workspaces', { token: owner.token, rawBody: raw });
+      expect(r.status, raw).toBe(400);
+    }
+  });
+
+  test('health and readiness', async ({ h }) => {
+    expect((await h.call('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    expect((await h.call('GET', '/readyz')).body).toEqual({ status: 'ok' });
+  });
+
+  test('every response carries a request id', async ({ h }) => {
+    const r = await h.call('GET', '/healthz');
+    expect(r.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  test('OpenAPI document describes request bodies from the validation schemas', async ({ h }) => {
+    const r = await h.call('GET', '/api/v1/openapi.json');
+    const post = r.body.paths['/api/v1/workspaces/{id}/members'].post;
+    expect(post.requestBody.content['application/json'].schema.properties.role.enum).toEqual(['admin', 'member']);
+  });
+});

@@ -1,0 +1,125 @@
+import { createDb, migrateToLatest } from '@wds/db';
+import { createJwtVerifier } from '@wds/identity';
+import { createDatabase } from '@wds/testkit';
+import { test as base, inject } from 'vitest';
+import { createApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import type { Services } from '../src/services.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+export const JWT_SECRET = 'test-jwt-secret-0123456789abcdefghijklmnop';
+
+export interface Res<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface Call {
+  token?: string | undefined;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  workspace?: string;
+}
+
+/** One migrated database and app per test file; tests isolate themselves with fresh users and workspaces. */
+export class Harness {
+  private counter = 0;
+  constructor(
+    readonly services: Services,
+    readonly app: ReturnType<typeof createApp>,
+  ) {}
+
+  static async create(env: Record<string, string> = {}): Promise<Harness> {
+    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'api' });
+    const config = loadConfig({ ADMIN_TOKEN, AUTH_JWT_SECRET: JWT_SECRET, LOG_LEVEL: 'silent', ...env });
+    const { db } = createDb(url, { max: 5 });
+    await migrateToLatest(db);
+    const services: Services = {
+      db,
+      config,
+      logger: createLogger('silent'),
+      jwt: createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, secret: config.AUTH_JWT_SECRET }),
+      adminToken: ADMIN_TOKEN,
+    };
+    return new Harness(services, createApp(services));
+  }
+
+  async close() {
+    await this.services.db.destroy();
+  }
+
+  async call<T = any>(method: string, path: string, opts: Call = {}): Promise<Res<T>> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+    if (opts.workspace !== undefined) headers['x-workspace-id'] = opts.workspace;
+    let body: string | undefined = opts.rawBody;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await this.app.request(path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {}
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  uniqueEmail(tag = 'user'): string {
+    return `${tag}.${process.pid}.${Date.now()}.${++this.counter}@example.test`;
+  }
+
+  /** A fresh user with a session token, through the admin interface. */
+  async user(tag = 'user'): Promise<{ id: string; email: string; name: string; token: string }> {
+    const email = this.uniqueEmail(tag);
+    const u = await this.call('POST', '/admin/v1/users', {
+      headers: { 'x-admin-token': ADMIN_TOKEN },
+      body: { email, name: tag },
+    });
+    if (u.status !== 201) throw new Error(`user create: ${u.status} ${JSON.stringify(u.body)}`);
+    const s = await this.call('POST', `/admin/v1/users/${u.body.id}/sessions`, {
+      headers: { 'x-admin-token': ADMIN_TOKEN },
+      body: {},
+    });
+    return { ...u.body, token: s.body.token };
+  }
+
+  async workspace(token: string, name = 'ws'): Promise<{ id: string; name: string }> {
+    const r = await this.call('POST', '/api/v1/workspaces', { token, body: { name } });
+    if (r.status !== 201) throw new Error(`workspace create: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  /** Adds an existing user to a workspace with a role. */
+  async addMember(adminToken: string, workspaceId: string, email: string, role: 'admin' | 'member' = 'member') {
+    const r = await this.call('POST', `/api/v1/workspaces/${workspaceId}/members`, {
+      token: adminToken,
+      body: { email, role },
+    });
+    if (r.status !== 201) throw new Error(`add member: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.membership as { id: string; user_id: string; role: string };
+  }
+}
+
+type User = Awaited<ReturnType<Harness['user']>>;
+
+export const test = base.extend<{ harness: Harness; h: Harness; owner: User; ws: { id: string; name: string } }>({
+  harness: [
+    // biome-ignore lint/correctness/noEmptyPattern: vitest fixtures take a destructured context
+    async ({}, use) => {
+      const h = await Harness.create();
+      await use(h);
+      await h.close();
+    },
+    { scope: 'worker' },
+  ],
+  h: async ({ harness }, use) => use(harness),
+  owner: async ({ harness }, use) => use(await harness.user('owner')),
+  ws: async ({ harness, owner }, use) => use(await harness.workspace(owner.token, 'Acme')),
+});
+
+export { expect, describe } from 'vitest';

@@ -1,0 +1,84 @@
+import { type AuditLog, type Db, newId } from '@wds/db';
+
+export interface AuditEntry {
+  workspaceId: string | null;
+  userId: string | null;
+  apiKeyId: string | null;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  /** Never secrets, tokens or file contents: callers pass only what is safe to show an admin. */
+  details?: Record<string, unknown>;
+  requestId?: string | null;
+}
+
+export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
+  await db
+    .insertInto('platform.audit_logs')
+    .values({
+      id: newId(),
+      workspace_id: e.workspaceId,
+      user_id: e.userId,
+      api_key_id: e.apiKeyId,
+      action: e.action,
+      resource_type: e.resourceType,
+      resource_id: e.resourceId,
+      details: JSON.stringify(e.details ?? {}),
+      request_id: e.requestId ?? null,
+    })
+    .execute();
+}
+
+export interface AuditFilter {
+  workspaceId: string;
+  userId?: string | undefined;
+  /** A trailing `*` makes it a prefix match. */
+  action?: string | undefined;
+  resourceType?: string | undefined;
+  resourceId?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+export interface AuditLogView {
+  id: string;
+  workspace_id: string | null;
+  user_id: string | null;
+  api_key_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  details: unknown;
+  request_id: string | null;
+  created_at: string;
+}
+
+const toView = (r: AuditLog): AuditLogView => ({
+  id: r.id,
+  workspace_id: r.workspace_id,
+  user_id: r.user_id,
+  api_key_id: r.api_key_id,
+  action: r.action,
+  resource_type: r.resource_type,
+  resource_id: r.resource_id,
+  details: r.details,
+  request_id: r.request_id,
+  created_at: r.created_at.toISOString(),
+});
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** Newest first. */
+export async function listAuditLogs(db: Db, f: AuditFilter): Promise<AuditLogView[]> {
+  let q = db.selectFrom('platform.audit_logs').selectAll().where('workspace_id', '=', f.workspaceId);
+  if (f.userId) q = q.where('user_id', '=', f.userId);
+  if (f.action) {
+    q = f.action.endsWith('*')
+      ? q.where('action', 'like', `${escapeLike(f.action.slice(0, -1))}%`)
+      : q.where('action', '=', f.action);
+  }
+  if (f.resourceType) q = q.where('resource_type', '=', f.resourceType);
+  if (f.resourceId) q = q.where('resource_id', '=', f.resourceId);
+  const rows = await q.orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+  return rows.map(toView);
+}

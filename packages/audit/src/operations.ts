@@ -1,0 +1,35 @@
+/**
+ * Every operation of the service has one name, used by the audit log (`action`), logs and metrics.
+ * Adding a route means adding its operation here first.
+ */
+export const OPERATIONS = {
+  // identity
+  get_me: { resource: 'user', mutates: false },
+  exchange_token: { resource: 'token', mutates: false },
+  list_api_keys: { resource: 'api_key', mutates: false },
+  create_api_key: { resource: 'api_key', mutates: true },
+  revoke_api_key: { resource: 'api_key', mutates: true },
+  // workspaces
+  list_workspaces: { resource: 'workspace', mutates: false },
+  create_workspace: { resource: 'workspace', mutates: true },
+  get_workspace: { resource: 'workspace', mutates: false },
+  update_workspace: { resource: 'workspace', mutates: true },
+  delete_workspace: { resource: 'workspace', mutates: true },
+  // people
+  list_members: { resource: 'member', mutates: false },
+  add_member: { resource: 'member', mutates: true },
+  update_member: { resource: 'member', mutates: true },
+  remove_member: { resource: 'member', mutates: true },
+  list_invitations: { resource: 'invitation', mutates: false },
+  cancel_invitation: { resource: 'invitation', mutates: true },
+  list_redirect_uris: { resource: 'redirect_uri', mutates: false },
+  add_redirect_uri: { resource: 'redirect_uri', mutates: true },
+  remove_redirect_uri: { resource: 'redirect_uri', mutates: true },
+  // audit
+  list_audit_logs: { resource: 'audit_log', mutates: false },
+  // admin interface
+  admin_create_user: { resource: 'user', mutates: true },
+  admin_create_session: { resource: 'session', mutates: true },
+} as const satisfies Record<string, { resource: string; mutates: boolean }>;
+
+export type Operation = keyof typeof OPERATIONS;

@@ -1,0 +1,25 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+// int8 (count(*) and friends) as JS numbers: our counts stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export interface DbOptions {
+  /** Pool size; PostgreSQL connections are the scarce resource, not Node. */
+  max?: number;
+  applicationName?: string;
+}
+
+export type Db = Kysely<Database>;
+
+export function createDb(url: string, opts: DbOptions = {}): { db: Db; pool: pg.Pool } {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    application_name: opts.applicationName ?? 'wds',
+  });
+  // An idle client that errors (server restart) must not crash the process.
+  pool.on('error', () => {});
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
+}

@@ -1,0 +1,6 @@
+export * from './schema.js';
+export * from './connect.js';
+export * from './migrate.js';
+export * from './ids.js';
+export * from './embedded.js';
+export { sql, type Transaction, type Kysely } from 'kysely';

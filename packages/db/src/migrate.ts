@@ -1,0 +1,19 @@
+import type { Database } from './schema.js';
+import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
+import * as m0001 from './migrations/0001_foundation.js';
+
+/** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
+const migrations: Record<string, Migration> = {
+  '0001_foundation': m0001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrateToLatest(kysely: Kysely<Database>): Promise<string[]> {
+  const db = kysely as unknown as Kysely<unknown>;
+  await db.schema.createSchema('platform').ifNotExists().execute();
+  const migrator = new Migrator({ db, provider, migrationTableSchema: 'platform' });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,127 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/** Timestamps are written as Date or ISO text and always read back as Date. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+/** Has a database default, and may be set on update. */
+type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json = ColumnType<unknown, string, string>;
+
+export type Role = 'admin' | 'member';
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  name: string;
+  jwt_subject: string | null;
+  created_at: CreatedAt;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  token_hash: string;
+  key_prefix: string;
+  created_at: CreatedAt;
+  expires_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface WorkspacesTable {
+  id: string;
+  name: string;
+  ddl_policy_group_id: string | null;
+  workflow_editor_policy_group_id: string | null;
+  policy_editor_policy_group_id: string | null;
+  mcp_timeout_ms: Generated<number>;
+  custom_prompt: Generated<string>;
+  auto_embed_files: Generated<boolean>;
+  auto_embed_tables: Generated<boolean>;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export interface MembershipsTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  role: Role;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface InvitationsTable {
+  id: string;
+  workspace_id: string;
+  email: string;
+  role: Role;
+  invited_by: string | null;
+  created_at: CreatedAt;
+  accepted_at: Timestamp | null;
+  cancelled_at: Timestamp | null;
+}
+
+export interface RedirectUrisTable {
+  id: string;
+  workspace_id: string;
+  redirect_uri: string;
+  created_at: CreatedAt;
+}
+
+export interface PolicyGroupsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  user_ids: Generated<string[]>;
+  stf_ids: Generated<string[]>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface AuditLogsTable {
+  id: string;
+  workspace_id: string | null;
+  user_id: string | null;
+  api_key_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  details: Json;
+  request_id: string | null;
+  created_at: CreatedAt;
+}
+
+/** Service tables live in schema `platform`; Kysely sees them as `platform.<table>`. */
+export interface Database {
+  'platform.users': UsersTable;
+  'platform.sessions': SessionsTable;
+  'platform.api_keys': ApiKeysTable;
+  'platform.workspaces': WorkspacesTable;
+  'platform.memberships': MembershipsTable;
+  'platform.invitations': InvitationsTable;
+  'platform.redirect_uris': RedirectUrisTable;
+  'platform.policy_groups': PolicyGroupsTable;
+  'platform.audit_logs': AuditLogsTable;
+}
+
+export type User = Selectable<UsersTable>;
+export type Workspace = Selectable<WorkspacesTable>;
+export type WorkspaceUpdate = Updateable<WorkspacesTable>;
+export type Membership = Selectable<MembershipsTable>;
+export type Invitation = Selectable<InvitationsTable>;
+export type ApiKey = Selectable<ApiKeysTable>;
+export type AuditLog = Selectable<AuditLogsTable>;
+export type NewAuditLog = Insertable<AuditLogsTable>;

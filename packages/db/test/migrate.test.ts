@@ -1,0 +1,26 @@
+import '@wds/testkit';
+import { createDatabase, dropDatabase } from '@wds/testkit';
+import { describe, expect, inject, it } from 'vitest';
+import { createDb, migrateToLatest, sql } from '../src/index.js';
+
+describe('migrateToLatest', () => {
+  it('creates the platform and user_data schemas once; a second run applies nothing', async () => {
+    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
+    const { db } = createDb(url, { max: 2 });
+    try {
+      expect(await migrateToLatest(db)).toEqual(['0001_foundation']);
+      expect(await migrateToLatest(db)).toEqual([]);
+      const { rows } = await sql<{ nspname: string }>`
+        SELECT nspname FROM pg_namespace WHERE nspname IN ('platform', 'user_data') ORDER BY 1`.execute(db);
+      expect(rows.map((r) => r.nspname)).toEqual(['platform', 'user_data']);
+      await db.insertInto('platform.users').values({ id: '01900000-0000-7000-8000-000000000001', email: 'A@x.io', name: 'a' }).execute();
+      // Emails are unique without regard to case.
+      await expect(
+        db.insertInto('platform.users').values({ id: '01900000-0000-7000-8000-000000000002', email: 'a@X.io', name: 'b' }).execute(),
+      ).rejects.toThrow(/users_email_key/);
+    } finally {
+      await db.destroy();
+      await dropDatabase(url);
+    }
+  });
+});

@@ -1,0 +1,6 @@
+export * from './tokens.js';
+export * from './users.js';
+export * from './sessions.js';
+export * from './api-keys.js';
+export * from './jwt.js';
+export * from './authenticate.js';

@@ -1,0 +1,45 @@
+import { type JWTPayload, type JWTVerifyGetKey, createRemoteJWKSet, jwtVerify } from 'jose';
+
+export interface JwtConfig {
+  jwksUrl?: string | undefined;
+  secret?: string | undefined;
+  issuer?: string | undefined;
+  audience?: string | undefined;
+}
+
+export interface JwtClaims {
+  sub: string;
+  email: string | undefined;
+  name: string | undefined;
+  /** Present on a scoped JWT: the only workspace it may reach. */
+  workspaceId: string | undefined;
+}
+
+export type JwtVerifier = (token: string) => Promise<JwtClaims>;
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
+
+/** Returns undefined when no JWT source is configured: then JWTs are simply not accepted. */
+export function createJwtVerifier(cfg: JwtConfig): JwtVerifier | undefined {
+  let key: Uint8Array | JWTVerifyGetKey;
+  if (cfg.jwksUrl) key = createRemoteJWKSet(new URL(cfg.jwksUrl));
+  else if (cfg.secret) key = new TextEncoder().encode(cfg.secret);
+  else return undefined;
+  const options = {
+    ...(cfg.issuer ? { issuer: cfg.issuer } : {}),
+    ...(cfg.audience ? { audience: cfg.audience } : {}),
+    // HS256 only with a shared secret; asymmetric algorithms only with a JWKS (no algorithm confusion).
+    algorithms: cfg.jwksUrl ? ['RS256', 'ES256', 'EdDSA', 'PS256'] : ['HS256'],
+  };
+  return async (token) => {
+    const { payload } =
+      key instanceof Uint8Array ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options);
+    return claimsOf(payload);
+  };
+}
+
+function claimsOf(p: JWTPayload): JwtClaims {
+  const sub = str(p.sub);
+  if (!sub) throw new Error('JWT has no sub');
+  return { sub, email: str(p.email), name: str(p.name), workspaceId: str(p.workspace_id) };
+}

@@ -1,0 +1,60 @@
+import { SignJWT } from 'jose';
+import { describe, expect, it } from 'vitest';
+import { API_KEY_PREFIX, SESSION_PREFIX, bearerToken, createJwtVerifier, generateToken, hashToken } from '../src/index.js';
+
+describe('tokens', () => {
+  it('carry their prefix and 256 random bits, and differ every time', () => {
+    const a = generateToken(SESSION_PREFIX);
+    const b = generateToken(SESSION_PREFIX);
+    expect(a).toMatch(/^ses_[A-Za-z0-9_-]{43}$/);
+    expect(generateToken(API_KEY_PREFIX)).toMatch(/^svc_/);
+    expect(a).not.toBe(b);
+  });
+
+  it('are stored as a deterministic hash that does not contain them', () => {
+    const t = generateToken(API_KEY_PREFIX);
+    expect(hashToken(t)).toBe(hashToken(t));
+    expect(hashToken(t)).toMatch(/^[0-9a-f]{64}$/);
+    expect(hashToken(t)).not.toContain(t.slice(4, 12));
+  });
+});
+
+describe('bearerToken', () => {
+  it('accepts exactly one Bearer credential', () => {
+    expect(bearerToken('Bearer abc')).toBe('abc');
+    expect(bearerToken('bearer abc')).toBe('abc');
+    for (const bad of [undefined, '', 'Bearer', 'Bearer ', 'Basic abc', 'Bearer a b', 'abc']) {
+      expect(() => bearerToken(bad)).toThrow(expect.objectContaining({ code: 'UNAUTHORIZED' }));
+    }
+  });
+});
+
+describe('createJwtVerifier', () => {
+  const secret = 'a-test-secret-that-is-long-enough-000';
+  const sign = (claims: Record<string, unknown>, key = secret) =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('u1').setExpirationTime('1m').sign(new TextEncoder().encode(key));
+
+  it('is off without configuration', () => {
+    expect(createJwtVerifier({})).toBeUndefined();
+  });
+
+  it('verifies HS256 and reads sub, email, name and the workspace scope', async () => {
+    const verify = createJwtVerifier({ secret })!;
+    const claims = await verify(await sign({ email: 'a@b.c', name: 'A', workspace_id: 'w' }));
+    expect(claims).toEqual({ sub: 'u1', email: 'a@b.c', name: 'A', workspaceId: 'w' });
+    await expect(verify(await sign({}, 'another-secret-another-secret-00000'))).rejects.toThrow();
+  });
+
+  it('checks issuer and audience when configured', async () => {
+    const verify = createJwtVerifier({ secret, issuer: 'https://id.example', audience: 'wds' })!;
+    await expect(verify(await sign({}))).rejects.toThrow();
+    const good = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('u1')
+      .setIssuer('https://id.example')
+      .setAudience('wds')
+      .setExpirationTime('1m')
+      .sign(new TextEncoder().encode(secret));
+    expect((await verify(good)).sub).toBe('u1');
+  });
+});

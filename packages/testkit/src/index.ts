@@ -1,0 +1,4 @@
+import './vitest-context.js';
+
+export { type CreateDatabaseOptions, createDatabase, dropDatabase } from './database.js';
+export { startTestPostgres, type TestPostgres } from './server.js';

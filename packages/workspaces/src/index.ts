@@ -1,0 +1,4 @@
+export * from './views.js';
+export * from './workspaces.js';
+export * from './members.js';
+export * from './redirect-uris.js';

@@ -1,0 +1,121 @@
+import { type Db, type Role, type Workspace, isUuid, newId } from '@wds/db';
+import { forbidden, notFound, validationError } from '@wds/errors';
+import { type WorkspaceView, toWorkspaceView } from './views.js';
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export interface WorkspaceAccess {
+  workspace: Workspace;
+  role: Role;
+}
+
+/** The caller's view of one workspace: 404 when it does not exist (or is deleted), 403 when not a member. */
+export async function resolveAccess(
+  db: Db,
+  who: { userId: string; scopedWorkspaceId: string | null },
+  workspaceId: string,
+): Promise<WorkspaceAccess> {
+  if (!isUuid(workspaceId)) throw notFound('Workspace');
+  const workspace = await db
+    .selectFrom('platform.workspaces')
+    .selectAll()
+    .where('id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!workspace) throw notFound('Workspace');
+  if (who.scopedWorkspaceId !== null && who.scopedWorkspaceId !== workspaceId) {
+    throw forbidden('This token is scoped to another workspace');
+  }
+  const m = await db
+    .selectFrom('platform.memberships')
+    .select('role')
+    .where('workspace_id', '=', workspaceId)
+    .where('user_id', '=', who.userId)
+    .executeTakeFirst();
+  if (!m) throw forbidden('You are not a member of this workspace');
+  return { workspace, role: m.role };
+}
+
+export async function listWorkspaces(
+  db: Db,
+  who: { userId: string; scopedWorkspaceId: string | null },
+  page: Page,
+): Promise<(WorkspaceView & { role: Role })[]> {
+  let q = db
+    .selectFrom('platform.workspaces as w')
+    .innerJoin('platform.memberships as m', 'm.workspace_id', 'w.id')
+    .selectAll('w')
+    .select('m.role')
+    .where('m.user_id', '=', who.userId)
+    .where('w.deleted_at', 'is', null);
+  if (who.scopedWorkspaceId !== null) q = q.where('w.id', '=', who.scopedWorkspaceId);
+  const rows = await q.orderBy('w.id').limit(page.limit).offset(page.offset).execute();
+  return rows.map((r) => ({ ...toWorkspaceView(r), role: r.role }));
+}
+
+/** The creator becomes the workspace's first admin, in the same transaction. */
+export async function createWorkspace(db: Db, input: { name: string; createdBy: string }): Promise<WorkspaceView> {
+  const id = newId();
+  const ws = await db
+    .insertInto('platform.workspaces')
+    .values({ id, name: input.name, created_by: input.createdBy })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await db
+    .insertInto('platform.memberships')
+    .values({ id: newId(), workspace_id: id, user_id: input.createdBy, role: 'admin' })
+    .execute();
+  return toWorkspaceView(ws);
+}
+
+export interface WorkspacePatch {
+  name?: string | undefined;
+  ddl_policy_group_id?: string | null | undefined;
+  workflow_editor_policy_group_id?: string | null | undefined;
+  policy_editor_policy_group_id?: string | null | undefined;
+  mcp_timeout_ms?: number | undefined;
+  custom_prompt?: string | undefined;
+  auto_embed_files?: boolean | undefined;
+  auto_embed_tables?: boolean | undefined;
+}
+
+const GROUP_FIELDS = ['ddl_policy_group_id', 'workflow_editor_policy_group_id', 'policy_editor_policy_group_id'] as const;
+
+export async function updateWorkspace(db: Db, workspaceId: string, patch: WorkspacePatch): Promise<WorkspaceView> {
+  for (const field of GROUP_FIELDS) {
+    const groupId = patch[field];
+    if (groupId === undefined || groupId === null) continue;
+    const found = isUuid(groupId)
+      ? await db
+          .selectFrom('platform.policy_groups')
+          .select('id')
+          .where('id', '=', groupId)
+          .where('workspace_id', '=', workspaceId)
+          .executeTakeFirst()
+      : undefined;
+    if (!found) throw validationError(`${field}: no policy group with this id in this workspace`);
+  }
+  const values = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+  const ws = await db
+    .updateTable('platform.workspaces')
+    .set({ ...values, updated_at: new Date() })
+    .where('id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+  if (!ws) throw notFound('Workspace');
+  return toWorkspaceView(ws);
+}
+
+export async function softDeleteWorkspace(db: Db, workspaceId: string): Promise<void> {
+  const r = await db
+    .updateTable('platform.workspaces')
+    .set({ deleted_at: new Date() })
+    .where('id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (r.numUpdatedRows === 0n) throw notFound('Workspace');
+}
