@@ -12,6 +12,8 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
 import { memberRoutes } from './routes/members.js';
+import { policyRoutes } from './routes/policies.js';
+import { sqlRoutes } from './routes/sql.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
@@ -21,6 +23,8 @@ export const routes: readonly AnyRoute[] = [
   ...workspaceRoutes,
   ...memberRoutes,
   ...apiKeyRoutes,
+  ...sqlRoutes,
+  ...policyRoutes,
   ...auditRoutes,
   ...adminRoutes,
 ];

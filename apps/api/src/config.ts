@@ -26,6 +26,8 @@ export const ConfigSchema = v.object({
   SESSION_TTL_SECONDS: int(30 * 24 * 3600, 60, 365 * 24 * 3600),
   MAX_BODY_BYTES: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
+  SQL_STATEMENT_TIMEOUT_MS: int(10_000, 10, 3_600_000),
+  SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 

@@ -1,5 +1,6 @@
 import { createDb, migrateToLatest, startEmbeddedPostgres } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
+import { WorkspaceSql } from '@wds/workspace-sql';
 import { type ServerType, serve } from '@hono/node-server';
 import { resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
@@ -24,7 +25,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     embedded = await startEmbeddedPostgres({ dataDir });
     databaseUrl = embedded.url;
   }
-  const { db } = createDb(databaseUrl, { max: config.DB_POOL_MAX });
+  const { db, pool } = createDb(databaseUrl, { max: config.DB_POOL_MAX });
   try {
     const applied = await migrateToLatest(db);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
@@ -45,6 +46,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
 
   const services: Services = {
     db,
+    sql: new WorkspaceSql(pool),
     config,
     logger,
     jwt: createJwtVerifier({

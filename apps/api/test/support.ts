@@ -1,5 +1,6 @@
 import { createDb, migrateToLatest } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
+import { WorkspaceSql } from '@wds/workspace-sql';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -34,11 +35,19 @@ export class Harness {
 
   static async create(env: Record<string, string> = {}): Promise<Harness> {
     const url = await createDatabase(inject('pgServerUrl'), { prefix: 'api' });
-    const config = loadConfig({ ADMIN_TOKEN, AUTH_JWT_SECRET: JWT_SECRET, LOG_LEVEL: 'silent', ...env });
-    const { db } = createDb(url, { max: 5 });
+    const config = loadConfig({
+      ADMIN_TOKEN,
+      AUTH_JWT_SECRET: JWT_SECRET,
+      LOG_LEVEL: 'silent',
+      SQL_STATEMENT_TIMEOUT_MS: '2000',
+      SQL_MAX_ROWS: '500',
+      ...env,
+    });
+    const { db, pool } = createDb(url, { max: 5 });
     await migrateToLatest(db);
     const services: Services = {
       db,
+      sql: new WorkspaceSql(pool),
       config,
       logger: createLogger('silent'),
       jwt: createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, secret: config.AUTH_JWT_SECRET }),
@@ -102,6 +111,44 @@ export class Harness {
     });
     if (r.status !== 201) throw new Error(`add member: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body.membership as { id: string; user_id: string; role: string };
+  }
+
+  sql(token: string, workspaceId: string, sql: string) {
+    return this.call('POST', `/api/v1/workspaces/${workspaceId}/sql`, { token, body: { sql } });
+  }
+
+  /** Runs SQL and fails the test unless it succeeds. */
+  async sqlOk(token: string, workspaceId: string, sql: string) {
+    const r = await this.sql(token, workspaceId, sql);
+    if (r.status !== 200) throw new Error(`SQL failed: ${sql}\n${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  async group(token: string, workspaceId: string, body: { name?: string; user_ids?: string[]; stf_ids?: string[] }) {
+    const r = await this.call('POST', '/api/v1/policy-groups', { token, workspace: workspaceId, body: { name: 'g', ...body } });
+    if (r.status !== 201) throw new Error(`group: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.id as string;
+  }
+
+  async policy(
+    token: string,
+    workspaceId: string,
+    body: { policy_group_id: string; table_name: string; operation: string; mode?: string; condition?: unknown; name?: string },
+  ) {
+    const r = await this.call('POST', '/api/v1/policies', { token, workspace: workspaceId, body: { name: 'p', mode: 'allow', ...body } });
+    if (r.status !== 201) throw new Error(`policy: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.id as string;
+  }
+
+  /** Gives users unconditional allow policies for every operation on the tables. */
+  async allowAll(token: string, workspaceId: string, userIds: string[], tables: string[]) {
+    const g = await this.group(token, workspaceId, { name: 'all', user_ids: userIds });
+    for (const table_name of tables) {
+      for (const operation of ['select', 'insert', 'update', 'delete']) {
+        await this.policy(token, workspaceId, { policy_group_id: g, table_name, operation });
+      }
+    }
+    return g;
   }
 }
 

@@ -25,6 +25,25 @@ export const OPERATIONS = {
   list_redirect_uris: { resource: 'redirect_uri', mutates: false },
   add_redirect_uri: { resource: 'redirect_uri', mutates: true },
   remove_redirect_uri: { resource: 'redirect_uri', mutates: true },
+  // SQL: one route, audited under the action of the statement kind
+  execute_sql: { resource: 'table', mutates: true },
+  execute_sql_select: { resource: 'table', mutates: true },
+  execute_sql_insert: { resource: 'table', mutates: true },
+  execute_sql_update: { resource: 'table', mutates: true },
+  execute_sql_delete: { resource: 'table', mutates: true },
+  execute_sql_ddl: { resource: 'table', mutates: true },
+  preview_sql: { resource: 'table', mutates: false },
+  // policies
+  list_policies: { resource: 'policy', mutates: false },
+  get_policy: { resource: 'policy', mutates: false },
+  create_policy: { resource: 'policy', mutates: true },
+  update_policy: { resource: 'policy', mutates: true },
+  delete_policy: { resource: 'policy', mutates: true },
+  list_policy_groups: { resource: 'policy_group', mutates: false },
+  get_policy_group: { resource: 'policy_group', mutates: false },
+  create_policy_group: { resource: 'policy_group', mutates: true },
+  update_policy_group: { resource: 'policy_group', mutates: true },
+  delete_policy_group: { resource: 'policy_group', mutates: true },
   // audit
   list_audit_logs: { resource: 'audit_log', mutates: false },
   // admin interface

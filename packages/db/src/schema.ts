@@ -104,6 +104,19 @@ export interface AuditLogsTable {
   created_at: CreatedAt;
 }
 
+export interface PoliciesTable {
+  id: string;
+  workspace_id: string;
+  policy_group_id: string;
+  name: string;
+  mode: 'allow' | 'deny';
+  table_name: string;
+  operation: 'select' | 'insert' | 'update' | 'delete';
+  condition: ColumnType<unknown, string | null, string | null>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
 /** Service tables live in schema `platform`; Kysely sees them as `platform.<table>`. */
 export interface Database {
   'platform.users': UsersTable;
@@ -114,6 +127,7 @@ export interface Database {
   'platform.invitations': InvitationsTable;
   'platform.redirect_uris': RedirectUrisTable;
   'platform.policy_groups': PolicyGroupsTable;
+  'platform.policies': PoliciesTable;
   'platform.audit_logs': AuditLogsTable;
 }
 
@@ -123,5 +137,7 @@ export type WorkspaceUpdate = Updateable<WorkspacesTable>;
 export type Membership = Selectable<MembershipsTable>;
 export type Invitation = Selectable<InvitationsTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
+export type PolicyRow = Selectable<PoliciesTable>;
+export type PolicyGroupRow = Selectable<PolicyGroupsTable>;
 export type AuditLog = Selectable<AuditLogsTable>;
 export type NewAuditLog = Insertable<AuditLogsTable>;

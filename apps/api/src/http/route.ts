@@ -20,6 +20,8 @@ export type AuthMode = 'none' | 'user' | 'session' | 'optional' | 'admin';
 export type WorkspaceFrom = 'path' | 'header';
 
 export interface AuditInfo {
+  /** Overrides the route's operation name (e.g. execute_sql_select). */
+  action?: string;
   resourceId?: string | null;
   details?: Record<string, unknown>;
   /** For routes outside a workspace that still concern one (e.g. workspace create). */
@@ -156,7 +158,7 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
           workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,
           userId: principal?.user.id ?? null,
           apiKeyId: principal?.apiKeyId ?? null,
-          action: route.operation,
+          action: auditInfo.action ?? route.operation,
           resourceType: spec.resource,
           resourceId: auditInfo.resourceId ?? (typeof resultId === 'string' ? resultId : null),
           details: auditInfo.details ?? {},

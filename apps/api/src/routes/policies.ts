@@ -1,0 +1,181 @@
+import { forbidden } from '@wds/errors';
+import {
+  createPolicy,
+  createPolicyGroup,
+  deletePolicy,
+  deletePolicyGroup,
+  getPolicy,
+  getPolicyGroup,
+  isInGroup,
+  listPolicies,
+  listPolicyGroups,
+  updatePolicy,
+  updatePolicyGroup,
+} from '@wds/policies';
+import * as v from 'valibot';
+import type { HandlerCtx } from '../http/route.js';
+import { defineRoute } from '../http/route.js';
+import { PageQuery, Uuid } from '../http/schemas.js';
+
+/** Policy editing is restricted to the policy-editor group when the workspace sets one (spec §4.13). */
+async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
+  const group = ctx.access.workspace.policy_editor_policy_group_id;
+  if (group && !(await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) {
+    throw forbidden('Policy editing is restricted to the policy editor group', 'see policy_editor_policy_group_id');
+  }
+}
+
+const Name = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255));
+const Mode = v.picklist(['allow', 'deny'], 'must be allow or deny');
+const Operation = v.picklist(['select', 'insert', 'update', 'delete'], 'must be select, insert, update or delete');
+const TableName = v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,22}$/, 'must be a lower-case identifier of at most 23 characters'));
+const Condition = v.nullable(v.unknown());
+const Ids = v.pipe(v.array(Uuid), v.maxLength(10_000));
+
+const PolicyBody = v.object({
+  name: Name,
+  policy_group_id: Uuid,
+  mode: Mode,
+  table_name: TableName,
+  operation: Operation,
+  condition: v.optional(Condition),
+});
+const PolicyPatch = v.strictObject({
+  name: v.optional(Name),
+  policy_group_id: v.optional(Uuid),
+  mode: v.optional(Mode),
+  table_name: v.optional(TableName),
+  operation: v.optional(Operation),
+  condition: v.optional(Condition),
+});
+const GroupBody = v.object({ name: Name, user_ids: v.optional(Ids, []), stf_ids: v.optional(Ids, []) });
+const GroupPatch = v.strictObject({ name: v.optional(Name), user_ids: v.optional(Ids), stf_ids: v.optional(Ids) });
+
+const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
+const describe = (p: { name: string; mode: string; table_name: string; operation: string }) => ({
+  name: p.name,
+  mode: p.mode,
+  table_name: p.table_name,
+  operation: p.operation,
+});
+
+export const policyRoutes = [
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/policies',
+    operation: 'list_policies',
+    summary: 'Policies of the workspace',
+    query: PageQuery,
+    handler: ({ db, access, query }) => listPolicies(db, access.workspace.id, query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/policies',
+    operation: 'create_policy',
+    summary: 'Create a policy (restricted to the policy editor group when set)',
+    body: PolicyBody,
+    status: 201,
+    handler: async (ctx) => {
+      await assertPolicyEditor(ctx);
+      const p = await createPolicy(ctx.db, ctx.access.workspace.id, ctx.body);
+      ctx.audit({ details: { ...describe(p), condition: p.condition } });
+      return p;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/policies/:policyId',
+    operation: 'get_policy',
+    summary: 'A policy',
+    handler: ({ db, access, params }) => getPolicy(db, access.workspace.id, params.policyId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'patch',
+    path: '/api/v1/policies/:policyId',
+    operation: 'update_policy',
+    summary: 'Change a policy',
+    body: PolicyPatch,
+    handler: async (ctx) => {
+      await assertPolicyEditor(ctx);
+      const p = await updatePolicy(ctx.db, ctx.access.workspace.id, ctx.params.policyId ?? '', ctx.body);
+      ctx.audit({ details: { ...describe(p), condition: p.condition } });
+      return p;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: '/api/v1/policies/:policyId',
+    operation: 'delete_policy',
+    summary: 'Delete a policy',
+    status: 204,
+    handler: async (ctx) => {
+      await assertPolicyEditor(ctx);
+      const p = await deletePolicy(ctx.db, ctx.access.workspace.id, ctx.params.policyId ?? '');
+      ctx.audit({ resourceId: p.id, details: describe(p) });
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/policy-groups',
+    operation: 'list_policy_groups',
+    summary: 'Policy groups of the workspace',
+    query: PageQuery,
+    handler: ({ db, access, query }) => listPolicyGroups(db, access.workspace.id, query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/policy-groups',
+    operation: 'create_policy_group',
+    summary: 'Create a policy group of users and STFs',
+    body: GroupBody,
+    status: 201,
+    handler: async (ctx) => {
+      await assertPolicyEditor(ctx);
+      const g = await createPolicyGroup(ctx.db, ctx.access.workspace.id, ctx.body);
+      ctx.audit({ details: { name: g.name, user_ids: g.user_ids, stf_ids: g.stf_ids } });
+      return g;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/policy-groups/:groupId',
+    operation: 'get_policy_group',
+    summary: 'A policy group',
+    handler: ({ db, access, params }) => getPolicyGroup(db, access.workspace.id, params.groupId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'patch',
+    path: '/api/v1/policy-groups/:groupId',
+    operation: 'update_policy_group',
+    summary: 'Change a policy group; user_ids and stf_ids are replaced entirely',
+    body: GroupPatch,
+    handler: async (ctx) => {
+      await assertPolicyEditor(ctx);
+      const g = await updatePolicyGroup(ctx.db, ctx.access.workspace.id, ctx.params.groupId ?? '', ctx.body);
+      ctx.audit({ details: { name: g.name, user_ids: g.user_ids, stf_ids: g.stf_ids } });
+      return g;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: '/api/v1/policy-groups/:groupId',
+    operation: 'delete_policy_group',
+    summary: 'Delete a policy group that no policy or workspace setting uses',
+    status: 204,
+    handler: async (ctx) => {
+      await assertPolicyEditor(ctx);
+      const g = await deletePolicyGroup(ctx.db, ctx.access.workspace.id, ctx.params.groupId ?? '');
+      ctx.audit({ resourceId: g.id, details: { name: g.name } });
+    },
+  }),
+];

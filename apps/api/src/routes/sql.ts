@@ -1,0 +1,60 @@
+import type { Subject } from '@wds/policy-engine';
+import type { SqlCaller } from '@wds/workspace-sql';
+import * as v from 'valibot';
+import type { HandlerCtx } from '../http/route.js';
+import { defineRoute } from '../http/route.js';
+
+const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(1_000_000));
+
+function callerOf(ctx: HandlerCtx<unknown, unknown>): SqlCaller {
+  const subject: Subject = { kind: 'user', userId: ctx.principal.user.id };
+  return {
+    workspaceId: ctx.access.workspace.id,
+    ddlGroupId: ctx.access.workspace.ddl_policy_group_id,
+    isAdmin: ctx.access.role === 'admin',
+    subject,
+  };
+}
+
+export const sqlRoutes = [
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/workspaces/:id/sql',
+    operation: 'execute_sql',
+    summary: 'Run one SQL statement on the workspace tables, with policy and DDL checks',
+    auth: 'user',
+    workspace: 'path',
+    role: 'member',
+    body: v.object({ sql: Sql }),
+    transaction: false,
+    handler: async (ctx) => {
+      const { config } = ctx.c.var.services;
+      const r = await ctx.c.var.services.sql.execute(callerOf(ctx), ctx.body.sql, {
+        statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
+        maxRows: config.SQL_MAX_ROWS,
+      });
+      ctx.audit({
+        action: `execute_sql_${r.kind}`,
+        resourceId: r.tables.join(',') || null,
+        details: { tables: r.tables, ...(r.affected_rows !== undefined ? { affected_rows: r.affected_rows } : {}) },
+      });
+      if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows, executed_sql: r.executed_sql };
+      return {
+        affected_rows: r.affected_rows ?? 0,
+        executed_sql: r.executed_sql,
+        ...(r.rows ? { rows: r.rows } : {}),
+      };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/workspaces/:id/sql/preview',
+    operation: 'preview_sql',
+    summary: 'The rewritten SQL without running it; policies are not evaluated unless with_policies is true',
+    auth: 'user',
+    workspace: 'path',
+    role: 'member',
+    body: v.object({ sql: Sql, with_policies: v.optional(v.boolean()) }),
+    handler: (ctx) => ctx.c.var.services.sql.preview(callerOf(ctx), ctx.body.sql, ctx.body.with_policies ?? false),
+  }),
+];

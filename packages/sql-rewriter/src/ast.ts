@@ -1,0 +1,49 @@
+import type { AnyNode } from './parse.js';
+
+/** Small constructors for the libpg-query JSON AST, so the rewriter builds nodes instead of splicing text. */
+export const str = (sval: string): AnyNode => ({ String: { sval } });
+export const col = (qualifier: string | null, name: string): AnyNode => ({
+  ColumnRef: { fields: qualifier ? [str(qualifier), str(name)] : [str(name)] },
+});
+export const call = (name: string[], args: AnyNode[] = []): AnyNode => ({
+  FuncCall: { funcname: name.map(str), args, funcformat: 'COERCE_EXPLICIT_CALL' },
+});
+export const text = (s: string): AnyNode => ({ A_Const: { sval: { sval: s } } });
+export const TRUE: AnyNode = { A_Const: { boolval: { boolval: true } } };
+export const eq = (lexpr: AnyNode, rexpr: AnyNode): AnyNode => ({
+  A_Expr: { kind: 'AEXPR_OP', name: [str('=')], lexpr, rexpr },
+});
+export const isNull = (arg: AnyNode): AnyNode => ({ NullTest: { arg, nulltesttype: 'IS_NULL' } });
+export const and = (args: AnyNode[]): AnyNode | undefined => {
+  const parts = args.filter((a) => a !== undefined && a !== null);
+  if (parts.length === 0) return undefined;
+  if (parts.length === 1) return parts[0];
+  return { BoolExpr: { boolop: 'AND_EXPR', args: parts } };
+};
+export const resTarget = (val: AnyNode, name?: string): AnyNode => ({ ResTarget: { ...(name ? { name } : {}), val } });
+export const star = (): AnyNode => ({ ColumnRef: { fields: [{ A_Star: {} }] } });
+
+/** Maps each inner node object to its `{ Tag: node }` wrapper, so a node can be replaced by another kind. */
+export function wrappers(tree: AnyNode): Map<AnyNode, AnyNode> {
+  const map = new Map<AnyNode, AnyNode>();
+  const stack: AnyNode[] = [tree];
+  while (stack.length) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      stack.push(...v);
+    } else if (v && typeof v === 'object') {
+      const keys = Object.keys(v);
+      if (keys.length === 1 && /^[A-Z]/.test(keys[0] as string) && v[keys[0] as string] && typeof v[keys[0] as string] === 'object') {
+        map.set(v[keys[0] as string], v);
+      }
+      for (const k of keys) stack.push(v[k]);
+    }
+  }
+  return map;
+}
+
+/** Replaces a node wrapper's content in place: `{ A: x }` becomes `{ B: y }`. */
+export function replaceWrapper(wrapper: AnyNode, tag: string, node: AnyNode): void {
+  for (const k of Object.keys(wrapper)) delete wrapper[k];
+  wrapper[tag] = node;
+}

@@ -1,0 +1,220 @@
+import { ServiceError } from '@wds/errors';
+import type { Operation } from './analyze.js';
+import { deparseSync } from 'pgsql-deparser';
+import type { Analysis, TableRef } from './analyze.js';
+import { dropName } from './analyze.js';
+import { TRUE, and, call, col, eq, isNull, replaceWrapper, resTarget, star, str, text, wrappers } from './ast.js';
+import { USER_SCHEMA, physicalName, workspacePrefix } from './names.js';
+import { type AnyNode, parseOne } from './parse.js';
+
+/** Columns of each existing workspace table, by logical name (tables that do not exist are absent). */
+export type Catalog = ReadonlyMap<string, ReadonlySet<string>>;
+
+/** The row filter of a (table, operation), as an expression over columns qualified by `qualifier`; null is TRUE. */
+export type FilterFn = (table: string, operation: Operation, qualifier: string) => AnyNode | null;
+
+export interface RewriteOptions {
+  workspaceId: string;
+  catalog: Catalog;
+  /** Without it (preview), no policy predicates are injected; soft deletes and name mapping still apply. */
+  filter?: FilterFn;
+}
+
+/** Name of the function that aborts a write whose new row leaves the policy filter. */
+export const ROW_CHECK_FUNCTION = 'wds_row_check';
+export const ROW_CHECK_COLUMN = '__wds_check';
+
+/**
+ * Rewrites an analysed statement for one workspace: logical → physical names, policy predicates on every table
+ * reference, soft deletes, `updated_at`, system columns of new tables, scoped information_schema.
+ * Mutates the analysis' tree; analyse again to rewrite the same SQL twice.
+ */
+export function rewrite(a: Analysis, opts: RewriteOptions): string {
+  const wrap = wrappers(a.parsed.tree);
+  const filter = opts.filter ?? (() => null);
+  const has = (table: string, column: string) => opts.catalog.get(table)?.has(column) ?? false;
+
+  for (const ref of a.refs) {
+    switch (ref.role) {
+      case 'info_schema':
+        replaceInfoSchema(ref, wrap, opts.workspaceId);
+        break;
+      case 'read':
+        rewriteRead(ref, wrap, opts.workspaceId, [
+          filter(ref.table, 'select', ref.table),
+          has(ref.table, 'deleted_at') ? isNull(col(ref.table, 'deleted_at')) : undefined,
+        ]);
+        break;
+      case 'update':
+      case 'delete':
+      case 'insert':
+        rewriteWrite(ref, wrap, opts, filter, has);
+        break;
+      case 'ddl':
+        ref.node.schemaname = USER_SCHEMA;
+        ref.node.relname = physicalName(opts.workspaceId, ref.table);
+        break;
+    }
+  }
+  for (const { node, field, what } of a.objectNames) node[field] = physicalName(opts.workspaceId, node[field], what);
+  for (const drop of a.dropLists) {
+    drop.objects = (drop.objects ?? []).map((obj: AnyNode) => ({
+      List: { items: [str(USER_SCHEMA), str(physicalName(opts.workspaceId, dropName(obj)))] },
+    }));
+  }
+  if (a.parsed.tag === 'CreateStmt') addSystemColumns(a.parsed.stmt.CreateStmt);
+  return deparseSync(a.parsed.tree, { pretty: false });
+}
+
+function rewriteRead(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: string, preds: (AnyNode | null | undefined)[]) {
+  const rv = ref.node;
+  const physical = physicalName(workspaceId, ref.table);
+  const alias = rv.alias ?? { aliasname: ref.table };
+  const where = and(preds as AnyNode[]);
+  if (!where) {
+    Object.assign(rv, { schemaname: USER_SCHEMA, relname: physical, alias });
+    return;
+  }
+  // The filtered table becomes a subquery under the same alias, so the filter holds wherever the table is used:
+  // joins (also outer), subqueries, CTEs, set operations, LATERAL.
+  const wrapper = wrap.get(rv);
+  if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'table reference without a node wrapper');
+  replaceWrapper(wrapper, 'RangeSubselect', {
+    subquery: {
+      SelectStmt: {
+        targetList: [resTarget(star())],
+        fromClause: [
+          { RangeVar: { schemaname: USER_SCHEMA, relname: physical, inh: rv.inh ?? true, relpersistence: 'p', alias: { aliasname: ref.table } } },
+        ],
+        whereClause: where,
+        limitOption: 'LIMIT_OPTION_DEFAULT',
+        op: 'SETOP_NONE',
+      },
+    },
+    alias,
+  });
+}
+
+function rewriteWrite(
+  ref: TableRef,
+  wrap: Map<AnyNode, AnyNode>,
+  opts: RewriteOptions,
+  filter: FilterFn,
+  has: (table: string, column: string) => boolean,
+) {
+  const rv = ref.node;
+  const stmt = ref.owner as AnyNode;
+  const q = rv.alias?.aliasname ?? ref.table;
+  rv.alias ??= { aliasname: ref.table };
+  rv.schemaname = USER_SCHEMA;
+  rv.relname = physicalName(opts.workspaceId, ref.table);
+  const returning = (stmt.returningClause?.exprs?.length ?? 0) > 0;
+  const checks: AnyNode[] = [];
+  const check = (operation: Operation) => {
+    const f = filter(ref.table, operation, q);
+    if (f) checks.push(call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:${operation}`)]));
+  };
+  const live = has(ref.table, 'deleted_at') ? isNull(col(q, 'deleted_at')) : undefined;
+  const touch = (targetList: AnyNode[]) => {
+    if (has(ref.table, 'updated_at') && !targetList.some((t) => t.ResTarget?.name === 'updated_at')) {
+      targetList.push(resTarget(call(['now']), 'updated_at'));
+    }
+  };
+
+  if (ref.role === 'update') {
+    stmt.whereClause = and([stmt.whereClause, filter(ref.table, 'update', q), live]);
+    stmt.targetList ??= [];
+    touch(stmt.targetList);
+    check('update');
+  } else if (ref.role === 'delete') {
+    stmt.whereClause = and([stmt.whereClause, filter(ref.table, 'delete', q), live]);
+    if (live) {
+      // Soft delete: DELETE becomes UPDATE … SET deleted_at = now().
+      const wrapper = wrap.get(stmt);
+      if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'DELETE without a node wrapper');
+      const update: AnyNode = {
+        relation: rv,
+        targetList: [resTarget(call(['now']), 'deleted_at')],
+        ...(stmt.usingClause ? { fromClause: stmt.usingClause } : {}),
+        whereClause: stmt.whereClause,
+        ...(stmt.returningClause ? { returningClause: stmt.returningClause } : {}),
+        ...(stmt.withClause ? { withClause: stmt.withClause } : {}),
+      };
+      touch(update.targetList);
+      replaceWrapper(wrapper, 'UpdateStmt', update);
+      if (returning) {
+        const f = filter(ref.table, 'select', q);
+        if (f) appendReturning(update, call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:select`)]));
+      }
+      return;
+    }
+  } else {
+    const conflict = stmt.onConflictClause;
+    if (conflict?.action === 'ONCONFLICT_UPDATE') {
+      conflict.whereClause = and([conflict.whereClause, filter(ref.table, 'update', q)]);
+      conflict.targetList ??= [];
+      touch(conflict.targetList);
+      // An upserted row is checked against the policy of what happened to it: xmax = 0 means inserted.
+      const ins = filter(ref.table, 'insert', q);
+      const upd = filter(ref.table, 'update', q);
+      if (ins || upd) {
+        const expr = {
+          CaseExpr: {
+            args: [{ CaseWhen: { expr: eq(col(q, 'xmax'), { A_Const: { ival: {} } }), result: ins ?? TRUE } }],
+            defresult: upd ?? TRUE,
+          },
+        };
+        checks.push(call([USER_SCHEMA, ROW_CHECK_FUNCTION], [expr, text(`${ref.table}:insert/update`)]));
+      }
+    } else {
+      check('insert');
+    }
+  }
+  if (returning) check('select');
+  if (checks.length) appendReturning(stmt, and(checks));
+}
+
+function appendReturning(stmt: AnyNode, expr: AnyNode) {
+  stmt.returningClause ??= { exprs: [] };
+  stmt.returningClause.exprs.push(resTarget(expr, ROW_CHECK_COLUMN));
+}
+
+function replaceInfoSchema(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: string) {
+  const prefix = workspacePrefix(workspaceId);
+  const from = `FROM information_schema.${ref.table} c WHERE c.table_schema = '${USER_SCHEMA}' AND starts_with(c.table_name::text, '${prefix}')`;
+  const strip = (e: string) => `substr(${e}::text, ${prefix.length + 1})`;
+  // The prefix is derived from a UUID (hex digits and underscores), so it is safe inside these literals.
+  const sql =
+    ref.table === 'tables'
+      ? `SELECT c.table_catalog::text AS table_catalog, 'public'::text AS table_schema, ${strip('c.table_name')} AS table_name, c.table_type::text AS table_type ${from}`
+      : `SELECT c.table_catalog::text AS table_catalog, 'public'::text AS table_schema, ${strip('c.table_name')} AS table_name, c.column_name::text AS column_name, c.ordinal_position::int AS ordinal_position, regexp_replace(replace(c.column_default::text, '${USER_SCHEMA}.', ''), 'ws_[0-9a-f_]{36}_', '', 'g') AS column_default, c.is_nullable::text AS is_nullable, c.data_type::text AS data_type, c.character_maximum_length::int AS character_maximum_length, c.numeric_precision::int AS numeric_precision, c.numeric_scale::int AS numeric_scale, c.udt_name::text AS udt_name ${from}`;
+  const wrapper = wrap.get(ref.node);
+  if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'information_schema reference without a node wrapper');
+  replaceWrapper(wrapper, 'RangeSubselect', { subquery: parseOne(sql).stmt, alias: ref.node.alias ?? { aliasname: ref.table } });
+}
+
+let systemColumns: { id: AnyNode; idUnique: AnyNode; rest: AnyNode[] } | undefined;
+function templates() {
+  if (!systemColumns) {
+    const elts = (sql: string) => parseOne(sql).stmt.CreateStmt.tableElts.map((e: AnyNode) => e);
+    const [id, created, updated, deleted] = elts(
+      `CREATE TABLE t (id uuid PRIMARY KEY DEFAULT ${USER_SCHEMA}.uuidv7(), created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), deleted_at timestamptz)`,
+    );
+    const [idUnique] = elts(`CREATE TABLE t (id uuid NOT NULL UNIQUE DEFAULT ${USER_SCHEMA}.uuidv7())`);
+    systemColumns = { id, idUnique, rest: [created, updated, deleted] };
+  }
+  return systemColumns;
+}
+
+/** CREATE TABLE gets id, created_at, updated_at and deleted_at unless the user defined them. */
+function addSystemColumns(create: AnyNode) {
+  create.tableElts ??= [];
+  const elts: AnyNode[] = create.tableElts;
+  const names = new Set(elts.map((e) => e.ColumnDef?.colname).filter(Boolean));
+  const isPk = (c: AnyNode) => c?.Constraint?.contype === 'CONSTR_PRIMARY';
+  const hasPk = elts.some((e) => isPk(e) || (e.ColumnDef?.constraints ?? []).some(isPk));
+  const t = templates();
+  const clone = (n: AnyNode) => structuredClone(n);
+  if (!names.has('id')) elts.unshift(clone(hasPk ? t.idUnique : t.id));
+  for (const c of t.rest) if (!names.has(c.ColumnDef.colname)) elts.push(clone(c));
+}

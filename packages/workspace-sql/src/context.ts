@@ -1,0 +1,48 @@
+import type { Policy, PolicyGroup } from '@wds/policy-engine';
+import { physicalName, workspacePrefix } from '@wds/sql-rewriter';
+import type pg from 'pg';
+
+export interface SqlContext {
+  /** Columns of the referenced tables that exist, by logical name. */
+  catalog: Map<string, Set<string>>;
+  policies: Policy[];
+  groups: PolicyGroup[];
+  /** Users of the workspace's DDL policy group (empty when none is set). */
+  ddlUserIds: string[];
+}
+
+/** Everything the rewriter and the policy decision need, in one round trip. */
+export async function loadContext(
+  db: pg.Pool | pg.PoolClient,
+  workspaceId: string,
+  tables: string[],
+  ddlGroupId: string | null,
+): Promise<SqlContext> {
+  const physical = tables.map((t) => physicalName(workspaceId, t));
+  const { rows } = await db.query({
+    text: `SELECT
+      (SELECT coalesce(json_agg(json_build_object('t', c.relname, 'c', a.attname)), '[]')
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+        WHERE c.relnamespace = 'user_data'::regnamespace AND c.relname = ANY($1::text[])
+          AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+      (SELECT coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'policy_group_id', p.policy_group_id,
+              'mode', p.mode, 'table_name', p.table_name, 'operation', p.operation, 'condition', p.condition)), '[]')
+         FROM platform.policies p WHERE p.workspace_id = $2 AND p.table_name = ANY($3::text[])) AS policies,
+      (SELECT coalesce(json_agg(json_build_object('id', g.id, 'user_ids', g.user_ids, 'stf_ids', g.stf_ids)), '[]')
+         FROM platform.policy_groups g
+        WHERE g.workspace_id = $2
+          AND g.id IN (SELECT policy_group_id FROM platform.policies WHERE workspace_id = $2 AND table_name = ANY($3::text[]))) AS groups,
+      (SELECT g.user_ids FROM platform.policy_groups g WHERE g.id = $4 AND g.workspace_id = $2) AS ddl_user_ids`,
+    values: [physical, workspaceId, tables, ddlGroupId],
+  });
+  const row = rows[0];
+  const prefix = workspacePrefix(workspaceId);
+  const catalog = new Map<string, Set<string>>();
+  for (const { t, c } of row.columns as { t: string; c: string }[]) {
+    const logical = t.slice(prefix.length);
+    const set = catalog.get(logical) ?? new Set<string>();
+    set.add(c);
+    catalog.set(logical, set);
+  }
+  return { catalog, policies: row.policies, groups: row.groups, ddlUserIds: row.ddl_user_ids ?? [] };
+}

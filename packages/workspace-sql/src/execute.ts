@@ -1,0 +1,209 @@
+import { ServiceError } from '@wds/errors';
+import { type Subject, compileFilter, decide, describeDenial } from '@wds/policy-engine';
+import {
+  type Analysis,
+  type FilterFn,
+  ROW_CHECK_COLUMN,
+  type StatementKind,
+  analyze,
+  loadParser,
+  rewrite,
+  toLogicalText,
+} from '@wds/sql-rewriter';
+import type pg from 'pg';
+import { type SqlContext, loadContext } from './context.js';
+import { ensureWorkspaceRole } from './roles.js';
+import { userValueTypes } from './values.js';
+
+export interface SqlLimits {
+  /** Per statement, enforced by PostgreSQL. */
+  statementTimeoutMs: number;
+  /** Rows a statement may return; more is an error, not a silent cut. */
+  maxRows: number;
+}
+
+export interface SqlCaller {
+  workspaceId: string;
+  /** The workspace's `ddl_policy_group_id`. */
+  ddlGroupId: string | null;
+  /** Workspace admins may run DDL. */
+  isAdmin: boolean;
+  subject: Subject;
+}
+
+export interface SqlResult {
+  kind: StatementKind;
+  tables: string[];
+  executed_sql: string;
+  rows?: Record<string, unknown>[];
+  affected_rows?: number;
+}
+
+export interface PreviewResult {
+  proposal_id: string;
+  original_sql: string;
+  transformed_sql: string;
+  operation: StatementKind;
+  affected_tables: string[];
+  requires_approval: boolean;
+  /** With `with_policies`: the SQL as it would run for the caller, or why it would be denied. */
+  policy_sql?: string | null;
+  policy_denied?: string;
+}
+
+const userIdOf = (s: Subject): string | null => (s.kind === 'user' ? s.userId : s.userId);
+
+/** Decides every (table, operation) the statement needs; the first denial ends the request. */
+function policyFilter(a: Analysis, ctx: SqlContext, subject: Subject): FilterFn {
+  const filters = new Map<string, ReturnType<typeof decide>>();
+  for (const { table, operation } of a.access) {
+    const d = decide({ policies: ctx.policies, groups: ctx.groups, subject, table, operation });
+    if (!d.allowed) throw new ServiceError('POLICY_DENIED', 'Denied by policy', describeDenial(d, table, operation));
+    filters.set(`${table}:${operation}`, d);
+  }
+  return (table, operation, qualifier) => {
+    const d = filters.get(`${table}:${operation}`);
+    if (!d?.allowed || !d.filter) return null;
+    return compileFilter(d.filter, { qualifier, userId: userIdOf(subject) });
+  };
+}
+
+function checkDdl(a: Analysis, caller: SqlCaller, ctx: SqlContext): void {
+  if (a.kind !== 'ddl') return;
+  const s = caller.subject;
+  const allowed = s.kind === 'user' && (caller.isAdmin || ctx.ddlUserIds.includes(s.userId));
+  if (!allowed) {
+    throw new ServiceError(
+      'DDL_FORBIDDEN',
+      'Schema changes need the admin role or membership of the DDL policy group',
+      s.kind === 'stf' ? 'STFs cannot run DDL' : undefined,
+    );
+  }
+}
+
+export class WorkspaceSql {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async preview(caller: SqlCaller, sql: string, withPolicies: boolean): Promise<PreviewResult> {
+    await loadParser();
+    const a = analyze(sql);
+    const ctx = await loadContext(this.pool, caller.workspaceId, a.tables, caller.ddlGroupId);
+    const transformed = rewrite(a, { workspaceId: caller.workspaceId, catalog: ctx.catalog });
+    const result: PreviewResult = {
+      proposal_id: crypto.randomUUID(),
+      original_sql: sql,
+      transformed_sql: transformed,
+      operation: a.kind,
+      affected_tables: a.tables,
+      requires_approval: a.kind !== 'select' || a.writes,
+    };
+    if (withPolicies) {
+      try {
+        const again = analyze(sql);
+        result.policy_sql = rewrite(again, {
+          workspaceId: caller.workspaceId,
+          catalog: ctx.catalog,
+          filter: policyFilter(again, ctx, caller.subject),
+        });
+      } catch (err) {
+        if (!(err instanceof ServiceError) || err.code !== 'POLICY_DENIED') throw err;
+        result.policy_sql = null;
+        result.policy_denied = err.details ?? err.message;
+      }
+    }
+    return result;
+  }
+
+  async execute(caller: SqlCaller, sql: string, limits: SqlLimits): Promise<SqlResult> {
+    await loadParser();
+    const a = analyze(sql);
+    const ctx = await loadContext(this.pool, caller.workspaceId, a.tables, caller.ddlGroupId);
+    checkDdl(a, caller, ctx);
+    const executed = rewrite(a, {
+      workspaceId: caller.workspaceId,
+      catalog: ctx.catalog,
+      filter: policyFilter(a, ctx, caller.subject),
+    });
+    const client = await this.pool.connect();
+    try {
+      const role = await ensureWorkspaceRole(client, caller.workspaceId);
+      const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
+      await client.query(
+        `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
+          `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
+      );
+      const result = await this.run(client, a, executed, limits);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw mapDatabaseError(err, limits);
+    } finally {
+      client.release();
+    }
+  }
+
+  private async run(client: pg.PoolClient, a: Analysis, executed: string, limits: SqlLimits): Promise<SqlResult> {
+    const base = { kind: a.kind, tables: a.tables, executed_sql: executed };
+    // The user statement always goes through the extended protocol, which refuses a second statement.
+    if (a.kind === 'select' && !a.writes) {
+      await client.query({ text: `DECLARE wds_cursor NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
+      const r = await client.query({ text: `FETCH FORWARD ${limits.maxRows + 1} FROM wds_cursor`, types: userValueTypes });
+      if (r.rows.length > limits.maxRows) throw rowCapError(limits);
+      return { ...base, rows: r.rows };
+    }
+    const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
+    if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
+    const returning = hasUserReturning(a);
+    if (returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
+    const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
+    if (a.kind === 'select') out.rows = r.rows;
+    else if (returning) {
+      out.rows = r.rows.map((row) => {
+        const { [ROW_CHECK_COLUMN]: _check, ...rest } = row;
+        return rest;
+      });
+    }
+    return out;
+  }
+}
+
+function hasUserReturning(a: Analysis): boolean {
+  const stmt = a.parsed.stmt[a.parsed.tag];
+  const exprs = stmt?.returningClause?.exprs ?? [];
+  return exprs.some((e: { ResTarget?: { name?: string } }) => e.ResTarget?.name !== ROW_CHECK_COLUMN);
+}
+
+const rowCapError = (limits: SqlLimits) =>
+  new ServiceError(
+    'EXECUTION_ERROR',
+    `The result has more than ${limits.maxRows} rows (row cap)`,
+    'add a LIMIT or a narrower WHERE; the cap is SQL_MAX_ROWS',
+  );
+
+/** Database errors become EXECUTION_ERROR with physical names turned back into logical ones. */
+function mapDatabaseError(err: unknown, limits: SqlLimits): unknown {
+  if (err instanceof ServiceError) return err;
+  const e = err as { code?: string; message?: string; detail?: string; hint?: string };
+  if (typeof e?.code !== 'string' || typeof e.message !== 'string') return err;
+  if (e.code === 'WDS01') {
+    const what = e.message.replace(/^row check failed: /, '');
+    const [table, operation] = what.split(':');
+    return new ServiceError(
+      'POLICY_DENIED',
+      'Denied by policy',
+      `a row of table "${table}" would be outside your ${operation} policy; nothing was changed`,
+    );
+  }
+  if (e.code === '57014') {
+    return new ServiceError(
+      'EXECUTION_ERROR',
+      `The statement ran longer than ${limits.statementTimeoutMs} ms (statement timeout)`,
+      'the limit is SQL_STATEMENT_TIMEOUT_MS',
+    );
+  }
+  const details = [e.detail, e.hint].filter(Boolean).map((s) => toLogicalText(s as string)).join(' ');
+  return new ServiceError('EXECUTION_ERROR', toLogicalText(e.message), details || `SQLSTATE ${e.code}`);
+}
+
+export { loadContext };

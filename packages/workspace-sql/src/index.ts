@@ -1,0 +1,3 @@
+export * from './execute.js';
+export { ensureWorkspaceRole } from './roles.js';
+export { userValueTypes } from './values.js';
