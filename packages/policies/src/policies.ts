@@ -52,8 +52,8 @@ async function validate(db: Db, workspaceId: string, p: PolicyInput): Promise<st
         .executeTakeFirst()
     : undefined;
   if (!group) throw validationError('policy_group_id: no policy group with this id in this workspace');
+  if (p.condition === undefined || p.condition === null) return null;
   const condition = parseCondition(p.condition);
-  if (condition === null) return null;
   const { rows } = await sql<{ attname: string }>`
     SELECT a.attname FROM pg_catalog.pg_attribute a
     WHERE a.attrelid = to_regclass(${`user_data.${physicalName(workspaceId, p.table_name)}`})

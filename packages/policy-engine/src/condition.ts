@@ -1,66 +1,90 @@
 import { validationError } from '@wds/errors';
-import type { Condition, Predicate, Value } from './types.js';
+import type { CompareOperator, Condition, ConditionValue, FieldCondition } from './types.js';
 
-const FIELD = /^[a-z_][a-z0-9_]{0,62}$/;
-const COMPARISONS = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte']);
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const COLUMN = /^[a-z_][a-z0-9_]*$/;
+const MAX_COLUMN = 63;
+const COMPARE: readonly CompareOperator[] = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte'];
+const OPERATORS = [...COMPARE, '$in', '$null'] as const;
+const OPERATOR_LIST = OPERATORS.join(', ');
+// A string that looks like a placeholder but is not `$user_id` is almost surely a typo; taken literally it would
+// silently weaken a deny.
+const PLACEHOLDER = /^\$[A-Za-z_][A-Za-z0-9_]*$/;
 
-function parseValue(v: unknown, path: string): Value {
-  if (v === '$user_id') return { $var: 'user_id' };
-  if (typeof v === 'string' || typeof v === 'boolean') return v;
+const fail = (path: string, reason: string) => validationError(`${path}: ${reason}`, 'Invalid policy condition');
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' &&
+  v !== null &&
+  (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+
+const isVar = (v: Record<string, unknown>): boolean => Object.hasOwn(v, '$var');
+
+const key = (path: string, k: string) => (COLUMN.test(k) || k.startsWith('$') ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`);
+
+function parseValue(v: unknown, path: string): ConditionValue {
+  if (typeof v === 'boolean') return v;
   if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw validationError(`${path}: numbers must be finite`);
+    if (!Number.isFinite(v)) throw fail(path, 'numbers must be finite');
     return v;
   }
-  if (isPlainObject(v) && Object.keys(v).length === 1 && '$var' in v) {
-    if (v.$var !== 'user_id') throw validationError(`${path}: the only variable is user_id`);
+  if (typeof v === 'string') {
+    if (v === '$user_id') return { $var: 'user_id' };
+    if (PLACEHOLDER.test(v)) throw fail(path, `unknown placeholder ${JSON.stringify(v)} (the only one is "$user_id")`);
+    return v;
+  }
+  if (v === null) throw fail(path, 'null is not a value here (use {"$null": true})');
+  if (isPlainObject(v) && isVar(v)) {
+    if (Object.keys(v).length !== 1) throw fail(path, '$var cannot be combined with other keys');
+    if (v.$var !== 'user_id') throw fail(`${path}.$var`, `unknown variable ${JSON.stringify(v.$var)} (the only one is "user_id")`);
     return { $var: 'user_id' };
   }
-  throw validationError(`${path}: expected a string, number, boolean or "$user_id"`);
+  throw fail(path, 'expected a string, number, boolean, "$user_id" or {"$var": "user_id"}');
 }
 
-function parseField(field: string, spec: unknown): Predicate[] {
-  const path = `condition.${field}`;
-  if (spec === null) return [{ op: '$null', value: true }];
-  if (!isPlainObject(spec) || (Object.keys(spec).length === 1 && '$var' in spec)) {
-    return [{ op: '$eq', value: parseValue(spec, path) }];
+function parseField(v: unknown, path: string): FieldCondition {
+  if (v === null) return { $null: true };
+  if (!isPlainObject(v) || isVar(v)) return { $eq: parseValue(v, path) };
+  const keys = Object.keys(v);
+  if (keys.length === 0) throw fail(path, `empty object; give a value or operators (${OPERATOR_LIST})`);
+  for (const k of keys) {
+    if (!(OPERATORS as readonly string[]).includes(k)) {
+      throw fail(key(path, k), k.startsWith('$') ? `unknown operator (allowed: ${OPERATOR_LIST})` : `expected an operator (${OPERATOR_LIST})`);
+    }
   }
-  const ops = Object.entries(spec);
-  if (ops.length === 0) throw validationError(`${path}: an empty object is not a condition`);
-  return ops.map(([op, v]): Predicate => {
-    if (COMPARISONS.has(op)) return { op: op as '$eq', value: parseValue(v, `${path}.${op}`) };
-    if (op === '$in') {
-      if (!Array.isArray(v)) throw validationError(`${path}.$in: expected an array`);
-      return { op: '$in', values: v.map((x, i) => parseValue(x, `${path}.$in[${i}]`)) };
-    }
-    if (op === '$null') {
-      if (typeof v !== 'boolean') throw validationError(`${path}.$null: expected true or false`);
-      return { op: '$null', value: v };
-    }
-    throw validationError(`${path}: unknown operator ${op} (allowed: $eq $ne $gt $gte $lt $lte $in $null)`);
-  });
-}
-
-/**
- * Validates a condition in the modql form and normalises it: `{ field: value }` → `$eq`, `null` → `$null: true`,
- * `"$user_id"` → `{ $var: 'user_id' }`. An empty object means every row (it is returned as null).
- */
-export function parseCondition(input: unknown): Condition | null {
-  if (input === null || input === undefined) return null;
-  if (!isPlainObject(input)) throw validationError('condition: expected an object of { column: condition }');
-  const entries = Object.entries(input);
-  if (entries.length === 0) return null;
-  const out: Condition = {};
-  for (const [field, spec] of entries) {
-    if (!FIELD.test(field)) throw validationError(`condition.${field}: columns are lower-case identifiers`);
-    // Already-normalised conditions (as stored) parse to themselves.
-    if (Array.isArray(spec) && spec.every((p) => isPlainObject(p) && typeof p.op === 'string')) {
-      out[field] = spec.flatMap((p) => parseField(field, p.op === '$in' ? { $in: p.values } : { [p.op as string]: p.value }));
-    } else {
-      out[field] = parseField(field, spec);
-    }
+  // Fixed operator order, so equal conditions normalise (and compile) identically.
+  const out: FieldCondition = {};
+  for (const op of COMPARE) if (op in v) out[op] = parseValue(v[op], `${path}.${op}`);
+  if ('$in' in v) {
+    const list = v.$in;
+    if (!Array.isArray(list)) throw fail(`${path}.$in`, 'expected an array of strings, numbers or booleans');
+    out.$in = list.map((x, i) => parseValue(x, `${path}.$in[${i}]`));
+  }
+  if ('$null' in v) {
+    if (typeof v.$null !== 'boolean') throw fail(`${path}.$null`, 'expected true (IS NULL) or false (IS NOT NULL)');
+    out.$null = v.$null;
   }
   return out;
 }
 
+/**
+ * Validates a modql condition and returns its normal form: every field an object of operators in a fixed order,
+ * `value` → `{$eq: value}`, `null` → `{$null: true}`, `"$user_id"` → `{$var: "user_id"}`. The normal form parses
+ * to itself. `{}` is valid and means TRUE (every row), like no condition at all.
+ * Throws VALIDATION_ERROR whose details name the path and the reason.
+ */
+export function parseCondition(input: unknown): Condition {
+  if (!isPlainObject(input)) throw fail('condition', 'expected an object of {"column": condition}');
+  // fromEntries, not assignment: a column named __proto__ must stay a plain own property.
+  return Object.fromEntries(
+    Object.keys(input).map((column) => {
+      const path = key('condition', column);
+      if (column.startsWith('$')) throw fail(path, 'operators belong under a column; the top level takes column names (ANDed)');
+      if (!COLUMN.test(column)) throw fail(path, 'a column name is a lower-case identifier matching ^[a-z_][a-z0-9_]*$');
+      if (column.length > MAX_COLUMN) throw fail(path, `a column name has at most ${MAX_COLUMN} characters`);
+      return [column, parseField(input[column], path)];
+    }),
+  );
+}
+
+/** The columns a condition references, in order. */
 export const conditionColumns = (c: Condition): string[] => Object.keys(c);

@@ -1,5 +1,5 @@
 import { parseCondition } from './condition.js';
-import type { Condition, Decision, Filter, Operation, Policy, PolicyGroup, Subject } from './types.js';
+import type { CompareOperator, Condition, Decision, Denial, Filter, Operation, Policy, PolicyGroup, Subject } from './types.js';
 
 export interface DecideInput {
   policies: readonly Policy[];
@@ -9,37 +9,59 @@ export interface DecideInput {
   operation: Operation;
 }
 
+const COMPARE: readonly CompareOperator[] = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte'];
+
+// An STF is its own identity: the user who ran the workflow does not lend it their groups.
 const inGroup = (g: PolicyGroup | undefined, s: Subject): boolean =>
   g !== undefined && (s.kind === 'user' ? g.user_ids.includes(s.userId) : g.stf_ids.includes(s.stfId));
 
+const join = (kind: 'and' | 'or', args: Filter[]): Filter => (args.length === 1 ? args[0]! : { kind, args });
+
+function toFilter(c: Condition): Filter {
+  const parts: Filter[] = [];
+  for (const [column, f] of Object.entries(c)) {
+    for (const op of COMPARE) if (f[op] !== undefined) parts.push({ kind: 'compare', column, op, value: f[op] });
+    if (f.$in !== undefined) parts.push({ kind: 'in', column, values: f.$in });
+    if (f.$null !== undefined) parts.push({ kind: 'null', column, isNull: f.$null });
+  }
+  return join('and', parts);
+}
+
 /**
- * Spec §1 and DECISIONS §5: a matching deny without a condition rejects; no matching allow rejects; otherwise
- * the row filter is (OR of allow conditions, an unconditional allow being TRUE) AND NOT (OR of deny conditions).
+ * Spec §1, DECISIONS §5. A policy matches when its table and operation are the request's and its group holds the
+ * subject. Any matching deny without a condition → denied; no matching allow → denied; otherwise the row filter is
+ * (OR of allow conditions) AND NOT (OR of deny conditions), with null standing for TRUE.
+ * Conditions are re-normalised here, so rows stored in any accepted form (or `{}` for "no condition") behave alike.
  */
 export function decide({ policies, groups, subject, table, operation }: DecideInput): Decision {
   const byId = new Map(groups.map((g) => [g.id, g]));
-  const allows: (Condition | null)[] = [];
-  const denies: Condition[] = [];
+  let unconditionalAllow = false;
+  const allows: Filter[] = [];
+  const denies: Filter[] = [];
   for (const p of policies) {
     if (p.table_name !== table || p.operation !== operation || !inGroup(byId.get(p.policy_group_id), subject)) continue;
-    const condition = parseCondition(p.condition);
+    const c = p.condition === null || p.condition === undefined ? null : parseCondition(p.condition);
+    const conditional = c !== null && Object.keys(c).length > 0;
     if (p.mode === 'deny') {
-      if (condition === null) return { allowed: false, reason: 'deny_matched', policy: p.name };
-      denies.push(condition);
+      // First in the given order; the caller's order (e.g. by name) makes the reported policy stable.
+      if (!conditional) return { allowed: false, reason: 'deny_matched', policy: p.name };
+      denies.push(toFilter(c));
+    } else if (!conditional) {
+      unconditionalAllow = true;
     } else {
-      allows.push(condition);
+      allows.push(toFilter(c));
     }
   }
-  if (allows.length === 0) return { allowed: false, reason: 'no_allow' };
-  const anyOf = allows.includes(null) ? null : (allows as Condition[]);
-  const filter: Filter | null = anyOf === null && denies.length === 0 ? null : { anyOf, noneOf: denies };
-  return { allowed: true, filter };
+  if (!unconditionalAllow && allows.length === 0) return { allowed: false, reason: 'no_allow' };
+  const parts: Filter[] = [];
+  if (!unconditionalAllow) parts.push(join('or', allows));
+  if (denies.length > 0) parts.push({ kind: 'not', arg: join('or', denies) });
+  return { allowed: true, filter: parts.length === 0 ? null : join('and', parts) };
 }
 
-/** The `details` of a 403: table, operation and why — never row data. */
-export function describeDenial(d: Decision, table: string, operation: Operation): string {
-  if (d.allowed) return '';
+/** The `details` of a POLICY_DENIED answer: table, operation and why. Never row data. */
+export function describeDenial(d: Denial, table: string, operation: Operation): string {
   return d.reason === 'deny_matched'
-    ? `deny policy "${d.policy}" matched ${operation} on "${table}"`
-    : `no allow policy matched ${operation} on "${table}"`;
+    ? `${operation} on table "${table}" is denied by deny policy "${d.policy}"`
+    : `no allow policy grants ${operation} on table "${table}" (default deny)`;
 }

@@ -1,4 +1,4 @@
-export * from './types.js';
-export { parseCondition, conditionColumns } from './condition.js';
-export { decide, describeDenial, type DecideInput } from './decide.js';
-export { compileFilter, type CompileOptions } from './compile.js';
+export type * from './types.js';
+export { conditionColumns, parseCondition } from './condition.js';
+export { type DecideInput, decide, describeDenial } from './decide.js';
+export { type CompileOptions, compileFilter } from './compile.js';

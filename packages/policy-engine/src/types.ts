@@ -1,62 +1,53 @@
+/** Row-level operations a policy can cover. */
 export type Operation = 'select' | 'insert' | 'update' | 'delete';
 export type PolicyMode = 'allow' | 'deny';
-/** A value in a condition: a literal, or the subject's user id. */
-export type Value = string | number | boolean | {
-    $var: 'user_id';
+
+export type Scalar = string | number | boolean;
+/** The subject's user id; `"$user_id"` and `{"$var":"user_id"}` both parse to this. */
+export type UserIdVar = { $var: 'user_id' };
+export type ConditionValue = Scalar | UserIdVar;
+
+export type CompareOperator = '$eq' | '$ne' | '$gt' | '$gte' | '$lt' | '$lte';
+
+/** The normalised condition on one column: at least one operator, all ANDed. */
+export type FieldCondition = { [K in CompareOperator]?: ConditionValue } & {
+  $in?: ConditionValue[];
+  $null?: boolean;
 };
-/** One comparison on one column. */
-export type Predicate = {
-    op: '$eq' | '$ne' | '$gt' | '$gte' | '$lt' | '$lte';
-    value: Value;
-} | {
-    op: '$in';
-    values: Value[];
-} | {
-    op: '$null';
-    value: boolean;
-};
-/** A normalised condition: every field's predicates are AND-ed, and so are the fields. */
-export interface Condition {
-    [field: string]: Predicate[];
-}
+
+/** A normalised modql condition (column → field condition, all ANDed); `{}` is TRUE. Valid input to `parseCondition`. */
+export type Condition = Record<string, FieldCondition>;
+
 export interface Policy {
-    id: string;
-    name: string;
-    policy_group_id: string;
-    mode: PolicyMode;
-    table_name: string;
-    operation: Operation;
-    /** Stored in the normalised form that `parseCondition` returns, or null for "every row". */
-    condition: unknown;
+  id: string;
+  name: string;
+  policy_group_id: string;
+  mode: PolicyMode;
+  table_name: string;
+  operation: Operation;
+  condition: Condition | null;
 }
+
 export interface PolicyGroup {
-    id: string;
-    user_ids: string[];
-    stf_ids: string[];
+  id: string;
+  user_ids: string[];
+  stf_ids: string[];
 }
-/** Interactive calls and instant-run act as the user; workflow steps act as the STF. */
-export type Subject = {
-    kind: 'user';
-    userId: string;
-} | {
-    kind: 'stf';
-    stfId: string;
-    userId: string | null;
-};
-/** The row filter of an allowed request: (OR of allows) AND NOT (OR of denies); null means TRUE. */
-export interface Filter {
-    /** Null when some allow has no condition (TRUE). */
-    anyOf: Condition[] | null;
-    noneOf: Condition[];
-}
-export type Decision = {
-    allowed: true;
-    filter: Filter | null;
-} | {
-    allowed: false;
-    reason: 'no_allow';
-} | {
-    allowed: false;
-    reason: 'deny_matched';
-    policy: string;
-};
+
+/** For an STF, `userId` is the user who executed the workflow, or null when the run was anonymous. */
+export type Subject = { kind: 'user'; userId: string } | { kind: 'stf'; stfId: string; userId: string | null };
+
+/** A row filter over the columns of one table. Where a `Filter | null` is expected, null is TRUE. */
+export type Filter =
+  | { kind: 'and'; args: Filter[] }
+  | { kind: 'or'; args: Filter[] }
+  | { kind: 'not'; arg: Filter }
+  | { kind: 'compare'; column: string; op: CompareOperator; value: ConditionValue }
+  | { kind: 'in'; column: string; values: ConditionValue[] }
+  | { kind: 'null'; column: string; isNull: boolean };
+
+export type Denial =
+  | { allowed: false; reason: 'deny_matched'; policy: string }
+  | { allowed: false; reason: 'no_allow' };
+
+export type Decision = { allowed: true; filter: Filter | null } | Denial;

@@ -132,9 +132,7 @@ export class WorkspaceSql {
         `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
           `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
       );
-      const result = await this.run(client, a, executed, limits);
-      await client.query('COMMIT');
-      return result;
+      return await this.run(client, a, executed, limits);
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
       throw mapDatabaseError(err, limits);
@@ -148,14 +146,19 @@ export class WorkspaceSql {
     // The user statement always goes through the extended protocol, which refuses a second statement.
     if (a.kind === 'select' && !a.writes) {
       await client.query({ text: `DECLARE wds_cursor NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
-      const r = await client.query({ text: `FETCH FORWARD ${limits.maxRows + 1} FROM wds_cursor`, types: userValueTypes });
-      if (r.rows.length > limits.maxRows) throw rowCapError(limits);
+      // A read-only transaction: fetching and committing in one round trip is safe.
+      const [r] = (await client.query({
+        text: `FETCH FORWARD ${limits.maxRows + 1} FROM wds_cursor; COMMIT`,
+        types: userValueTypes,
+      })) as unknown as pg.QueryResult[];
+      if (!r || r.rows.length > limits.maxRows) throw rowCapError(limits);
       return { ...base, rows: r.rows };
     }
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
-    if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
     const returning = hasUserReturning(a);
     if (returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
+    await client.query('COMMIT');
+    if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
     const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
     if (a.kind === 'select') out.rows = r.rows;
     else if (returning) {

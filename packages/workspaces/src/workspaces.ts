@@ -19,24 +19,22 @@ export async function resolveAccess(
   workspaceId: string,
 ): Promise<WorkspaceAccess> {
   if (!isUuid(workspaceId)) throw notFound('Workspace');
-  const workspace = await db
-    .selectFrom('platform.workspaces')
-    .selectAll()
-    .where('id', '=', workspaceId)
-    .where('deleted_at', 'is', null)
+  // One round trip: the workspace and the caller's membership of it.
+  const row = await db
+    .selectFrom('platform.workspaces as w')
+    .leftJoin('platform.memberships as m', (j) => j.onRef('m.workspace_id', '=', 'w.id').on('m.user_id', '=', who.userId))
+    .selectAll('w')
+    .select('m.role')
+    .where('w.id', '=', workspaceId)
+    .where('w.deleted_at', 'is', null)
     .executeTakeFirst();
-  if (!workspace) throw notFound('Workspace');
+  if (!row) throw notFound('Workspace');
   if (who.scopedWorkspaceId !== null && who.scopedWorkspaceId !== workspaceId) {
     throw forbidden('This token is scoped to another workspace');
   }
-  const m = await db
-    .selectFrom('platform.memberships')
-    .select('role')
-    .where('workspace_id', '=', workspaceId)
-    .where('user_id', '=', who.userId)
-    .executeTakeFirst();
-  if (!m) throw forbidden('You are not a member of this workspace');
-  return { workspace, role: m.role };
+  const { role, ...workspace } = row;
+  if (!role) throw forbidden('You are not a member of this workspace');
+  return { workspace, role };
 }
 
 export async function listWorkspaces(
