@@ -20,6 +20,8 @@ export async function loadContext(
 ): Promise<SqlContext> {
   const physical = tables.map((t) => physicalName(workspaceId, t));
   const { rows } = await db.query({
+    // Named: each pooled connection parses and plans it once, not on every request.
+    name: 'wds_load_sql_context',
     text: `SELECT
       (SELECT coalesce(json_agg(json_build_object('t', c.relname, 'c', a.attname)), '[]')
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
