@@ -151,7 +151,8 @@ function rewriteWrite(
   } else {
     const conflict = stmt.onConflictClause;
     if (conflict?.action === 'ONCONFLICT_UPDATE') {
-      conflict.whereClause = and([conflict.whereClause, filter(ref.table, 'update', q)]);
+      // A soft-deleted row is never updated back to life by an upsert.
+      conflict.whereClause = and([conflict.whereClause, filter(ref.table, 'update', q), live]);
       conflict.targetList ??= [];
       touch(conflict.targetList);
       // An upserted row is checked against the policy of what happened to it: xmax = 0 means inserted.

@@ -38,6 +38,14 @@ describe('rewrite: golden SQL', () => {
       `INSERT INTO ${P}orders AS orders (owner) VALUES ('u1') RETURNING user_data.wds_row_check(orders.owner = 'u1', 'orders:insert') AS __wds_check`,
     ],
     ['DROP TABLE orders', `DROP TABLE ${P}orders`],
+    [
+      'INSERT INTO items (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET id = 2',
+      `INSERT INTO ${P}items AS items (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET id = 2`,
+    ],
+    [
+      "INSERT INTO orders (id) VALUES ('a') ON CONFLICT (id) DO UPDATE SET deleted_at = NULL",
+      `INSERT INTO ${P}orders AS orders (id) VALUES ('a') ON CONFLICT (id) DO UPDATE SET deleted_at = NULL, updated_at = now() WHERE orders.owner = 'u1' AND orders.deleted_at IS NULL RETURNING user_data.wds_row_check(CASE WHEN orders.xmax = 0 THEN orders.owner = 'u1' ELSE orders.owner = 'u1' END, 'orders:insert/update') AS __wds_check`,
+    ],
     ['CREATE INDEX by_total ON orders (total)', `CREATE INDEX ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_by_total ON ${P}orders (total)`],
   ])('%s', (sql, expected) => {
     expect(run(sql)).toBe(expected);

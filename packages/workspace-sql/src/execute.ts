@@ -82,6 +82,8 @@ function checkDdl(a: Analysis, caller: SqlCaller, ctx: SqlContext): void {
 }
 
 export class WorkspaceSql {
+  private readonly rolesReady = new Set<string>();
+
   constructor(private readonly pool: pg.Pool) {}
 
   async preview(caller: SqlCaller, sql: string, withPolicies: boolean): Promise<PreviewResult> {
@@ -126,7 +128,7 @@ export class WorkspaceSql {
     });
     const client = await this.pool.connect();
     try {
-      const role = await ensureWorkspaceRole(client, caller.workspaceId);
+      const role = await ensureWorkspaceRole(client, caller.workspaceId, this.rolesReady);
       const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
       await client.query(
         `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +

@@ -1,13 +1,16 @@
 import { USER_SCHEMA, workspaceRole } from '@wds/sql-rewriter';
 import type pg from 'pg';
 
-const ensured = new Set<string>();
-
 /**
  * Each workspace has its own PostgreSQL role that owns its tables and runs its SQL. Even if the rewriter
  * let something through, that role cannot read another workspace's tables or the service schema.
  */
-export async function ensureWorkspaceRole(client: pg.PoolClient, workspaceId: string): Promise<string> {
+export async function ensureWorkspaceRole(
+  client: pg.PoolClient,
+  workspaceId: string,
+  /** Roles known to be set up in this database (roles are per cluster, schema grants per database). */
+  ensured: Set<string> = new Set(),
+): Promise<string> {
   const role = workspaceRole(workspaceId);
   if (ensured.has(role)) return role;
   const ident = `"${role}"`; // [a-z0-9_] only, from a UUID
