@@ -138,6 +138,25 @@ describe('POST /workspaces/{id}/sql', () => {
     const r = await h.call('GET', '/api/v1/audit-logs?action=execute_sql_*', { token: owner.token, workspace: ws.id });
     expect(r.body.map((e: any) => e.action)).toEqual(['execute_sql_select', 'execute_sql_insert', 'execute_sql_ddl']);
     expect(r.body[0].details.tables).toEqual(['t']);
+    expect(r.body[1].details).toEqual({ tables: ['t'], affected_rows: 1 });
+  });
+
+  test('the audit entry commits or rolls back with the statement', async ({ h, owner, ws }) => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE t (x int)');
+    const g = await h.group(owner.token, ws.id, { user_ids: [owner.id] });
+    await h.policy(owner.token, ws.id, { policy_group_id: g, table_name: 't', operation: 'insert', condition: { x: { $lt: 10 } } });
+    const denied = await h.sql(owner.token, ws.id, 'INSERT INTO t (x) VALUES (1), (100)');
+    expect(denied.body.code).toBe('POLICY_DENIED');
+    const ok = await h.call('POST', `/api/v1/workspaces/${ws.id}/sql`, {
+      token: owner.token,
+      body: { sql: 'INSERT INTO t (x) VALUES (2)' },
+      headers: { 'x-request-id': "req-1'); DELETE FROM platform.audit_logs; --" },
+    });
+    expect(ok.status).toBe(200);
+    const r = await h.call('GET', '/api/v1/audit-logs?action=execute_sql_insert', { token: owner.token, workspace: ws.id });
+    expect(r.body).toHaveLength(1);
+    expect(r.body[0].details.affected_rows).toBe(1);
+    expect((await h.call('GET', '/api/v1/audit-logs?action=execute_sql_ddl', { token: owner.token, workspace: ws.id })).body).toHaveLength(1);
   });
 });
 

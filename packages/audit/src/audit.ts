@@ -29,6 +29,25 @@ export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
     .execute();
 }
 
+/**
+ * The INSERT of an audit entry as SQL text with escaped literals, for callers that must append it to a statement
+ * batch of their own transaction (one round trip, and the entry commits or rolls back with the work it records).
+ */
+export function auditInsertSql(e: AuditEntry, literal: (s: string) => string): string {
+  const v = (x: string | null | undefined) => (x === null || x === undefined ? 'NULL' : literal(x));
+  return `INSERT INTO platform.audit_logs (id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id) VALUES (${[
+    v(newId()),
+    v(e.workspaceId),
+    v(e.userId),
+    v(e.apiKeyId),
+    v(e.action),
+    v(e.resourceType),
+    v(e.resourceId),
+    v(JSON.stringify(e.details ?? {})),
+    v(e.requestId),
+  ].join(', ')})`;
+}
+
 export interface AuditFilter {
   workspaceId: string;
   userId?: string | undefined;

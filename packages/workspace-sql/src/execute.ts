@@ -1,3 +1,4 @@
+import { auditInsertSql } from '@wds/audit';
 import { ServiceError } from '@wds/errors';
 import { type Subject, compileFilter, decide, describeDenial } from '@wds/policy-engine';
 import {
@@ -29,6 +30,13 @@ export interface SqlCaller {
   /** Workspace admins may run DDL. */
   isAdmin: boolean;
   subject: Subject;
+}
+
+/** Who to record in the audit entry written in the statement's own transaction. */
+export interface SqlAuditActor {
+  userId: string | null;
+  apiKeyId: string | null;
+  requestId: string | null;
 }
 
 export interface SqlResult {
@@ -116,7 +124,8 @@ export class WorkspaceSql {
     return result;
   }
 
-  async execute(caller: SqlCaller, sql: string, limits: SqlLimits): Promise<SqlResult> {
+  /** Runs one statement; with `audit`, the `execute_sql_<kind>` entry commits in the same transaction. */
+  async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     await loadParser();
     const a = analyze(sql);
     const ctx = await loadContext(this.pool, caller.workspaceId, a.tables, caller.ddlGroupId);
@@ -134,7 +143,19 @@ export class WorkspaceSql {
         `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
           `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
       );
-      return await this.run(client, a, executed, limits);
+      const entry = audit && {
+        workspaceId: caller.workspaceId,
+        userId: audit.userId,
+        apiKeyId: audit.apiKeyId,
+        requestId: audit.requestId,
+        action: `execute_sql_${a.kind}`,
+        resourceType: 'table',
+        resourceId: a.tables.join(',') || null,
+      };
+      // Appended to the last round trip: back to the service role, then the audit row, then COMMIT.
+      const finish = (details: Record<string, unknown>) =>
+        entry ? `RESET ROLE; ${auditInsertSql({ ...entry, details }, (x) => client.escapeLiteral(x))}; COMMIT` : 'COMMIT';
+      return await this.run(client, a, executed, limits, finish);
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
       throw mapDatabaseError(err, limits);
@@ -143,14 +164,20 @@ export class WorkspaceSql {
     }
   }
 
-  private async run(client: pg.PoolClient, a: Analysis, executed: string, limits: SqlLimits): Promise<SqlResult> {
+  private async run(
+    client: pg.PoolClient,
+    a: Analysis,
+    executed: string,
+    limits: SqlLimits,
+    finish: (details: Record<string, unknown>) => string,
+  ): Promise<SqlResult> {
     const base = { kind: a.kind, tables: a.tables, executed_sql: executed };
     // The user statement always goes through the extended protocol, which refuses a second statement.
     if (a.kind === 'select' && !a.writes) {
       await client.query({ text: `DECLARE wds_cursor NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
       // A read-only transaction: fetching and committing in one round trip is safe.
       const [r] = (await client.query({
-        text: `FETCH FORWARD ${limits.maxRows + 1} FROM wds_cursor; COMMIT`,
+        text: `FETCH FORWARD ${limits.maxRows + 1} FROM wds_cursor; ${finish({ tables: a.tables })}`,
         types: userValueTypes,
       })) as unknown as pg.QueryResult[];
       if (!r || r.rows.length > limits.maxRows) throw rowCapError(limits);
@@ -159,7 +186,7 @@ export class WorkspaceSql {
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
     const returning = hasUserReturning(a);
     if (returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
-    await client.query('COMMIT');
+    await client.query(finish({ tables: a.tables, ...(a.kind === 'ddl' ? {} : { affected_rows: r.rowCount ?? 0 }) }));
     if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
     const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
     if (a.kind === 'select') out.rows = r.rows;

@@ -56,6 +56,8 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   status?: 200 | 201 | 202 | 204;
   /** Mutating routes run in one transaction with their audit entry, unless they manage their own. */
   transaction?: boolean;
+  /** The handler writes its own audit entry (inside its own transaction), so the wrapper does not. */
+  auditsItself?: boolean;
   handler: (
     ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
   ) => Promise<unknown>;
@@ -152,7 +154,7 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
         requestId: c.var.requestId,
         audit: (info) => Object.assign(auditInfo, info),
       });
-      if (spec.mutates && !(result instanceof Response && result.status >= 400)) {
+      if (spec.mutates && !route.auditsItself && !(result instanceof Response && result.status >= 400)) {
         const resultId = (result as { id?: unknown } | undefined)?.id;
         await recordAudit(db, {
           workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,

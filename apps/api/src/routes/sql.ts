@@ -27,17 +27,15 @@ export const sqlRoutes = [
     role: 'member',
     body: v.object({ sql: Sql }),
     transaction: false,
+    auditsItself: true,
     handler: async (ctx) => {
       const { config } = ctx.c.var.services;
-      const r = await ctx.c.var.services.sql.execute(callerOf(ctx), ctx.body.sql, {
-        statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
-        maxRows: config.SQL_MAX_ROWS,
-      });
-      ctx.audit({
-        action: `execute_sql_${r.kind}`,
-        resourceId: r.tables.join(',') || null,
-        details: { tables: r.tables, ...(r.affected_rows !== undefined ? { affected_rows: r.affected_rows } : {}) },
-      });
+      const r = await ctx.c.var.services.sql.execute(
+        callerOf(ctx),
+        ctx.body.sql,
+        { statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS, maxRows: config.SQL_MAX_ROWS },
+        { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId },
+      );
       if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows, executed_sql: r.executed_sql };
       return {
         affected_rows: r.affected_rows ?? 0,
