@@ -18,7 +18,10 @@ export interface TableRef {
   role: RefRole;
   /** Logical name (for info_schema: `tables` or `columns`). */
   table: string;
-  /** The statement node (InsertStmt, UpdateStmt, DeleteStmt) that owns a write target. */
+  /**
+   * For write targets: the InsertStmt, UpdateStmt or DeleteStmt. For a read that is the only FROM item of a
+   * SELECT: that SelectStmt (its simple predicates may be copied next to the policy filter, see rewrite).
+   */
   owner?: AnyNode;
 }
 
@@ -27,6 +30,8 @@ export interface Analysis {
   kind: StatementKind;
   /** True when any part of the statement writes (also a SELECT with a data-modifying CTE). */
   writes: boolean;
+  /** True when the top-level statement has a RETURNING list of the user's own. */
+  returning: boolean;
   refs: TableRef[];
   /** Logical tables in order of first appearance. */
   tables: string[];
@@ -72,6 +77,8 @@ const sval = (n: AnyNode): string | undefined => n?.String?.sval;
 
 /** Parses, classifies and checks one statement, collecting every table reference and its operation. */
 export function analyze(sql: string): Analysis {
+  // The parser reads a C string: anything after a NUL byte would be silently ignored.
+  if (sql.includes('\u0000')) throw new ServiceError('PARSE_ERROR', 'SQL must not contain NUL bytes');
   const parsed = parseOne(sql);
   const { tag, stmt } = parsed;
   if (tag === 'TransactionStmt') {
@@ -81,7 +88,8 @@ export function analyze(sql: string): Analysis {
   if (!kind) throw unsupported(tag.replace(/Stmt$/, ''), 'allowed: SELECT, INSERT, UPDATE, DELETE, CREATE/ALTER/DROP TABLE, CREATE/DROP INDEX');
   checkDdl(tag, stmt[tag]);
 
-  const a: Analysis = { parsed, kind, writes: false, refs: [], tables: [], access: [], objectNames: [], dropLists: [] };
+  const returning = (stmt[tag]?.returningClause?.exprs?.length ?? 0) > 0;
+  const a: Analysis = { parsed, kind, writes: false, returning, refs: [], tables: [], access: [], objectNames: [], dropLists: [] };
   walkSqlAst(parsed.tree, (path) => visit(path, a));
   if (tag === 'DropStmt') a.dropLists.push(stmt.DropStmt);
   collectObjectNames(tag, stmt[tag], a);
@@ -151,6 +159,10 @@ function visit(path: NodePath, a: Analysis): void {
     case 'TypeName':
       checkType(node);
       return;
+    case 'SelectStmt':
+      // The deparser drops DISTINCT here, which would silently change the result.
+      if (node.groupDistinct) throw unsupported('GROUP BY DISTINCT');
+      return;
     case 'SQLValueFunction':
       if (!ALLOWED_VALUE_FUNCTIONS.has(node.op)) throw unsupported(`${String(node.op).replace('SVFOP_', '')} is not available`);
       return;
@@ -217,6 +229,9 @@ function visitRangeVar(path: NodePath, a: Analysis): void {
   let owner: AnyNode | undefined;
   switch (parent?.tag) {
     case 'SelectStmt':
+      role = 'read';
+      if (key === 'fromClause' && parent.node.fromClause?.length === 1) owner = parent.node;
+      break;
     case 'JoinExpr':
       role = 'read';
       break;

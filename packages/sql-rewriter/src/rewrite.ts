@@ -4,6 +4,7 @@ import { deparseSync } from 'pgsql-deparser';
 import type { Analysis, TableRef } from './analyze.js';
 import { dropName } from './analyze.js';
 import { TRUE, and, call, col, eq, isNull, replaceWrapper, resTarget, star, str, text, wrappers } from './ast.js';
+import { guardedWhere, simpleConjuncts } from './guards.js';
 import { USER_SCHEMA, physicalName, workspacePrefix } from './names.js';
 import { type AnyNode, parseOne } from './parse.js';
 
@@ -40,7 +41,7 @@ export function rewrite(a: Analysis, opts: RewriteOptions): string {
         replaceInfoSchema(ref, wrap, opts.workspaceId);
         break;
       case 'read':
-        rewriteRead(ref, wrap, opts.workspaceId, [
+        rewriteRead(ref, wrap, opts.workspaceId, opts.catalog.get(ref.table), [
           filter(ref.table, 'select', ref.table),
           has(ref.table, 'deleted_at') ? isNull(col(ref.table, 'deleted_at')) : undefined,
         ]);
@@ -63,10 +64,21 @@ export function rewrite(a: Analysis, opts: RewriteOptions): string {
     }));
   }
   if (a.parsed.tag === 'CreateStmt') addSystemColumns(a.parsed.stmt.CreateStmt);
-  return deparseSync(a.parsed.tree, { pretty: false });
+  try {
+    return deparseSync(a.parsed.tree, { pretty: false });
+  } catch (err) {
+    // The deparser knows fewer node kinds than the parser (e.g. SQL/JSON functions): refuse, never guess.
+    throw new ServiceError('UNSUPPORTED', 'Unsupported SQL: a construct this service cannot rewrite', (err as Error).message);
+  }
 }
 
-function rewriteRead(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: string, preds: (AnyNode | null | undefined)[]) {
+function rewriteRead(
+  ref: TableRef,
+  wrap: Map<AnyNode, AnyNode>,
+  workspaceId: string,
+  columns: ReadonlySet<string> | undefined,
+  preds: (AnyNode | null | undefined)[],
+) {
   const rv = ref.node;
   const physical = physicalName(workspaceId, ref.table);
   const alias = rv.alias ?? { aliasname: ref.table };
@@ -75,10 +87,11 @@ function rewriteRead(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: st
     Object.assign(rv, { schemaname: USER_SCHEMA, relname: physical, alias });
     return;
   }
-  // The filtered table becomes a subquery under the same alias, so the filter holds wherever the table is used:
-  // joins (also outer), subqueries, CTEs, set operations, LATERAL.
+  // The filtered table becomes a fenced subquery under the same alias, so the filter holds wherever the table is
+  // used (joins, also outer; subqueries, CTEs, set operations, LATERAL) and runs before any user expression.
   const wrapper = wrap.get(rv);
   if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'table reference without a node wrapper');
+  const copies = ref.owner && columns ? simpleConjuncts(ref.owner.whereClause, alias.aliasname, ref.table, columns) : [];
   replaceWrapper(wrapper, 'RangeSubselect', {
     subquery: {
       SelectStmt: {
@@ -86,8 +99,9 @@ function rewriteRead(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: st
         fromClause: [
           { RangeVar: { schemaname: USER_SCHEMA, relname: physical, inh: rv.inh ?? true, relpersistence: 'p', alias: { aliasname: ref.table } } },
         ],
-        whereClause: where,
-        limitOption: 'LIMIT_OPTION_DEFAULT',
+        whereClause: and([where, ...copies]),
+        limitOffset: { A_Const: { ival: {} } },
+        limitOption: 'LIMIT_OPTION_COUNT',
         op: 'SETOP_NONE',
       },
     },
@@ -115,6 +129,9 @@ function rewriteWrite(
     if (f) checks.push(call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:${operation}`)]));
   };
   const live = has(ref.table, 'deleted_at') ? isNull(col(q, 'deleted_at')) : undefined;
+  const columns = opts.catalog.get(ref.table) ?? new Set<string>();
+  const protect = (userWhere: AnyNode, operation: Operation) =>
+    guardedWhere(userWhere, and([filter(ref.table, operation, q), live]), simpleConjuncts(userWhere, q, q, columns));
   const touch = (targetList: AnyNode[]) => {
     if (has(ref.table, 'updated_at') && !targetList.some((t) => t.ResTarget?.name === 'updated_at')) {
       targetList.push(resTarget(call(['now']), 'updated_at'));
@@ -122,12 +139,12 @@ function rewriteWrite(
   };
 
   if (ref.role === 'update') {
-    stmt.whereClause = and([stmt.whereClause, filter(ref.table, 'update', q), live]);
+    stmt.whereClause = protect(stmt.whereClause, 'update');
     stmt.targetList ??= [];
     touch(stmt.targetList);
     check('update');
   } else if (ref.role === 'delete') {
-    stmt.whereClause = and([stmt.whereClause, filter(ref.table, 'delete', q), live]);
+    stmt.whereClause = protect(stmt.whereClause, 'delete');
     if (live) {
       // Soft delete: DELETE becomes UPDATE … SET deleted_at = now().
       const wrapper = wrap.get(stmt);
@@ -152,7 +169,7 @@ function rewriteWrite(
     const conflict = stmt.onConflictClause;
     if (conflict?.action === 'ONCONFLICT_UPDATE') {
       // A soft-deleted row is never updated back to life by an upsert.
-      conflict.whereClause = and([conflict.whereClause, filter(ref.table, 'update', q), live]);
+      conflict.whereClause = guardedWhere(conflict.whereClause, and([filter(ref.table, 'update', q), live]), []);
       conflict.targetList ??= [];
       touch(conflict.targetList);
       // An upserted row is checked against the policy of what happened to it: xmax = 0 means inserted.

@@ -19,18 +19,25 @@ beforeAll(loadParser);
 describe('rewrite: golden SQL', () => {
   it.each([
     ['SELECT * FROM items', `SELECT * FROM ${P}items AS items`],
-    ['SELECT * FROM orders o', `SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE orders.owner = 'u1' AND orders.deleted_at IS NULL ) AS o`],
+    // Filtered reads are fenced (OFFSET 0): the user's WHERE never runs on a row before the filter did.
+    ['SELECT * FROM orders o', `SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE orders.owner = 'u1' AND orders.deleted_at IS NULL OFFSET 0 ) AS o`],
     [
       "SELECT * FROM orders WHERE total > 1 OR owner = 'x'",
-      `SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE orders.owner = 'u1' AND orders.deleted_at IS NULL ) AS orders WHERE total > 1 OR owner = 'x'`,
+      `SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE orders.owner = 'u1' AND orders.deleted_at IS NULL OFFSET 0 ) AS orders WHERE total > 1 OR owner = 'x'`,
     ],
+    // Simple predicates (column vs constant) are copied inside the fence, so an index can serve them.
+    [
+      "SELECT * FROM orders o WHERE o.id = 'x' AND total::int / 0 = 1 AND owner IS NOT NULL AND id IN ('a', 'b')",
+      `SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE (orders.owner = 'u1' AND orders.deleted_at IS NULL) AND orders.id = 'x' AND orders.owner IS NOT NULL AND orders.id IN ('a', 'b') OFFSET 0 ) AS o WHERE o.id = 'x' AND (total::int / 0) = 1 AND owner IS NOT NULL AND id IN ('a', 'b')`,
+    ],
+    // A write's WHERE runs only behind the filter (CASE), with simple predicates copied in front for the index.
     [
       'UPDATE orders SET total = 0 WHERE total > 1 OR true',
-      `UPDATE ${P}orders AS orders SET total = 0, updated_at = now() WHERE (total > 1 OR true) AND orders.owner = 'u1' AND orders.deleted_at IS NULL RETURNING user_data.wds_row_check(orders.owner = 'u1', 'orders:update') AS __wds_check`,
+      `UPDATE ${P}orders AS orders SET total = 0, updated_at = now() WHERE (orders.owner = 'u1' AND orders.deleted_at IS NULL) AND CASE WHEN (orders.owner = 'u1' AND orders.deleted_at IS NULL) THEN (total > 1 OR true) ELSE false END RETURNING user_data.wds_row_check(orders.owner = 'u1', 'orders:update') AS __wds_check`,
     ],
     [
       'DELETE FROM orders WHERE total < 0',
-      `UPDATE ${P}orders AS orders SET deleted_at = now(), updated_at = now() WHERE total < 0 AND orders.owner = 'u1' AND orders.deleted_at IS NULL`,
+      `UPDATE ${P}orders AS orders SET deleted_at = now(), updated_at = now() WHERE orders.total < 0 AND (orders.owner = 'u1' AND orders.deleted_at IS NULL) AND CASE WHEN (orders.owner = 'u1' AND orders.deleted_at IS NULL) THEN total < 0 ELSE false END`,
     ],
     ['DELETE FROM items WHERE id = 1', `DELETE FROM ${P}items AS items WHERE id = 1`],
     [
@@ -52,7 +59,7 @@ describe('rewrite: golden SQL', () => {
   });
 
   it('preview (no filter) still maps names and keeps soft deletes', () => {
-    expect(run('SELECT * FROM orders', null)).toBe(`SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE orders.deleted_at IS NULL ) AS orders`);
+    expect(run('SELECT * FROM orders', null)).toBe(`SELECT * FROM ( SELECT * FROM ${P}orders AS orders WHERE orders.deleted_at IS NULL OFFSET 0 ) AS orders`);
   });
 
   it('CREATE TABLE gets the system columns, a user primary key keeps id unique', () => {
@@ -98,6 +105,8 @@ describe('analyze: classification and refusals', () => {
     ['ALTER TABLE orders OWNER TO postgres', 'UNSUPPORTED'],
     ['DROP SCHEMA user_data', 'UNSUPPORTED'],
     ['MERGE INTO orders USING items ON true WHEN MATCHED THEN DELETE', 'UNSUPPORTED'],
+    ['SELECT 1 AS a\u0000; SELECT * FROM pg_catalog.pg_class', 'PARSE_ERROR'],
+    ['SELECT count(*) FROM items GROUP BY DISTINCT id', 'UNSUPPORTED'],
   ])('%s → %s', (sql, code) => {
     expect(() => analyze(sql)).toThrow(expect.objectContaining({ code }));
   });
@@ -114,6 +123,12 @@ describe('analyze: classification and refusals', () => {
       { table: 'orders', operation: 'select' },
     ]));
     expect(a.access).toHaveLength(4);
+  });
+});
+
+describe('rewrite: refusals', () => {
+  it('a construct the deparser cannot print is UNSUPPORTED, never a crash', () => {
+    expect(() => run("SELECT JSON_VALUE(meta, '$.s') FROM items")).toThrow(expect.objectContaining({ code: 'UNSUPPORTED' }));
   });
 });
 

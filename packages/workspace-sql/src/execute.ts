@@ -184,7 +184,7 @@ export class WorkspaceSql {
       return { ...base, rows: r.rows };
     }
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
-    const returning = hasUserReturning(a);
+    const returning = a.returning;
     if (returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
     await client.query(finish({ tables: a.tables, ...(a.kind === 'ddl' ? {} : { affected_rows: r.rowCount ?? 0 }) }));
     if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
@@ -200,11 +200,6 @@ export class WorkspaceSql {
   }
 }
 
-function hasUserReturning(a: Analysis): boolean {
-  const stmt = a.parsed.stmt[a.parsed.tag];
-  const exprs = stmt?.returningClause?.exprs ?? [];
-  return exprs.some((e: { ResTarget?: { name?: string } }) => e.ResTarget?.name !== ROW_CHECK_COLUMN);
-}
 
 const rowCapError = (limits: SqlLimits) =>
   new ServiceError(
