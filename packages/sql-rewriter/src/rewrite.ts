@@ -1,8 +1,6 @@
 import { ServiceError } from '@wds/errors';
-import type { Operation } from './analyze.js';
 import { deparseSync } from 'pgsql-deparser';
-import type { Analysis, TableRef } from './analyze.js';
-import { dropName } from './analyze.js';
+import { type Analysis, type Operation, type TableRef, dropName } from './analyze.js';
 import { TRUE, and, call, col, eq, isNull, replaceWrapper, resTarget, star, str, text, wrappers } from './ast.js';
 import { guardedWhere, simpleConjuncts } from './guards.js';
 import { USER_SCHEMA, physicalName, workspacePrefix } from './names.js';

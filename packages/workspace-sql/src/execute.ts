@@ -59,8 +59,6 @@ export interface PreviewResult {
   policy_denied?: string;
 }
 
-const userIdOf = (s: Subject): string | null => (s.kind === 'user' ? s.userId : s.userId);
-
 /** Decides every (table, operation) the statement needs; the first denial ends the request. */
 function policyFilter(a: Analysis, ctx: SqlContext, subject: Subject): FilterFn {
   const filters = new Map<string, ReturnType<typeof decide>>();
@@ -72,7 +70,7 @@ function policyFilter(a: Analysis, ctx: SqlContext, subject: Subject): FilterFn 
   return (table, operation, qualifier) => {
     const d = filters.get(`${table}:${operation}`);
     if (!d?.allowed || !d.filter) return null;
-    return compileFilter(d.filter, { qualifier, userId: userIdOf(subject) });
+    return compileFilter(d.filter, { qualifier, userId: subject.userId });
   };
 }
 
@@ -184,13 +182,12 @@ export class WorkspaceSql {
       return { ...base, rows: r.rows };
     }
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
-    const returning = a.returning;
-    if (returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
+    if (a.returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
     await client.query(finish({ tables: a.tables, ...(a.kind === 'ddl' ? {} : { affected_rows: r.rowCount ?? 0 }) }));
     if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
     const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
     if (a.kind === 'select') out.rows = r.rows;
-    else if (returning) {
+    else if (a.returning) {
       out.rows = r.rows.map((row) => {
         const { [ROW_CHECK_COLUMN]: _check, ...rest } = row;
         return rest;
@@ -199,7 +196,6 @@ export class WorkspaceSql {
     return out;
   }
 }
-
 
 const rowCapError = (limits: SqlLimits) =>
   new ServiceError(
