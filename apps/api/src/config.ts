@@ -28,6 +28,7 @@ export const ConfigSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   SQL_STATEMENT_TIMEOUT_MS: int(10_000, 10, 3_600_000),
   SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
+  CACHE_TTL_MS: int(30_000, 0, 3_600_000),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 

@@ -1,6 +1,7 @@
 import { createDb, migrateToLatest, startEmbeddedPostgres } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
+import { InvalidationBus, TopicCache } from '@wds/cache';
 import { type ServerType, serve } from '@hono/node-server';
 import { resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
@@ -44,9 +45,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger.warn('ADMIN_TOKEN is not set: the admin interface (/admin/v1) is disabled');
   }
 
+  const bus = new InvalidationBus(databaseUrl, (msg, err) => logger.warn({ err }, msg));
+  await bus.start();
+  const ttl = config.CACHE_TTL_MS;
   const services: Services = {
     db,
-    sql: new WorkspaceSql(pool),
+    sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
+    bus,
+    caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,
     logger,
     jwt: createJwtVerifier({
@@ -81,6 +87,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         });
         (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
       });
+      await bus.stop();
       await db.destroy();
       await embedded?.stop();
     })());

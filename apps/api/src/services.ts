@@ -1,4 +1,7 @@
+import type { InvalidationBus, TopicCache } from '@wds/cache';
 import type { Db } from '@wds/db';
+import type { Principal } from '@wds/identity';
+import type { WorkspaceAccess } from '@wds/workspaces';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { JwtVerifier } from '@wds/identity';
 import type { Config } from './config.js';
@@ -14,4 +17,12 @@ export interface Services {
   jwt: JwtVerifier | undefined;
   /** The admin interface is disabled when undefined. */
   adminToken: string | undefined;
+  /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */
+  bus: InvalidationBus;
+  caches: {
+    /** By token hash; topic `user:<id>`. */
+    principals: TopicCache<Principal>;
+    /** By user, scope and workspace; topic `ws:<id>`. */
+    access: TopicCache<WorkspaceAccess>;
+  };
 }

@@ -1,6 +1,7 @@
 import { createDb, migrateToLatest } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
+import { InvalidationBus, TopicCache } from '@wds/cache';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -31,10 +32,12 @@ export class Harness {
   constructor(
     readonly services: Services,
     readonly app: ReturnType<typeof createApp>,
+    readonly url: string,
   ) {}
 
-  static async create(env: Record<string, string> = {}): Promise<Harness> {
-    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'api' });
+  /** A fresh database, or (with `url`) another process's view of an existing one. */
+  static async create(env: Record<string, string> = {}, existingUrl?: string): Promise<Harness> {
+    const url = existingUrl ?? (await createDatabase(inject('pgServerUrl'), { prefix: 'api' }));
     const config = loadConfig({
       ADMIN_TOKEN,
       AUTH_JWT_SECRET: JWT_SECRET,
@@ -45,18 +48,24 @@ export class Harness {
     });
     const { db, pool } = createDb(url, { max: 5 });
     await migrateToLatest(db);
+    const bus = new InvalidationBus(url);
+    await bus.start();
+    const ttl = config.CACHE_TTL_MS;
     const services: Services = {
       db,
-      sql: new WorkspaceSql(pool),
+      sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
+      bus,
+      caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,
       logger: createLogger('silent'),
       jwt: createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, secret: config.AUTH_JWT_SECRET }),
       adminToken: ADMIN_TOKEN,
     };
-    return new Harness(services, createApp(services));
+    return new Harness(services, createApp(services), url);
   }
 
   async close() {
+    await this.services.bus.stop();
     await this.services.db.destroy();
   }
 

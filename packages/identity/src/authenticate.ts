@@ -13,6 +13,8 @@ export interface Principal {
   apiKeyId: string | null;
   /** Set for a scoped JWT: the one workspace it may reach. */
   scopedWorkspaceId: string | null;
+  /** When the credential stops working (null: never), so a cached principal is never used past it. */
+  expiresAt: Date | null;
 }
 
 export interface AuthDeps {
@@ -41,13 +43,13 @@ async function fromSession(db: Db, token: string): Promise<Principal> {
   const row = await db
     .selectFrom('platform.sessions as s')
     .innerJoin('platform.users as u', 'u.id', 's.user_id')
-    .select(['u.id', 'u.email', 'u.name'])
+    .select(['u.id', 'u.email', 'u.name', 's.expires_at'])
     .where('s.token_hash', '=', hashToken(token))
     .where('s.revoked_at', 'is', null)
     .where('s.expires_at', '>', new Date())
     .executeTakeFirst();
   if (!row) throw unauthorized();
-  return { user: toPublicUser(row), kind: 'session', apiKeyId: null, scopedWorkspaceId: null };
+  return { user: toPublicUser(row), kind: 'session', apiKeyId: null, scopedWorkspaceId: null, expiresAt: row.expires_at };
 }
 
 async function fromApiKey(db: Db, token: string): Promise<Principal> {
@@ -55,7 +57,7 @@ async function fromApiKey(db: Db, token: string): Promise<Principal> {
   const row = await db
     .selectFrom('platform.api_keys as k')
     .innerJoin('platform.users as u', 'u.id', 'k.user_id')
-    .select(['u.id', 'u.email', 'u.name', 'k.id as key_id', 'k.last_used_at'])
+    .select(['u.id', 'u.email', 'u.name', 'k.id as key_id', 'k.last_used_at', 'k.expires_at'])
     .where('k.token_hash', '=', hashToken(token))
     .where('k.revoked_at', 'is', null)
     .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', now)]))
@@ -70,6 +72,7 @@ async function fromApiKey(db: Db, token: string): Promise<Principal> {
     kind: 'api_key',
     apiKeyId: row.key_id,
     scopedWorkspaceId: null,
+    expiresAt: row.expires_at,
   };
 }
 
@@ -82,7 +85,7 @@ async function fromJwt(deps: AuthDeps, token: string): Promise<Principal> {
   }
   if (claims.workspaceId !== undefined && !isUuid(claims.workspaceId)) throw unauthorized();
   const user = await userForJwt(deps, claims.sub, claims.email, claims.name);
-  return { user, kind: 'jwt', apiKeyId: null, scopedWorkspaceId: claims.workspaceId ?? null };
+  return { user, kind: 'jwt', apiKeyId: null, scopedWorkspaceId: claims.workspaceId ?? null, expiresAt: claims.expiresAt };
 }
 
 /** A JWT subject maps to one user: found by subject, else linked by email, else created from the claims. */

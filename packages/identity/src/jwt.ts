@@ -13,6 +13,8 @@ export interface JwtClaims {
   name: string | undefined;
   /** Present on a scoped JWT: the only workspace it may reach. */
   workspaceId: string | undefined;
+  /** From `exp`; null when the token has none. */
+  expiresAt: Date | null;
 }
 
 export type JwtVerifier = (token: string) => Promise<JwtClaims>;
@@ -41,5 +43,6 @@ export function createJwtVerifier(cfg: JwtConfig): JwtVerifier | undefined {
 function claimsOf(p: JWTPayload): JwtClaims {
   const sub = str(p.sub);
   if (!sub) throw new Error('JWT has no sub');
-  return { sub, email: str(p.email), name: str(p.name), workspaceId: str(p.workspace_id) };
+  const expiresAt = typeof p.exp === 'number' ? new Date(p.exp * 1000) : null;
+  return { sub, email: str(p.email), name: str(p.name), workspaceId: str(p.workspace_id), expiresAt };
 }

@@ -41,7 +41,8 @@ describe('createJwtVerifier', () => {
   it('verifies HS256 and reads sub, email, name and the workspace scope', async () => {
     const verify = createJwtVerifier({ secret })!;
     const claims = await verify(await sign({ email: 'a@b.c', name: 'A', workspace_id: 'w' }));
-    expect(claims).toEqual({ sub: 'u1', email: 'a@b.c', name: 'A', workspaceId: 'w' });
+    expect(claims).toMatchObject({ sub: 'u1', email: 'a@b.c', name: 'A', workspaceId: 'w' });
+    expect(claims.expiresAt?.getTime()).toBeGreaterThan(Date.now());
     await expect(verify(await sign({}, 'another-secret-another-secret-00000'))).rejects.toThrow();
   });
 

@@ -1,4 +1,5 @@
 import { auditInsertSql } from '@wds/audit';
+import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
 import { type Subject, compileFilter, decide, describeDenial } from '@wds/policy-engine';
 import {
@@ -87,15 +88,35 @@ function checkDdl(a: Analysis, caller: SqlCaller, ctx: SqlContext): void {
   }
 }
 
+export interface WorkspaceSqlOptions {
+  /** Cross-process invalidation: DDL publishes `ws:<id>`; without a bus nothing is cached. */
+  bus?: InvalidationBus;
+  /** How long policies and table columns may be served from memory (invalidation keeps them current). */
+  contextTtlMs?: number;
+}
+
 export class WorkspaceSql {
   private readonly rolesReady = new Set<string>();
+  private readonly contexts: TopicCache<SqlContext> | undefined;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly opts: WorkspaceSqlOptions = {},
+  ) {
+    if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
+  }
+
+  private context(caller: SqlCaller, tables: string[]): Promise<SqlContext> {
+    const load = () => loadContext(this.pool, caller.workspaceId, tables, caller.ddlGroupId);
+    if (!this.contexts) return load();
+    const key = `${caller.workspaceId}\u0000${caller.ddlGroupId ?? ''}\u0000${[...tables].sort().join(',')}`;
+    return this.contexts.through(key, [`ws:${caller.workspaceId}`], load);
+  }
 
   async preview(caller: SqlCaller, sql: string, withPolicies: boolean): Promise<PreviewResult> {
     await loadParser();
     const a = analyze(sql);
-    const ctx = await loadContext(this.pool, caller.workspaceId, a.tables, caller.ddlGroupId);
+    const ctx = await this.context(caller, a.tables);
     const transformed = rewrite(a, { workspaceId: caller.workspaceId, catalog: ctx.catalog });
     const result: PreviewResult = {
       proposal_id: crypto.randomUUID(),
@@ -126,7 +147,7 @@ export class WorkspaceSql {
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     await loadParser();
     const a = analyze(sql);
-    const ctx = await loadContext(this.pool, caller.workspaceId, a.tables, caller.ddlGroupId);
+    const ctx = await this.context(caller, a.tables);
     checkDdl(a, caller, ctx);
     const executed = rewrite(a, {
       workspaceId: caller.workspaceId,
@@ -150,10 +171,20 @@ export class WorkspaceSql {
         resourceType: 'table',
         resourceId: a.tables.join(',') || null,
       };
-      // Appended to the last round trip: back to the service role, then the audit row, then COMMIT.
+      const literal = (x: string) => client.escapeLiteral(x);
+      // A schema change makes every process's cached columns of this workspace stale (delivered on commit).
+      const stale = a.kind === 'ddl' ? `ws:${caller.workspaceId}` : undefined;
+      // Appended to the last round trip: back to the service role, the audit row, the notice, then COMMIT.
       const finish = (details: Record<string, unknown>) =>
-        entry ? `RESET ROLE; ${auditInsertSql({ ...entry, details }, (x) => client.escapeLiteral(x))}; COMMIT` : 'COMMIT';
-      return await this.run(client, a, executed, limits, finish);
+        [
+          'RESET ROLE',
+          ...(entry ? [auditInsertSql({ ...entry, details }, literal)] : []),
+          ...(stale ? [InvalidationBus.notifySql(stale, literal)] : []),
+          'COMMIT',
+        ].join('; ');
+      const result = await this.run(client, a, executed, limits, finish);
+      if (stale) this.opts.bus?.invalidate(stale);
+      return result;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
       throw mapDatabaseError(err, limits);

@@ -1,7 +1,8 @@
 import { OPERATIONS, type Operation, recordAudit } from '@wds/audit';
-import { type Db, isUuid } from '@wds/db';
+import { type Db, isUuid, sql } from '@wds/db';
 import { ServiceError, badRequest, forbidden, unauthorized, validationError } from '@wds/errors';
-import { type Principal, authenticate, bearerToken } from '@wds/identity';
+import { CHANNEL } from '@wds/cache';
+import { type Principal, authenticate, bearerToken, hashToken } from '@wds/identity';
 import { type WorkspaceAccess, acceptPendingInvitations, resolveAccess } from '@wds/workspaces';
 import type { Context, Hono } from 'hono';
 import * as v from 'valibot';
@@ -58,6 +59,11 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   transaction?: boolean;
   /** The handler writes its own audit entry (inside its own transaction), so the wrapper does not. */
   auditsItself?: boolean;
+  /**
+   * Which cached state a successful mutation makes stale: the workspace's (access, policies, tables — the default
+   * for workspace routes), the caller's credentials, or none (the handler invalidates itself).
+   */
+  invalidates?: 'workspace' | 'user' | 'none';
   handler: (
     ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
   ) => Promise<unknown>;
@@ -93,10 +99,14 @@ async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principa
   const header = c.req.header('authorization');
   if (mode === 'optional' && header === undefined) return undefined;
   const { services } = c.var;
-  const principal = await authenticate(
-    { db: services.db, jwt: services.jwt, onUserCreated: acceptPendingInvitations },
-    bearerToken(header),
+  const token = bearerToken(header);
+  const principal = await services.caches.principals.through(
+    hashToken(token),
+    (p) => [`user:${p.user.id}`],
+    () => authenticate({ db: services.db, jwt: services.jwt, onUserCreated: acceptPendingInvitations }, token),
   );
+  // A cached credential past its expiry is as dead as an uncached one.
+  if (principal.expiresAt !== null && principal.expiresAt.getTime() <= Date.now()) throw unauthorized();
   if (mode === 'session' && principal.kind !== 'session') {
     throw forbidden('This operation needs a session token', 'API keys and scoped tokens cannot perform it');
   }
@@ -118,13 +128,23 @@ async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principa
     workspaceId = header;
   }
   if (!principal) throw unauthorized();
-  const access = await resolveAccess(
-    c.var.services.db,
-    { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId },
-    workspaceId,
+  const { services } = c.var;
+  const who = { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId };
+  const access = await services.caches.access.through(
+    `${who.userId}:${who.scopedWorkspaceId ?? ''}:${workspaceId}`,
+    [`ws:${workspaceId}`],
+    () => resolveAccess(services.db, who, workspaceId),
   );
   if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
   return access;
+}
+
+function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, access?: WorkspaceAccess): string | undefined {
+  if (!mutates) return undefined;
+  const what = route.invalidates ?? (route.workspace ? 'workspace' : 'none');
+  if (what === 'workspace' && access) return `ws:${access.workspace.id}`;
+  if (what === 'user' && principal) return `user:${principal.user.id}`;
+  return undefined;
 }
 
 /** Registers a route: authenticate → resolve workspace → authorize → validate → handle (+ audit) → render. */
@@ -142,6 +162,7 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     const query = route.query ? parseWith(route.query, c.req.query()) : undefined;
 
     const auditInfo: AuditInfo = {};
+    const stale = staleTopic(route, spec.mutates, principal, access);
     const run = async (db: Db) => {
       const result = await route.handler({
         c,
@@ -167,9 +188,14 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
           requestId: c.var.requestId,
         });
       }
+      if (stale && !(result instanceof Response && result.status >= 400)) {
+        // Delivered to every process when this transaction commits.
+        await sql`SELECT pg_notify(${CHANNEL}, ${stale})`.execute(db);
+      }
       return result;
     };
     const result = inTransaction ? await services.db.transaction().execute(run) : await run(services.db);
+    if (stale) services.bus.invalidate(stale);
 
     if (result instanceof Response) return result;
     const status = route.status ?? 200;

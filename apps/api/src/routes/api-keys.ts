@@ -39,6 +39,7 @@ export const apiKeyRoutes = [
     operation: 'revoke_api_key',
     summary: 'Revoke an API key; it stops working at once',
     auth: 'session',
+    invalidates: 'user',
     status: 204,
     handler: async ({ db, principal, params, audit }) => {
       const key = await revokeApiKey(db, principal.user.id, params.keyId ?? '');

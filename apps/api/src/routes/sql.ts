@@ -28,6 +28,8 @@ export const sqlRoutes = [
     body: v.object({ sql: Sql }),
     transaction: false,
     auditsItself: true,
+    // Only DDL changes what is cached about the workspace; WorkspaceSql publishes that itself.
+    invalidates: 'none',
     handler: async (ctx) => {
       const { config } = ctx.c.var.services;
       const r = await ctx.c.var.services.sql.execute(

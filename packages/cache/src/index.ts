@@ -1,0 +1,2 @@
+export { InvalidationBus, CHANNEL } from './bus.js';
+export { TopicCache } from './cache.js';

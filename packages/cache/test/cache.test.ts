@@ -1,0 +1,56 @@
+import '@wds/testkit';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { InvalidationBus, TopicCache } from '../src/index.js';
+
+let bus: InvalidationBus;
+let pool: pg.Pool;
+beforeAll(async () => {
+  bus = new InvalidationBus(inject('pgServerUrl'));
+  await bus.start();
+  pool = new pg.Pool({ connectionString: inject('pgServerUrl'), max: 2 });
+});
+afterAll(async () => {
+  await bus.stop();
+  await pool.end();
+});
+
+const waitFor = async (cond: () => boolean) => {
+  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(cond()).toBe(true);
+};
+
+describe('TopicCache', () => {
+  it('serves hits until a topic published with NOTIFY drops them', async () => {
+    const cache = new TopicCache<number>(bus, 60_000);
+    let loads = 0;
+    const load = async () => ++loads;
+    expect(await cache.through('k', ['ws:1'], load)).toBe(1);
+    expect(await cache.through('k', ['ws:1'], load)).toBe(1);
+    await pool.query(InvalidationBus.notifySql('ws:2', (s) => `'${s}'`));
+    await pool.query(`SELECT pg_notify('wds_invalidate', 'ws:1')`);
+    await waitFor(() => cache.get('k') === undefined);
+    expect(await cache.through('k', ['ws:1'], load)).toBe(2);
+  });
+
+  it('does not keep a value loaded while an invalidation happened', async () => {
+    const cache = new TopicCache<string>(bus, 60_000);
+    const value = await cache.through('k', ['ws:1'], async () => {
+      bus.invalidate('ws:9');
+      return 'read before the change';
+    });
+    expect(value).toBe('read before the change');
+    expect(cache.get('k')).toBeUndefined();
+  });
+
+  it('expires entries and caches nothing with ttl 0', async () => {
+    const short = new TopicCache<number>(bus, 30);
+    await short.through('k', [], async () => 1);
+    expect(short.get('k')).toBe(1);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(short.get('k')).toBeUndefined();
+    const off = new TopicCache<number>(bus, 0);
+    await off.through('k', [], async () => 1);
+    expect(off.size).toBe(0);
+  });
+});
