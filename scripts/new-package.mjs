@@ -10,7 +10,7 @@ const pkg = {
     build: 'tsc -p tsconfig.build.json',
     typecheck: 'tsc -p tsconfig.json --noEmit',
     lint: 'biome lint src test',
-    test: 'vitest run',
+    test: 'vitest run --reporter=default --reporter=json --outputFile.json=.test-results.json',
   },
   dependencies: JSON.parse(deps),
   devDependencies: { '@types/node': '^20.19.0', typescript: '7.0.2', vitest: '4.1.12', ...JSON.parse(devDeps) },

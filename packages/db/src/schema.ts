@@ -117,6 +117,41 @@ export interface PoliciesTable {
   updated_at: UpdatedAt;
 }
 
+export interface StfsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  is_public: Generated<boolean>;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export type StfRuntimeName = 'javascript' | 'docker' | 'wasm';
+
+export interface StfVersionsTable {
+  id: string;
+  stf_id: string;
+  workspace_id: string;
+  version: string;
+  runtime: StfRuntimeName;
+  code: Buffer;
+  input_schema: ColumnType<unknown, string | null, string | null>;
+  output_schema: ColumnType<unknown, string | null, string | null>;
+  created_by: string | null;
+  created_at: CreatedAt;
+}
+
+export interface StfSecretsTable {
+  stf_id: string;
+  env_key: string;
+  sealed_value: Buffer;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
 /** Service tables live in schema `platform`; Kysely sees them as `platform.<table>`. */
 export interface Database {
   'platform.users': UsersTable;
@@ -128,6 +163,9 @@ export interface Database {
   'platform.redirect_uris': RedirectUrisTable;
   'platform.policy_groups': PolicyGroupsTable;
   'platform.policies': PoliciesTable;
+  'platform.stfs': StfsTable;
+  'platform.stf_versions': StfVersionsTable;
+  'platform.stf_secrets': StfSecretsTable;
   'platform.audit_logs': AuditLogsTable;
 }
 
@@ -139,5 +177,7 @@ export type Invitation = Selectable<InvitationsTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type PolicyRow = Selectable<PoliciesTable>;
 export type PolicyGroupRow = Selectable<PolicyGroupsTable>;
+export type StfRow = Selectable<StfsTable>;
+export type StfVersionRow = Selectable<StfVersionsTable>;
 export type AuditLog = Selectable<AuditLogsTable>;
 export type NewAuditLog = Insertable<AuditLogsTable>;

@@ -1,0 +1,79 @@
+/** The contract every STF runtime implements (DECISIONS §6). */
+
+export interface StfLimits {
+  /** Wall-clock limit of one run, enforced even when the guest is stuck (the worker is terminated). */
+  timeoutMs: number;
+  /** Memory the guest may use. */
+  memoryBytes: number;
+  /** Largest JSON output (bytes of its serialisation). */
+  maxOutputBytes: number;
+  /** Largest total of captured log text; later lines are dropped and one truncation line is added. */
+  maxLogBytes: number;
+}
+
+export const DEFAULT_LIMITS: StfLimits = {
+  timeoutMs: 5_000,
+  memoryBytes: 64 * 1024 * 1024,
+  maxOutputBytes: 10 * 1024 * 1024,
+  maxLogBytes: 256 * 1024,
+};
+
+/** What `sql(query)` answers inside an STF: rows for a SELECT, the affected count otherwise. */
+export type SqlCallResult = Record<string, unknown>[] | number;
+
+export interface StfRunRequest {
+  /** JavaScript source text, or the bytes of a wasm module. */
+  code: string | Uint8Array;
+  input: unknown;
+  sources: Record<string, unknown>;
+  /** The calling user's id, or null when anonymous. */
+  caller: string | null;
+  /** The STF's secrets by env key; their values are masked in captured logs. */
+  secrets: Record<string, string>;
+  limits: StfLimits;
+  /**
+   * The SQL callback, run by the host under the right policy subject in one transaction per run. It throws
+   * (rejects) with an Error whose message is safe to show the user.
+   */
+  sql?: (query: string) => Promise<SqlCallResult>;
+}
+
+export interface LogLine {
+  level: 'log' | 'info' | 'warn' | 'error' | 'debug';
+  message: string;
+}
+
+export interface StfRunResult {
+  output: unknown;
+  logs: LogLine[];
+  duration_ms: number;
+}
+
+export type StfFailureKind =
+  | 'syntax' // the code does not compile; details carry line and column
+  | 'runtime' // the user's code threw
+  | 'timeout' // timeoutMs exceeded
+  | 'memory' // memoryBytes exceeded
+  | 'stack' // stack overflow
+  | 'output_too_large' // maxOutputBytes exceeded
+  | 'invalid_output' // output is not JSON-serialisable
+  | 'invalid_module'; // a wasm module that cannot be used (no export, no memory maximum, …)
+
+/** A failure of the user's code or of a limit: safe to show to the STF's author (secrets masked). */
+export class StfError extends Error {
+  constructor(
+    readonly kind: StfFailureKind,
+    message: string,
+    readonly details?: string,
+    readonly logs: LogLine[] = [],
+  ) {
+    super(message);
+    this.name = 'StfError';
+  }
+}
+
+export interface StfRuntime {
+  run(req: StfRunRequest): Promise<StfRunResult>;
+  /** Releases workers and caches. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,2 @@
+export * from './stfs.js';
+export * from './secrets.js';

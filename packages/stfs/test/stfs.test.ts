@@ -1,0 +1,98 @@
+import '@wds/testkit';
+import { randomBytes } from 'node:crypto';
+import { SecretBox } from '@wds/crypto';
+import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDatabase } from '@wds/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  addVersion,
+  createStf,
+  deleteSecret,
+  getStf,
+  listSecretKeys,
+  listStfs,
+  listVersions,
+  openSecrets,
+  resolveVersion,
+  softDeleteStf,
+  updateStf,
+  upsertSecret,
+} from '../src/index.js';
+
+let db: ReturnType<typeof createDb>['db'];
+const A = newId();
+const B = newId();
+const box = SecretBox.fromBase64(randomBytes(32).toString('base64'));
+const page = { limit: 100, offset: 0 };
+const code = (s: string) => Buffer.from(s);
+
+beforeAll(async () => {
+  db = createDb(await createDatabase(inject('pgServerUrl'), { prefix: 'stfs' }), { max: 2 }).db;
+  await migrateToLatest(db);
+  await db.insertInto('platform.workspaces').values([{ id: A, name: 'a' }, { id: B, name: 'b' }]).execute();
+});
+afterAll(() => db.destroy());
+
+describe('STFs and versions', () => {
+  it('create, list with the latest version, update, add versions, resolve, soft delete', async () => {
+    const { stf, version } = await createStf(db, A, {
+      name: 'double',
+      createdBy: null,
+      version: { version: '1.0.0', runtime: 'javascript', code: code('return $input.n * 2'), input_schema: { type: 'object' } },
+    });
+    expect(stf.latest_version).toEqual({ id: version.id, version: '1.0.0', runtime: 'javascript' });
+    expect(version.code).toBe(code('return $input.n * 2').toString('base64'));
+    expect(version.input_schema).toEqual({ type: 'object' });
+
+    await expect(addVersion(db, A, stf.id, { version: '1.0.0', runtime: 'javascript', code: code('x') }, null)).rejects.toMatchObject({ code: 'CONFLICT' });
+    const v2 = await addVersion(db, A, stf.id, { version: '1.1.0', runtime: 'javascript', code: code('return 2') }, null);
+    expect((await getStf(db, A, stf.id)).latest_version?.version).toBe('1.1.0');
+    expect((await listVersions(db, A, stf.id, page)).map((v) => v.version)).toEqual(['1.1.0', '1.0.0']);
+    expect((await resolveVersion(db, A, { stfId: stf.id })).id).toBe(v2.id);
+    expect((await resolveVersion(db, A, { stfVersionId: version.id })).version).toBe('1.0.0');
+
+    expect((await updateStf(db, A, stf.id, { description: 'doubles', is_public: true })).is_public).toBe(true);
+    expect((await listStfs(db, A, page)).map((s) => s.name)).toContain('double');
+
+    await softDeleteStf(db, A, stf.id);
+    await expect(getStf(db, A, stf.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(resolveVersion(db, A, { stfVersionId: v2.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await listStfs(db, A, page)).map((s) => s.id)).not.toContain(stf.id);
+  });
+
+  it('another workspace sees none of it', async () => {
+    const { stf, version } = await createStf(db, A, { name: 'private', createdBy: null, version: { version: '1', runtime: 'javascript', code: code('1') } });
+    await expect(getStf(db, B, stf.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(resolveVersion(db, B, { stfVersionId: version.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(addVersion(db, B, stf.id, { version: '2', runtime: 'javascript', code: code('2') }, null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(await listStfs(db, B, page)).toEqual([]);
+  });
+});
+
+describe('secrets', () => {
+  it('are sealed at rest, listed by key only, opened for a run, replaced and deleted', async () => {
+    const { stf } = await createStf(db, A, { name: 's', createdBy: null, version: { version: '1', runtime: 'javascript', code: code('1') } });
+    await upsertSecret(db, box, stf.id, 'API_TOKEN', 'tok-123-secret');
+    await upsertSecret(db, box, stf.id, 'API_TOKEN', 'tok-456-secret');
+    await upsertSecret(db, box, stf.id, 'OTHER', 'x');
+    const keys = await listSecretKeys(db, stf.id);
+    expect(keys.map((k) => k.env_key)).toEqual(['API_TOKEN', 'OTHER']);
+    expect(JSON.stringify(keys)).not.toContain('tok-');
+    const raw = await db.selectFrom('platform.stf_secrets').selectAll().execute();
+    expect(raw.some((r) => r.sealed_value.includes(Buffer.from('tok-')))).toBe(false);
+    expect(await openSecrets(db, box, stf.id)).toEqual({ API_TOKEN: 'tok-456-secret', OTHER: 'x' });
+    await deleteSecret(db, stf.id, 'OTHER');
+    await expect(deleteSecret(db, stf.id, 'OTHER')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(upsertSecret(db, box, stf.id, '1BAD', 'x')).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+    await expect(upsertSecret(db, box, stf.id, 'BIG', 'x'.repeat(70_000))).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
+
+  it('a sealed value moved to another STF does not open', async () => {
+    const one = (await createStf(db, A, { name: 'one', createdBy: null, version: { version: '1', runtime: 'javascript', code: code('1') } })).stf;
+    const two = (await createStf(db, A, { name: 'two', createdBy: null, version: { version: '1', runtime: 'javascript', code: code('1') } })).stf;
+    await upsertSecret(db, box, one.id, 'K', 'v');
+    const sealed = await db.selectFrom('platform.stf_secrets').select('sealed_value').where('stf_id', '=', one.id).executeTakeFirstOrThrow();
+    await db.insertInto('platform.stf_secrets').values({ stf_id: two.id, env_key: 'K', sealed_value: sealed.sealed_value }).execute();
+    await expect(openSecrets(db, box, two.id)).rejects.toThrow();
+  });
+});
