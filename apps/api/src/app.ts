@@ -14,6 +14,7 @@ import { authRoutes } from './routes/auth.js';
 import { memberRoutes } from './routes/members.js';
 import { policyRoutes } from './routes/policies.js';
 import { sqlRoutes } from './routes/sql.js';
+import { stfRoutes } from './routes/stfs.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
@@ -25,6 +26,7 @@ export const routes: readonly AnyRoute[] = [
   ...apiKeyRoutes,
   ...sqlRoutes,
   ...policyRoutes,
+  ...stfRoutes,
   ...auditRoutes,
   ...adminRoutes,
 ];

@@ -28,6 +28,8 @@ export const ConfigSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   SQL_STATEMENT_TIMEOUT_MS: int(10_000, 10, 3_600_000),
   SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
+  SECRETS_KEY: v.optional(v.pipe(v.string(), v.trim(), v.base64('SECRETS_KEY must be base64 of 32 bytes'))),
+  STF_MAX_CODE_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
   CACHE_TTL_MS: int(30_000, 0, 3_600_000),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });

@@ -2,8 +2,9 @@ import { createDb, migrateToLatest, startEmbeddedPostgres } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import { InvalidationBus, TopicCache } from '@wds/cache';
+import { SecretBox } from '@wds/crypto';
 import { type ServerType, serve } from '@hono/node-server';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
@@ -45,12 +46,21 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger.warn('ADMIN_TOKEN is not set: the admin interface (/admin/v1) is disabled');
   }
 
+  let secrets = config.SECRETS_KEY ? SecretBox.fromBase64(config.SECRETS_KEY) : undefined;
+  if (!secrets && embedded) {
+    const k = await SecretBox.fromFile(join(dataDir, 'secrets-key'));
+    secrets = k.box;
+    logger.info({ path: join(dataDir, 'secrets-key') }, k.created ? 'secrets key generated' : 'secrets key loaded');
+  } else if (!secrets) {
+    logger.warn('SECRETS_KEY is not set: STF secrets cannot be stored');
+  }
   const bus = new InvalidationBus(databaseUrl, (msg, err) => logger.warn({ err }, msg));
   await bus.start();
   const ttl = config.CACHE_TTL_MS;
   const services: Services = {
     db,
     sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
+    secrets,
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,

@@ -1,4 +1,5 @@
 import type { InvalidationBus, TopicCache } from '@wds/cache';
+import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { Principal } from '@wds/identity';
 import type { WorkspaceAccess } from '@wds/workspaces';
@@ -17,6 +18,8 @@ export interface Services {
   jwt: JwtVerifier | undefined;
   /** The admin interface is disabled when undefined. */
   adminToken: string | undefined;
+  /** Seals STF secrets (and provider credentials); undefined when no key is configured. */
+  secrets: SecretBox | undefined;
   /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */
   bus: InvalidationBus;
   caches: {

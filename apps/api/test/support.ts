@@ -1,7 +1,9 @@
 import { createDb, migrateToLatest } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
+import { randomBytes } from 'node:crypto';
 import { InvalidationBus, TopicCache } from '@wds/cache';
+import { SecretBox } from '@wds/crypto';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -54,6 +56,7 @@ export class Harness {
     const services: Services = {
       db,
       sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
+      secrets: SecretBox.fromBase64(randomBytes(32).toString('base64')),
       bus,
       caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,

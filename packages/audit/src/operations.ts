@@ -44,6 +44,18 @@ export const OPERATIONS = {
   create_policy_group: { resource: 'policy_group', mutates: true },
   update_policy_group: { resource: 'policy_group', mutates: true },
   delete_policy_group: { resource: 'policy_group', mutates: true },
+  // STFs
+  list_stfs: { resource: 'stf', mutates: false },
+  get_stf: { resource: 'stf', mutates: false },
+  create_stf: { resource: 'stf', mutates: true },
+  update_stf: { resource: 'stf', mutates: true },
+  delete_stf: { resource: 'stf', mutates: true },
+  list_stf_versions: { resource: 'stf_version', mutates: false },
+  add_stf_version: { resource: 'stf_version', mutates: true },
+  describe_stf: { resource: 'stf', mutates: false },
+  list_stf_secrets: { resource: 'stf_secret', mutates: false },
+  upsert_stf_secret: { resource: 'stf_secret', mutates: true },
+  delete_stf_secret: { resource: 'stf_secret', mutates: true },
   // audit
   list_audit_logs: { resource: 'audit_log', mutates: false },
   // admin interface

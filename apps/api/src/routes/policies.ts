@@ -1,4 +1,3 @@
-import { forbidden } from '@wds/errors';
 import {
   createPolicy,
   createPolicyGroup,
@@ -6,24 +5,15 @@ import {
   deletePolicyGroup,
   getPolicy,
   getPolicyGroup,
-  isInGroup,
   listPolicies,
   listPolicyGroups,
   updatePolicy,
   updatePolicyGroup,
 } from '@wds/policies';
 import * as v from 'valibot';
-import type { HandlerCtx } from '../http/route.js';
+import { assertPolicyEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
 import { PageQuery, Uuid } from '../http/schemas.js';
-
-/** Policy editing is restricted to the policy-editor group when the workspace sets one (spec §4.13). */
-async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
-  const group = ctx.access.workspace.policy_editor_policy_group_id;
-  if (group && !(await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) {
-    throw forbidden('Policy editing is restricted to the policy editor group', 'see policy_editor_policy_group_id');
-  }
-}
 
 const Name = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255));
 const Mode = v.picklist(['allow', 'deny'], 'must be allow or deny');

@@ -1,0 +1,229 @@
+import { ServiceError, validationError } from '@wds/errors';
+import { StfError, validateStfCode } from '@wds/stf-runtime';
+import {
+  addVersion,
+  createStf,
+  deleteSecret,
+  getStf,
+  listSecretKeys,
+  listStfs,
+  listVersions,
+  resolveVersion,
+  softDeleteStf,
+  updateStf,
+  upsertSecret,
+} from '@wds/stfs';
+import * as v from 'valibot';
+import { assertWorkflowEditor } from '../http/permissions.js';
+import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { PageQuery } from '../http/schemas.js';
+
+const Runtime = v.picklist(['javascript', 'docker', 'wasm'], 'must be javascript, docker or wasm');
+const Base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, 'must be base64'));
+const Schema = v.optional(v.nullable(v.record(v.string(), v.unknown())));
+const Label = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(100));
+const VersionFields = {
+  version: Label,
+  runtime: Runtime,
+  code: Base64,
+  input_schema: Schema,
+  output_schema: Schema,
+};
+const CreateStf = v.object({
+  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255)),
+  description: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000)))),
+  is_public: v.optional(v.boolean()),
+  ...VersionFields,
+});
+const PatchStf = v.strictObject({
+  name: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255))),
+  description: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000)))),
+  is_public: v.optional(v.boolean()),
+});
+
+/** Decodes and checks the code of a version: base64, size, and what its runtime can check before running. */
+function decodeCode(ctx: HandlerCtx<unknown, unknown>, runtime: 'javascript' | 'docker' | 'wasm', base64: string): Buffer {
+  const code = Buffer.from(base64.replace(/\s+/g, ''), 'base64');
+  if (code.length === 0) throw validationError('code: must not be empty');
+  const max = ctx.c.var.services.config.STF_MAX_CODE_BYTES;
+  if (code.length > max) throw validationError(`code: at most ${max} bytes after base64 decoding (got ${code.length})`);
+  try {
+    validateStfCode(runtime, code);
+  } catch (err) {
+    if (err instanceof StfError) throw validationError(`code: ${err.message}${err.details ? ` (${err.details})` : ''}`);
+    throw err;
+  }
+  return code;
+}
+
+function secretBox(ctx: HandlerCtx<unknown, unknown>) {
+  const box = ctx.c.var.services.secrets;
+  if (!box) throw new ServiceError('SERVICE_UNAVAILABLE', 'Secrets are not configured', 'set SECRETS_KEY');
+  return box;
+}
+
+const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
+
+export const stfRoutes = [
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/stfs',
+    operation: 'list_stfs',
+    summary: 'STFs of the workspace, each with its latest version',
+    query: PageQuery,
+    handler: ({ db, access, query }) => listStfs(db, access.workspace.id, query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/stfs',
+    operation: 'create_stf',
+    summary: 'Create an STF with its first version (workflow editors)',
+    body: CreateStf,
+    status: 201,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const { name, description, is_public, version, runtime, code, input_schema, output_schema } = ctx.body;
+      const r = await createStf(ctx.db, ctx.access.workspace.id, {
+        name,
+        description: description ?? null,
+        is_public: is_public ?? false,
+        createdBy: ctx.principal.user.id,
+        version: { version, runtime, code: decodeCode(ctx, runtime, code), input_schema, output_schema },
+      });
+      ctx.audit({ resourceId: r.stf.id, details: { name, version, runtime } });
+      return { ...r.stf, version: r.version };
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/stfs/:stfId',
+    operation: 'get_stf',
+    summary: 'An STF',
+    handler: ({ db, access, params }) => getStf(db, access.workspace.id, params.stfId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'patch',
+    path: '/api/v1/stfs/:stfId',
+    operation: 'update_stf',
+    summary: 'Change name, description or is_public (workflow editors)',
+    body: PatchStf,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const stf = await updateStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '', ctx.body);
+      ctx.audit({ details: { changed: Object.keys(ctx.body) } });
+      return stf;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: '/api/v1/stfs/:stfId',
+    operation: 'delete_stf',
+    summary: 'Soft-delete an STF (workflow editors)',
+    status: 204,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const stf = await softDeleteStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '');
+      ctx.audit({ resourceId: stf.id, details: { name: stf.name } });
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/stfs/:stfId/versions',
+    operation: 'list_stf_versions',
+    summary: 'Versions of an STF, newest first',
+    query: PageQuery,
+    handler: ({ db, access, params, query }) => listVersions(db, access.workspace.id, params.stfId ?? '', query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/stfs/:stfId/versions',
+    operation: 'add_stf_version',
+    summary: 'Add a version (workflow editors); the label must be new for this STF',
+    body: v.object(VersionFields),
+    status: 201,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const { version, runtime, code, input_schema, output_schema } = ctx.body;
+      const r = await addVersion(
+        ctx.db,
+        ctx.access.workspace.id,
+        ctx.params.stfId ?? '',
+        { version, runtime, code: decodeCode(ctx, runtime, code), input_schema, output_schema },
+        ctx.principal.user.id,
+      );
+      ctx.audit({ details: { stf_id: r.stf_id, version, runtime } });
+      return r;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/stfs/:stfId/describe',
+    operation: 'describe_stf',
+    summary: 'The input and output schemas of a version (the newest unless `version` names one)',
+    body: v.object({ version: v.optional(Label) }),
+    handler: async ({ db, access, params, body }) => {
+      const stfId = params.stfId ?? '';
+      const versions = await listVersions(db, access.workspace.id, stfId, { limit: 1000, offset: 0 });
+      const chosen = body.version === undefined ? versions[0] : versions.find((x) => x.version === body.version);
+      if (!chosen) throw new ServiceError('NOT_FOUND', 'STF version not found');
+      const row = await resolveVersion(db, access.workspace.id, { stfVersionId: chosen.id });
+      return {
+        stf_id: stfId,
+        stf_version_id: row.id,
+        version: row.version,
+        runtime: row.runtime,
+        input_schema: row.input_schema ?? null,
+        output_schema: row.output_schema ?? null,
+      };
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/stfs/:stfId/secrets',
+    operation: 'list_stf_secrets',
+    summary: 'Secret key names of an STF (values are write-only)',
+    handler: async ({ db, access, params }) => {
+      const stf = await getStf(db, access.workspace.id, params.stfId ?? '');
+      return listSecretKeys(db, stf.id);
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/stfs/:stfId/secrets',
+    operation: 'upsert_stf_secret',
+    summary: 'Set a secret (workflow editors); the value is sealed and never returned',
+    body: v.object({ env_key: v.string(), value: v.string() }),
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const stf = await getStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '');
+      const r = await upsertSecret(ctx.db, secretBox(ctx), stf.id, ctx.body.env_key, ctx.body.value);
+      ctx.audit({ resourceId: `${stf.id}:${r.env_key}`, details: { stf_id: stf.id, env_key: r.env_key } });
+      return r;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: '/api/v1/stfs/:stfId/secrets/:envKey',
+    operation: 'delete_stf_secret',
+    summary: 'Delete a secret (workflow editors)',
+    status: 204,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const stf = await getStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '');
+      await deleteSecret(ctx.db, stf.id, ctx.params.envKey ?? '');
+      ctx.audit({ resourceId: `${stf.id}:${ctx.params.envKey}`, details: { stf_id: stf.id, env_key: ctx.params.envKey } });
+    },
+  }),
+];
+
