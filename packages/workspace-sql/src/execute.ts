@@ -95,6 +95,14 @@ export interface WorkspaceSqlOptions {
   contextTtlMs?: number;
 }
 
+/** Several statements in one transaction, for the `sql()` calls of one STF run. */
+export interface SqlSession {
+  /** Rows for a SELECT or a statement with RETURNING, the affected count otherwise. DDL is refused. */
+  query(sql: string): Promise<Record<string, unknown>[] | number>;
+  /** Commits when `ok`, rolls back otherwise, and releases the connection; later calls do nothing. */
+  end(ok: boolean): Promise<void>;
+}
+
 export class WorkspaceSql {
   private readonly rolesReady = new Set<string>();
   private readonly contexts: TopicCache<SqlContext> | undefined;
@@ -191,6 +199,72 @@ export class WorkspaceSql {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * Opens a transaction for the `sql()` calls of one STF run, under the caller's subject (the STF in a workflow,
+   * the user for instant-run). A failing statement is rolled back to its savepoint and throws; the session goes on.
+   */
+  async openSession(caller: SqlCaller, limits: SqlLimits): Promise<SqlSession> {
+    await loadParser();
+    const client = await this.pool.connect();
+    let open = true;
+    let n = 0;
+    try {
+      const role = await ensureWorkspaceRole(client, caller.workspaceId, this.rolesReady);
+      const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
+      await client.query(
+        `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
+          `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
+      );
+    } catch (err) {
+      client.release();
+      throw err;
+    }
+    return {
+      query: async (sql) => {
+        if (!open) throw new ServiceError('EXECUTION_ERROR', 'The SQL session of this run has ended');
+        const a = analyze(sql);
+        if (a.kind === 'ddl') throw new ServiceError('DDL_FORBIDDEN', 'STF code cannot change the schema', 'DDL is refused inside STF runs');
+        const ctx = await this.context(caller, a.tables);
+        const executed = rewrite(a, { workspaceId: caller.workspaceId, catalog: ctx.catalog, filter: policyFilter(a, ctx, caller.subject) });
+        const savepoint = `wds_s${++n}`;
+        await client.query(`SAVEPOINT ${savepoint}`);
+        try {
+          let result: Record<string, unknown>[] | number;
+          if (a.kind === 'select' && !a.writes) {
+            const cursor = `wds_c${n}`;
+            await client.query({ text: `DECLARE ${cursor} NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
+            const [r] = (await client.query({
+              text: `FETCH FORWARD ${limits.maxRows + 1} FROM ${cursor}; CLOSE ${cursor}`,
+              types: userValueTypes,
+            })) as unknown as pg.QueryResult[];
+            if (!r || r.rows.length > limits.maxRows) throw rowCapError(limits);
+            result = r.rows;
+          } else {
+            const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
+            if (a.returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
+            result = a.returning
+              ? r.rows.map(({ [ROW_CHECK_COLUMN]: _check, ...rest }) => rest)
+              : (r.rowCount ?? 0);
+          }
+          await client.query(`RELEASE SAVEPOINT ${savepoint}`);
+          return result;
+        } catch (err) {
+          await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => {});
+          throw mapDatabaseError(err, limits);
+        }
+      },
+      end: async (ok) => {
+        if (!open) return;
+        open = false;
+        try {
+          await client.query(ok ? 'COMMIT' : 'ROLLBACK');
+        } finally {
+          client.release();
+        }
+      },
+    };
   }
 
   private async run(

@@ -85,3 +85,55 @@ describe('values', () => {
     });
   });
 });
+
+describe('sessions (the sql() calls of one STF run)', () => {
+  const setup = async () => {
+    const ws = newId();
+    await pool.query('INSERT INTO platform.workspaces (id, name) VALUES ($1, $2)', [ws, 's']);
+    const sql = new WorkspaceSql(pool);
+    await sql.execute(admin(ws), 'CREATE TABLE items (owner_id uuid, title text)', limits);
+    const group = newId();
+    const stf = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, stf_ids) VALUES ($1, $2, $3, $4)', [group, ws, 'stf', [stf]]);
+    for (const op of ['select', 'insert']) {
+      await pool.query(
+        `INSERT INTO platform.policies (id, workspace_id, policy_group_id, name, mode, table_name, operation, condition)
+         VALUES ($1, $2, $3, 'p', 'allow', 'items', $4, $5)`,
+        [newId(), ws, group, op, JSON.stringify({ owner_id: '$user_id' })],
+      );
+    }
+    const caller = { workspaceId: ws, ddlGroupId: null, isAdmin: false, subject: { kind: 'stf' as const, stfId: stf, userId: owner } };
+    return { sql, caller };
+  };
+
+  it('runs several statements in one transaction under the STF subject; commit keeps them', async () => {
+    const { sql, caller } = await setup();
+    const s = await sql.openSession(caller, limits);
+    expect(await s.query(`INSERT INTO items (owner_id, title) VALUES ('${owner}', 'a'), ('${owner}', 'b')`)).toBe(2);
+    expect((await s.query('SELECT title FROM items ORDER BY title')) as unknown[]).toEqual([{ title: 'a' }, { title: 'b' }]);
+    // Not committed yet: invisible to everyone else.
+    const outside = await sql.openSession(caller, limits);
+    expect(await outside.query('SELECT title FROM items')).toEqual([]);
+    await outside.end(true);
+    await s.end(true);
+    const after = await sql.openSession(caller, limits);
+    expect(((await after.query('SELECT title FROM items')) as unknown[]).length).toBe(2);
+    await after.end(false);
+  });
+
+  it('a failing statement throws and rolls back alone; rollback drops everything; DDL and policy limits hold', async () => {
+    const { sql, caller } = await setup();
+    const s = await sql.openSession(caller, limits);
+    await s.query(`INSERT INTO items (owner_id, title) VALUES ('${owner}', 'kept')`);
+    await expect(s.query("SELECT 1 / 0")).rejects.toMatchObject({ code: 'EXECUTION_ERROR' });
+    await expect(s.query(`INSERT INTO items (owner_id, title) VALUES ('${newId()}', 'not mine')`)).rejects.toMatchObject({ code: 'POLICY_DENIED' });
+    await expect(s.query('DELETE FROM items')).rejects.toMatchObject({ code: 'POLICY_DENIED' });
+    await expect(s.query('CREATE TABLE x (a int)')).rejects.toMatchObject({ code: 'DDL_FORBIDDEN' });
+    expect(await s.query('SELECT title FROM items')).toEqual([{ title: 'kept' }]);
+    await s.end(false);
+    await expect(s.query('SELECT 1')).rejects.toMatchObject({ code: 'EXECUTION_ERROR' });
+    const again = await sql.openSession(caller, limits);
+    expect(await again.query('SELECT title FROM items')).toEqual([]);
+    await again.end(true);
+  });
+});
