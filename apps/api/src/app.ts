@@ -14,6 +14,7 @@ import { authRoutes } from './routes/auth.js';
 import { memberRoutes } from './routes/members.js';
 import { policyRoutes } from './routes/policies.js';
 import { sqlRoutes } from './routes/sql.js';
+import { instantRunRoutes } from './routes/instant-run.js';
 import { stfRoutes } from './routes/stfs.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
@@ -26,6 +27,7 @@ export const routes: readonly AnyRoute[] = [
   ...apiKeyRoutes,
   ...sqlRoutes,
   ...policyRoutes,
+  ...instantRunRoutes,
   ...stfRoutes,
   ...auditRoutes,
   ...adminRoutes,

@@ -29,6 +29,8 @@ export const ConfigSchema = v.object({
   SQL_STATEMENT_TIMEOUT_MS: int(10_000, 10, 3_600_000),
   SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
   SECRETS_KEY: v.optional(v.pipe(v.string(), v.trim(), v.base64('SECRETS_KEY must be base64 of 32 bytes'))),
+  STF_JS_WORKERS: int(2, 1, 64),
+  STF_TIMEOUT_MS: int(10_000, 100, 300_000),
   STF_MAX_CODE_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
   CACHE_TTL_MS: int(30_000, 0, 3_600_000),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),

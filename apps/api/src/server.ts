@@ -3,6 +3,7 @@ import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
+import { createJavascriptRuntime } from '@wds/stf-runtime';
 import { type ServerType, serve } from '@hono/node-server';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
@@ -61,6 +62,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     db,
     sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
     secrets,
+    runtimes: { javascript: createJavascriptRuntime({ workers: config.STF_JS_WORKERS }) },
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,
@@ -97,6 +99,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         });
         (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
       });
+      await Promise.all(Object.values(services.runtimes).map((r) => r?.close()));
       await bus.stop();
       await db.destroy();
       await embedded?.stop();

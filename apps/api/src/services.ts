@@ -3,6 +3,7 @@ import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { Principal } from '@wds/identity';
 import type { WorkspaceAccess } from '@wds/workspaces';
+import type { StfRuntime } from '@wds/stf-runtime';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { JwtVerifier } from '@wds/identity';
 import type { Config } from './config.js';
@@ -18,6 +19,8 @@ export interface Services {
   jwt: JwtVerifier | undefined;
   /** The admin interface is disabled when undefined. */
   adminToken: string | undefined;
+  /** STF runtimes by name; a missing one answers 503. */
+  runtimes: Partial<Record<'javascript' | 'wasm' | 'docker', StfRuntime>>;
   /** Seals STF secrets (and provider credentials); undefined when no key is configured. */
   secrets: SecretBox | undefined;
   /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */

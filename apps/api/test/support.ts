@@ -4,6 +4,7 @@ import { WorkspaceSql } from '@wds/workspace-sql';
 import { randomBytes } from 'node:crypto';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
+import { createJavascriptRuntime } from '@wds/stf-runtime';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -46,6 +47,7 @@ export class Harness {
       LOG_LEVEL: 'silent',
       SQL_STATEMENT_TIMEOUT_MS: '2000',
       SQL_MAX_ROWS: '500',
+      STF_TIMEOUT_MS: '1500',
       ...env,
     });
     const { db, pool } = createDb(url, { max: 5 });
@@ -57,6 +59,7 @@ export class Harness {
       db,
       sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
       secrets: SecretBox.fromBase64(randomBytes(32).toString('base64')),
+      runtimes: { javascript: createJavascriptRuntime({ workers: 1, prewarm: false }) },
       bus,
       caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,
@@ -68,6 +71,7 @@ export class Harness {
   }
 
   async close() {
+    await Promise.all(Object.values(this.services.runtimes).map((r) => r?.close()));
     await this.services.bus.stop();
     await this.services.db.destroy();
   }

@@ -53,6 +53,7 @@ export const OPERATIONS = {
   list_stf_versions: { resource: 'stf_version', mutates: false },
   add_stf_version: { resource: 'stf_version', mutates: true },
   describe_stf: { resource: 'stf', mutates: false },
+  instant_run_stf: { resource: 'stf', mutates: true },
   list_stf_secrets: { resource: 'stf_secret', mutates: false },
   upsert_stf_secret: { resource: 'stf_secret', mutates: true },
   delete_stf_secret: { resource: 'stf_secret', mutates: true },

@@ -1,0 +1,395 @@
+/**
+ * Runs one STF in a fresh QuickJS runtime + context of a (sync) QuickJS WASM module. Used by worker.ts; it is
+ * synchronous from start to end: SQL calls block in the host's `sql` callback.
+ *
+ * Every handle is disposed before the runtime is; an exception from the WASM module itself (an abort, a failed
+ * assertion, a native stack overflow) marks the module as poisoned so the caller replaces it.
+ */
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
+import type { LogLine } from '../types.js';
+import { moduleNotAllowed } from './libraries.js';
+import { PRELUDE_FILE, PRELUDE_SOURCE } from './prelude.js';
+import type { RunOutcome } from './protocol.js';
+
+/** QuickJS's own stack limit; above about 256 KiB runaway recursion overflows Node's stack and breaks the module. */
+export const MAX_STACK_BYTES = 256 * 1024;
+
+export const SCRIPT_FILE = 'stf.js';
+export const MODULE_FILE = 'stf.mjs';
+/** The script form is the body of an async function; the prefix stays on line 1 so line numbers are the user's. */
+const SCRIPT_PREFIX = '(async function () {';
+const SCRIPT_SUFFIX = '\n})';
+
+const MAX_DETAIL_LINES = 30;
+const MAX_DETAIL_CHARS = 8 * 1024;
+
+export interface EngineJob {
+  code: string;
+  /** JSON of { input, sources, caller, env }. */
+  boot: string;
+  memoryBytes: number;
+  maxOutputBytes: number;
+  timeoutMs: number;
+  /** Date.now() value after which the guest is interrupted. */
+  interruptAt: number;
+  /**
+   * Backstop of the memory limit: the guest is stopped (kind 'memory') when the WASM heap grows beyond this. The
+   * QuickJS build counts 8 bytes per allocation (no malloc_usable_size), so many small objects can use several times
+   * `memoryBytes` before setMemoryLimit trips; the heap size catches them.
+   */
+  heapLimitBytes?: number;
+}
+
+export interface EngineHost {
+  /** Returns false once the log cap is reached. */
+  log(level: LogLine['level'], message: string): boolean;
+  /** JSON text of the rows or the affected count; throws an Error whose message the guest sees. */
+  sql(query: string): string;
+  /** ES module source of a bundled library, or undefined when the name is not allowed. */
+  loadModule(name: string): string | undefined;
+  /** Current size of the module's WASM memory, when known. */
+  heapBytes?(): number;
+}
+
+/** What the WASM heap may hold beyond `memoryBytes`: the 16 MiB the module starts with (stack, data, runtime). */
+export const HEAP_SLACK_BYTES = 16 * 1024 * 1024;
+
+export interface EngineResult {
+  outcome: RunOutcome;
+  /** The WASM module threw or aborted: it must not be used again. */
+  poisoned: boolean;
+}
+
+/** Thrown by EngineHost.sql when the run's deadline passed while it waited for the answer. */
+export class SqlDeadlineError extends Error {
+  constructor() {
+    super('interrupted');
+    this.name = 'InternalError';
+  }
+}
+
+/** The module form is recognised by an `export default` (or a static import, which only modules may have). */
+export function isModuleCode(code: string): boolean {
+  return (
+    /\bexport\s+default\b/.test(code) ||
+    /\bexport\s*\{[^}]*\bas\s+default\b/.test(code) ||
+    /^\s*import(?:\s+[\w$*{"']|\s*[{*"'])/m.test(code)
+  );
+}
+
+type Phase = 'setup' | 'compile' | 'module' | 'run' | 'output';
+
+class GuestThrow {
+  constructor(
+    readonly handle: QuickJSHandle,
+    readonly phase: Phase,
+  ) {}
+}
+
+class Failure {
+  constructor(readonly outcome: RunOutcome) {}
+}
+
+interface ErrorInfo {
+  name?: string;
+  message: string;
+  stack?: string;
+  fileName?: string;
+  lineNumber?: number;
+}
+
+export function runInEngine(mod: QuickJSWASMModule, job: EngineJob, host: EngineHost): EngineResult {
+  const handles: QuickJSHandle[] = [];
+  let rt: QuickJSRuntime | undefined;
+  let vm: QuickJSContext | undefined;
+  let poisoned = false;
+  let outcome: RunOutcome;
+  try {
+    rt = mod.newRuntime();
+    rt.setMaxStackSize(MAX_STACK_BYTES);
+    vm = rt.newContext();
+    outcome = new Execution(rt, vm, job, host, handles).run();
+  } catch (e) {
+    poisoned = true;
+    outcome = hostFailure(e);
+  } finally {
+    for (let i = handles.length - 1; i >= 0; i--) {
+      const h = handles[i]!;
+      try {
+        if (h.alive) h.dispose();
+      } catch {
+        poisoned = true;
+      }
+    }
+    try {
+      vm?.dispose();
+    } catch {
+      poisoned = true;
+    }
+    try {
+      rt?.dispose();
+    } catch {
+      poisoned = true;
+    }
+  }
+  return { outcome, poisoned };
+}
+
+/** Makes the module abort the way a leaked handle does (tests of the recovery path). Returns true when it did. */
+export function poisonModule(mod: QuickJSWASMModule): boolean {
+  try {
+    const rt = mod.newRuntime();
+    const vm = rt.newContext();
+    vm.newObject(); // deliberately leaked
+    vm.dispose();
+    rt.dispose(); // Aborted(Assertion failed: list_empty(&rt->gc_obj_list))
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function hostFailure(e: unknown): RunOutcome {
+  const message = e instanceof Error ? e.message : String(e);
+  if (e instanceof RangeError && /call stack/i.test(message)) {
+    return { ok: false, kind: 'stack', message: 'Stack overflow: the recursion is too deep' };
+  }
+  return { ok: false, internal: `QuickJS engine failure: ${message}` };
+}
+
+class Execution {
+  private interrupted = false;
+  private heapExceeded = false;
+  private readonly isModule: boolean;
+
+  constructor(
+    private readonly rt: QuickJSRuntime,
+    private readonly vm: QuickJSContext,
+    private readonly job: EngineJob,
+    private readonly host: EngineHost,
+    private readonly handles: QuickJSHandle[],
+  ) {
+    this.isModule = isModuleCode(job.code);
+  }
+
+  run(): RunOutcome {
+    const { rt, vm, job } = this;
+    rt.setMemoryLimit(job.memoryBytes);
+    const heapBytes = this.host.heapBytes;
+    const heapLimit = job.heapLimitBytes;
+    rt.setInterruptHandler(() => {
+      if (heapBytes && heapLimit !== undefined && heapBytes() > heapLimit) {
+        this.heapExceeded = true;
+        return true;
+      }
+      if (Date.now() < job.interruptAt) return false;
+      this.interrupted = true;
+      return true;
+    });
+    rt.setModuleLoader((name) => this.host.loadModule(name) ?? { error: moduleNotAllowed(name) });
+    try {
+      const api = this.setup();
+      let result: QuickJSHandle;
+      if (this.isModule) {
+        const ns = this.settle(this.unwrap(vm.evalCode(job.code, MODULE_FILE, { type: 'module' }), 'module'), 'module');
+        const fn = this.own(vm.getProp(ns, 'default'));
+        result = this.settle(this.unwrap(vm.callFunction(api.invoke, vm.undefined, fn), 'run'), 'run');
+      } else {
+        const source = SCRIPT_PREFIX + job.code + SCRIPT_SUFFIX;
+        const fn = this.unwrap(vm.evalCode(source, SCRIPT_FILE, { type: 'global' }), 'compile');
+        result = this.settle(this.unwrap(vm.callFunction(fn, vm.undefined), 'run'), 'run');
+      }
+      // The guest may have caught the error of an SQL call that outlived the deadline.
+      if (this.interrupted || this.heapExceeded) return this.classify({ message: 'interrupted' }, 'run');
+      const json = vm.getString(this.unwrap(vm.callFunction(api.serialize, vm.undefined, result), 'output'));
+      const bytes = Buffer.byteLength(json);
+      if (bytes > job.maxOutputBytes) {
+        return {
+          ok: false,
+          kind: 'output_too_large',
+          message: `The output is ${bytes} bytes of JSON; the limit is ${job.maxOutputBytes}`,
+        };
+      }
+      return { ok: true, output: json };
+    } catch (e) {
+      if (e instanceof Failure) return e.outcome;
+      if (e instanceof GuestThrow) return this.classify(this.describe(e.handle), e.phase);
+      throw e;
+    }
+  }
+
+  private own<T extends QuickJSHandle>(h: T): T {
+    this.handles.push(h);
+    return h;
+  }
+
+  private unwrap(r: { error?: QuickJSHandle; value?: QuickJSHandle }, phase: Phase): QuickJSHandle {
+    if (r.error) throw new GuestThrow(this.own(r.error), phase);
+    return this.own(r.value!);
+  }
+
+  private setup(): { invoke: QuickJSHandle; serialize: QuickJSHandle } {
+    const { vm, host } = this;
+    const log = this.own(
+      vm.newFunction('hostLog', (level, text) => {
+        const ok = host.log(vm.getString(level) as LogLine['level'], vm.getString(text));
+        return ok ? vm.true : vm.false;
+      }),
+    );
+    const sql = this.own(
+      vm.newFunction('hostSql', (query) => {
+        try {
+          return vm.newString(host.sql(vm.getString(query)));
+        } catch (e) {
+          if (e instanceof SqlDeadlineError) this.interrupted = true;
+          throw e;
+        }
+      }),
+    );
+    const boot = this.own(vm.newString(this.job.boot));
+    const prelude = this.unwrap(vm.evalCode(PRELUDE_SOURCE, PRELUDE_FILE, { type: 'global' }), 'setup');
+    const api = this.unwrap(vm.callFunction(prelude, vm.undefined, log, sql, boot), 'setup');
+    this.describeFn = this.own(vm.getProp(api, 'describe'));
+    return {
+      invoke: this.own(vm.getProp(api, 'invoke')),
+      serialize: this.own(vm.getProp(api, 'serialize')),
+    };
+  }
+
+  /** Runs pending jobs until the promise settles; returns its value (or the handle itself when not a promise). */
+  private settle(h: QuickJSHandle, phase: Phase): QuickJSHandle {
+    const { vm, rt } = this;
+    for (;;) {
+      const state = vm.getPromiseState(h);
+      if (state.type === 'fulfilled') return state.notAPromise ? h : this.own(state.value);
+      if (state.type === 'rejected') throw new GuestThrow(this.own(state.error), phase);
+      const jobs = rt.executePendingJobs();
+      if (jobs.error) throw new GuestThrow(this.own(jobs.error), phase);
+      if (jobs.value === 0 && vm.getPromiseState(h).type === 'pending') {
+        throw new Failure({
+          ok: false,
+          kind: 'runtime',
+          message: 'The STF awaited a promise that never settles',
+        });
+      }
+    }
+  }
+
+  /** Reads a thrown value through the prelude's `describe`, with the limits relaxed so it cannot fail on them. */
+  private describe(error: QuickJSHandle): ErrorInfo {
+    const { rt, vm } = this;
+    rt.setMemoryLimit(-1);
+    const until = Date.now() + 250;
+    rt.setInterruptHandler(() => Date.now() > until);
+    const describeFn = this.describeFn;
+    if (!describeFn) {
+      // The prelude itself failed (for example an input larger than the memory limit): a plain dump will do.
+      try {
+        const dumped = vm.dump(error) as unknown;
+        if (dumped && typeof dumped === 'object' && typeof (dumped as ErrorInfo).message === 'string') {
+          return dumped as ErrorInfo;
+        }
+        return { message: String(dumped) };
+      } catch {
+        return { message: 'unknown error' };
+      }
+    }
+    const r = vm.callFunction(describeFn, vm.undefined, error);
+    if (r.error) {
+      r.error.dispose();
+      return { message: 'unknown error' };
+    }
+    try {
+      const info = JSON.parse(vm.getString(r.value)) as ErrorInfo;
+      return { ...info, message: typeof info.message === 'string' ? info.message : 'unknown error' };
+    } catch {
+      return { message: 'unknown error' };
+    } finally {
+      r.value.dispose();
+    }
+  }
+
+  private describeFn: QuickJSHandle | undefined;
+
+  private timeout(): RunOutcome {
+    return { ok: false, kind: 'timeout', message: `The STF ran longer than ${this.job.timeoutMs} ms` };
+  }
+
+  private classify(info: ErrorInfo, phase: Phase): RunOutcome {
+    const name = info.name;
+    const message = info.message;
+    if (this.heapExceeded || (name === 'InternalError' && message === 'out of memory')) {
+      return {
+        ok: false,
+        kind: 'memory',
+        message: `The STF used more memory than its limit (${this.job.memoryBytes} bytes)`,
+      };
+    }
+    if (this.interrupted) return this.timeout();
+    const stack = this.fixLocations(info.stack ?? '');
+    if ((name === 'InternalError' && message === 'stack overflow') || (name === 'RangeError' && /call stack/i.test(message))) {
+      return {
+        ok: false,
+        kind: 'stack',
+        message: 'Stack overflow: the recursion is too deep',
+        details: clip(stack),
+      };
+    }
+    const title = name ? `${name}: ${message}` : message;
+    if (phase === 'output') {
+      return { ok: false, kind: 'invalid_output', message: `The output is not JSON-serialisable: ${title}` };
+    }
+    const file = this.isModule ? MODULE_FILE : SCRIPT_FILE;
+    const firstFrame = stack.split('\n')[0] ?? '';
+    const at = new RegExp(`^\\s*at ${escapeRe(file)}:(\\d+):(\\d+)\\s*$`).exec(firstFrame);
+    if (name === 'SyntaxError' && (phase === 'compile' || phase === 'module') && info.fileName === file && at) {
+      const line = Number(at[1]);
+      const column = Number(at[2]);
+      return { ok: false, kind: 'syntax', message: title, details: this.syntaxDetails(line, column) };
+    }
+    return { ok: false, kind: 'runtime', message: title, details: stack ? clip(`${title}\n${stack}`) : undefined };
+  }
+
+  private syntaxDetails(line: number, column: number): string {
+    const source = this.job.code.split('\n')[line - 1];
+    let text = `line ${line}, column ${column}`;
+    if (source !== undefined && source.length <= 500) {
+      text += `\n${source}\n${' '.repeat(Math.max(0, column - 1))}^`;
+    }
+    return text;
+  }
+
+  /** In the script form, columns on line 1 include the wrapper's prefix; give the user's columns instead. */
+  private fixLocations(stack: string): string {
+    if (this.isModule) return stack;
+    return stack.replace(/\bstf\.js:1:(\d+)/g, (_m, col: string) => `stf.js:1:${Math.max(1, Number(col) - SCRIPT_PREFIX.length)}`);
+  }
+}
+
+/** Trims a stack for the STF's author: no prelude frames, runs of one frame collapsed, bounded length. */
+function clip(text: string): string {
+  let lines: string[] = [];
+  let repeated = 0;
+  for (const line of text.replace(/\n+$/, '').split('\n')) {
+    if (line.includes(PRELUDE_FILE)) continue;
+    if (line === lines[lines.length - 1] && line.trimStart().startsWith('at ')) {
+      repeated++;
+      continue;
+    }
+    if (repeated) lines.push(`    ... (the frame above repeated ${repeated} more times)`);
+    repeated = 0;
+    lines.push(line);
+  }
+  if (repeated) lines.push(`    ... (the frame above repeated ${repeated} more times)`);
+  if (lines.length > MAX_DETAIL_LINES) {
+    const more = lines.length - MAX_DETAIL_LINES;
+    lines = [...lines.slice(0, MAX_DETAIL_LINES), `    ... ${more} more`];
+  }
+  const out = lines.join('\n');
+  return out.length > MAX_DETAIL_CHARS ? `${out.slice(0, MAX_DETAIL_CHARS)}…` : out;
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+

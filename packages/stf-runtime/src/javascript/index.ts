@@ -1,0 +1,8 @@
+export {
+  createJavascriptRuntime,
+  type JavascriptRuntime,
+  type JavascriptRuntimeOptions,
+  type JavascriptRuntimeStats,
+} from './pool.js';
+export { BUNDLED_LIBRARIES } from './libraries.js';
+export { isModuleCode } from './engine.js';

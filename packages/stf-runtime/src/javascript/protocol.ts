@@ -1,0 +1,53 @@
+/** Messages between the main thread (pool.ts) and a JavaScript worker (worker.ts). */
+import type { LogLine, StfFailureKind } from '../types.js';
+
+/** What the worker is given at start (workerData). */
+export interface WorkerInit {
+  /** Int32Array(1) over a SharedArrayBuffer: a counter the main thread bumps after each SQL answer it posts. */
+  signal: SharedArrayBuffer;
+  /** The worker's end of the channel that carries SQL answers; read only with receiveMessageOnPort. */
+  answers: import('node:worker_threads').MessagePort;
+  /** Bundled libraries importable by package name: name → ES module source. */
+  libraries: Record<string, string>;
+}
+
+export interface RunJob {
+  type: 'run';
+  runId: number;
+  code: string;
+  /** JSON of { input, sources, caller, env }. */
+  boot: string;
+  memoryBytes: number;
+  maxOutputBytes: number;
+  maxLogBytes: number;
+  timeoutMs: number;
+  /** Date.now() value after which the guest is interrupted (a little before the main thread's hard limit). */
+  interruptAt: number;
+  hasSql: boolean;
+  /** Secret values to mask in log lines. */
+  secrets: string[];
+}
+
+/** Test hook: abort the worker's QuickJS module the way a leaked handle does. */
+export interface PoisonJob {
+  type: 'poison';
+}
+
+export type ToWorker = RunJob | PoisonJob;
+
+/** The answer to one SQL call, posted on the answers port. */
+export type SqlAnswer = { seq: number; ok: true; json: string } | { seq: number; ok: false; message: string };
+
+export type RunOutcome =
+  | { ok: true; output: string }
+  | { ok: false; kind: StfFailureKind; message: string; details?: string }
+  /** A failure of the engine itself, not of the user's code. */
+  | { ok: false; internal: string };
+
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'fatal'; message: string }
+  | { type: 'log'; runId: number; level: LogLine['level']; message: string }
+  | { type: 'sql'; runId: number; seq: number; query: string }
+  | { type: 'result'; runId: number; outcome: RunOutcome; engineReset: boolean }
+  | { type: 'poisoned'; engineReset: boolean };

@@ -1,0 +1,157 @@
+/**
+ * Entry of a JavaScript STF worker thread (started by pool.ts). It owns one sync QuickJS WASM module, runs one job
+ * at a time, and replaces the module when a run poisoned it.
+ *
+ * `sql()` is synchronous for the guest: the worker posts the query to the main thread, then blocks in
+ * Atomics.wait on a shared counter; the main thread posts the answer on a dedicated MessagePort and bumps the
+ * counter. The worker reads that port with receiveMessageOnPort, so answers of any size need no shared buffer.
+ */
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { newQuickJSWASMModule, RELEASE_SYNC, type QuickJSWASMModule } from 'quickjs-emscripten';
+import type { LogLine } from '../types.js';
+import { type EngineHost, HEAP_SLACK_BYTES, poisonModule, runInEngine, SqlDeadlineError } from './engine.js';
+import { createMasker, LogCollector } from './mask.js';
+import type { FromWorker, RunJob, SqlAnswer, ToWorker, WorkerInit } from './protocol.js';
+
+const port = parentPort;
+if (!port) throw new Error('worker.ts must run in a worker thread');
+const init = workerData as WorkerInit;
+const signal = new Int32Array(init.signal);
+const libraries = new Map(Object.entries(init.libraries));
+
+let module: Promise<QuickJSWASMModule> = newQuickJSWASMModule(RELEASE_SYNC);
+let sqlSeq = 0;
+
+function post(msg: FromWorker): void {
+  port!.postMessage(msg);
+}
+
+module.then(
+  (mod) => {
+    warmUp(mod);
+    post({ type: 'ready' });
+  },
+  (e: unknown) => post({ type: 'fatal', message: e instanceof Error ? e.message : String(e) }),
+);
+
+/**
+ * V8 compiles the QuickJS WASM code lazily and tiers it up: the first run takes ~70 ms, and runs settle near 2 ms
+ * after about a dozen. Doing those runs before the worker reports ready keeps them off the first STFs.
+ */
+function warmUp(mod: QuickJSWASMModule): void {
+  const host: EngineHost = { log: () => true, sql: () => '[{"id":1}]', loadModule: () => undefined };
+  const codes = [
+    'console.log("warm", { a: [1, 2] });\nconst rows = sql("select 1");\nreturn { n: $input.n * 2, rows };',
+    'export default async (input, ctx) => ({ n: input.n + 1, caller: ctx.caller });',
+    'function f() { throw new Error("warm-up"); }\nf();',
+  ];
+  const until = Date.now() + 500;
+  for (let i = 0; i < 15 && Date.now() < until; i++) {
+    const job = {
+      code: codes[i % codes.length]!,
+      boot: '{"input":{"n":1},"sources":{},"caller":null,"env":{}}',
+      memoryBytes: 16 * 1024 * 1024,
+      maxOutputBytes: 1024 * 1024,
+      timeoutMs: 1000,
+      interruptAt: Date.now() + 1000,
+    };
+    if (runInEngine(mod, job, host).poisoned) {
+      replaceModule();
+      return;
+    }
+  }
+}
+
+port.on('message', (msg: ToWorker) => {
+  void handle(msg);
+});
+
+async function handle(msg: ToWorker): Promise<void> {
+  let mod = await module;
+  if (msg.type === 'poison') {
+    const poisoned = poisonModule(mod);
+    if (poisoned) replaceModule();
+    post({ type: 'poisoned', engineReset: poisoned });
+    return;
+  }
+  // WASM memory never shrinks: a heap left large by an earlier run would hide this run's use of memory.
+  const heapLimit = msg.memoryBytes + HEAP_SLACK_BYTES;
+  if (heapBytes(mod) > heapLimit) {
+    replaceModule();
+    mod = await module;
+  }
+  const { outcome, poisoned } = run(mod, msg, heapLimit);
+  post({ type: 'result', runId: msg.runId, outcome, engineReset: poisoned });
+  // Recycle now rather than at the start of the next run.
+  if (poisoned || heapBytes(mod) > heapLimit) replaceModule();
+}
+
+const memories = new WeakMap<QuickJSWASMModule, { buffer: ArrayBuffer } | null>();
+
+/** Size of the module's WASM memory (0 when the variant does not expose it). */
+function heapBytes(mod: QuickJSWASMModule): number {
+  let memory = memories.get(mod);
+  if (memory === undefined) {
+    try {
+      memory = mod.getWasmMemory() as { buffer: ArrayBuffer };
+    } catch {
+      memory = null;
+    }
+    memories.set(mod, memory);
+  }
+  return memory ? memory.buffer.byteLength : 0;
+}
+
+function replaceModule(): void {
+  module = newQuickJSWASMModule(RELEASE_SYNC);
+  // If even a fresh module cannot load, the worker is useless: exit so the pool replaces it.
+  module.catch(() => process.exit(1));
+}
+
+function run(mod: QuickJSWASMModule, job: RunJob, heapLimit: number): ReturnType<typeof runInEngine> {
+  const logs = new LogCollector(job.maxLogBytes, createMasker(job.secrets), (line: LogLine) =>
+    post({ type: 'log', runId: job.runId, level: line.level, message: line.message }),
+  );
+  const host: EngineHost = {
+    log: (level, message) => logs.push(level, message),
+    sql: (query) => {
+      if (!job.hasSql) throw new Error('sql is not available here');
+      const answer = callSql(job, query);
+      if (!answer.ok) throw new Error(answer.message);
+      return answer.json;
+    },
+    loadModule: (name) => libraries.get(name),
+    heapBytes: () => heapBytes(mod),
+  };
+  return runInEngine(
+    mod,
+    {
+      code: job.code,
+      boot: job.boot,
+      memoryBytes: job.memoryBytes,
+      maxOutputBytes: job.maxOutputBytes,
+      timeoutMs: job.timeoutMs,
+      interruptAt: job.interruptAt,
+      heapLimitBytes: heapLimit,
+    },
+    host,
+  );
+}
+
+/** Posts the query and blocks until the main thread's answer arrives or the run's deadline passes. */
+function callSql(job: RunJob, query: string): SqlAnswer {
+  const seq = ++sqlSeq;
+  let seen = Atomics.load(signal, 0);
+  post({ type: 'sql', runId: job.runId, seq, query });
+  for (;;) {
+    // Drain first: an answer posted before we wait has already bumped the counter past `seen`.
+    for (let m = receiveMessageOnPort(init.answers); m; m = receiveMessageOnPort(init.answers)) {
+      const answer = m.message as SqlAnswer;
+      if (answer.seq === seq) return answer; // older answers belong to calls that gave up
+    }
+    const remaining = job.interruptAt - Date.now();
+    if (remaining <= 0) throw new SqlDeadlineError();
+    Atomics.wait(signal, 0, seen, remaining);
+    seen = Atomics.load(signal, 0);
+  }
+}
