@@ -3,7 +3,7 @@ import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
-import { createJavascriptRuntime } from '@wds/stf-runtime';
+import { createJavascriptRuntime, createWasmRuntime } from '@wds/stf-runtime';
 import { type ServerType, serve } from '@hono/node-server';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
@@ -62,7 +62,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     db,
     sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
     secrets,
-    runtimes: { javascript: createJavascriptRuntime({ workers: config.STF_JS_WORKERS }) },
+    runtimes: { javascript: createJavascriptRuntime({ workers: config.STF_JS_WORKERS }), wasm: createWasmRuntime() },
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,

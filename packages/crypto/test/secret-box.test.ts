@@ -21,7 +21,7 @@ describe('SecretBox', () => {
     expect(() => box.open(sealed, 'stf:2:A')).toThrow();
     expect(() => SecretBox.fromBase64(randomBytes(32).toString('base64')).open(sealed, 'stf:1:A')).toThrow();
     const tampered = Buffer.from(sealed);
-    tampered[tampered.length - 1] ^= 1;
+    tampered.writeUInt8(tampered.readUInt8(tampered.length - 1) ^ 1, tampered.length - 1);
     expect(() => box.open(tampered, 'stf:1:A')).toThrow();
     expect(() => box.open(Buffer.of(1, 2, 3), 'stf:1:A')).toThrow(/Not a sealed value/);
   });

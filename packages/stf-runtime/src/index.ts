@@ -9,3 +9,14 @@ export {
   type JavascriptRuntimeOptions,
   type JavascriptRuntimeStats,
 } from './javascript/index.js';
+export {
+  createWasmRuntime,
+  inspectWasmModule,
+  validateWasmModule,
+  WASM_PAGE_BYTES,
+  type WasmRuntime,
+  type WasmRuntimeOptions,
+  type WasmRuntimeStats,
+  type WasmModuleInfo,
+  type WasmMemoryInfo,
+} from './wasm/index.js';

@@ -1,22 +1,20 @@
 import { parseDockerConfig } from './docker-config.js';
-import { StfError } from './types.js';
-
-// Node provides WebAssembly; the TypeScript lib here (ES2023, no DOM) does not declare it.
-const wasm = (globalThis as unknown as { WebAssembly: { validate(bytes: Uint8Array): boolean } }).WebAssembly;
+import { DEFAULT_LIMITS, StfError, type StfLimits } from './types.js';
+import { validateWasmModule } from './wasm/validate.js';
 
 export type RuntimeName = 'javascript' | 'docker' | 'wasm';
 
 /**
  * Checks an STF version's code when it is saved, so a broken version is refused with a clear message instead of
- * failing at run time. (The JavaScript syntax check and the full wasm module checks come with those runtimes.)
+ * failing at run time. (The JavaScript syntax check is still to come: a syntax error shows at the first run.)
  */
-export function validateStfCode(runtime: RuntimeName, code: Uint8Array): void {
+export function validateStfCode(runtime: RuntimeName, code: Uint8Array, limits: StfLimits = DEFAULT_LIMITS): void {
   switch (runtime) {
     case 'docker':
       parseDockerConfig(code);
       return;
     case 'wasm':
-      if (!wasm.validate(code)) throw new StfError('invalid_module', 'Not a valid WebAssembly module');
+      validateWasmModule(code, limits);
       return;
     case 'javascript':
       try {

@@ -1,0 +1,303 @@
+import { createHash } from 'node:crypto';
+import type { CallContext, ExtismPluginOptions, Plugin } from '@extism/extism';
+import { StfError, type LogLine, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
+import { WASM_PAGE_BYTES, type WasmModuleDetails } from './inspect.js';
+import { createMasker, LogCollector } from './logs.js';
+import { WORKER_EXEC_ARGV, workerFailureMessage } from './preload.js';
+import { type CompiledWasmModule, wasmApi } from './wasm-api.js';
+import { checkWasmModule, EXTISM_USER, readValidWasmModule, WASI_MODULE } from './validate.js';
+
+/**
+ * The wasm STF runtime (DECISIONS §6): an Extism plugin exporting `run`, run in a worker thread by
+ * @extism/extism 2.0.0-rc13 (`runInWorker: true`, which is what makes the wall-clock timeout and async host
+ * functions work). One plugin (one worker) per run, closed after it.
+ *
+ * The plugin's input is this JSON document (the one a docker STF gets on stdin, without the API credentials):
+ *
+ *   { "workspace_id": null, "stf_id": null, "caller": <user id | null>, "input": <any>,
+ *     "sources": { <name>: <any>, … }, "env": { <SECRET_KEY>: "<value>", … } }
+ *
+ * `workspace_id` and `stf_id` are null for now (the HTTP layer will fill them in); `env` holds the STF's secrets.
+ * The plugin's output (`output_set`) must be one JSON document: it is the run's output.
+ *
+ * Host function `sql` in namespace `extism:host/user`, signature (i64 query) -> i64 answer, both Extism memory
+ * offsets: the query is UTF-8 text; the answer is JSON, `{"rows":[…]}` for a SELECT, `{"affected_rows":n}` otherwise,
+ * or `{"error":"<message>"}` when the query fails or SQL is not available.
+ *
+ * Limits: `timeoutMs` bounds the instantiation and, separately, the `run` call (the worker is terminated);
+ * the module's own memory is bounded by its declared maximum (checked against `memoryBytes`), and the Extism
+ * kernel memory (input, output, `alloc` blocks) is capped at `memoryBytes` too; output is capped at `maxOutputBytes`
+ * and logs (Extism `log_*`, secrets masked) at `maxLogBytes`. HTTP (`http_request`) is denied unless
+ * `allowedHosts` lists the host. WASI is enabled only for modules that import `wasi_snapshot_preview1` (no
+ * preopened directories; stdout/stderr discarded).
+ */
+
+export interface WasmRuntimeOptions {
+  /** Hosts a plugin may reach with Extism's `http_request` (`*.example.com` wildcards allowed). None by default. */
+  allowedHosts?: string[];
+  /** How many compiled modules to keep, by SHA-256 of their bytes (default 32; 0 disables the cache). */
+  moduleCacheSize?: number;
+}
+
+export interface WasmRuntimeStats {
+  runs: number;
+  activeRuns: number;
+  cacheHits: number;
+  cacheMisses: number;
+  cachedModules: number;
+}
+
+export interface WasmRuntime extends StfRuntime {
+  stats(): WasmRuntimeStats;
+}
+
+interface CompiledModule {
+  module: CompiledWasmModule;
+  details: WasmModuleDetails;
+}
+
+type Extism = typeof import('@extism/extism');
+
+// The SDK is loaded on first use: importing it loads node:wasi, which prints an ExperimentalWarning.
+let extismPromise: Promise<Extism> | undefined;
+function loadExtism(): Promise<Extism> {
+  extismPromise ??= import('@extism/extism');
+  return extismPromise;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const TIMED_OUT = 'EXTISM: call canceled due to timeout';
+const INSTANTIATE_TIMED_OUT = 'EXTISM: timed out while waiting for plugin to instantiate';
+const PLUGIN_ERROR_PREFIX = 'Plugin-originated error: ';
+const MEMORY_EXCEEDED = /^memory limit exceeded: /;
+
+/** `AbortController.abort` reasons. */
+const DEADLINE = 'deadline';
+const CLOSING = 'closing';
+
+class RunAborted extends Error {
+  constructor() {
+    super('the run reached its time limit');
+  }
+}
+
+function errorMessage(err: unknown): string {
+  if (err && typeof err === 'object' && 'message' in err && typeof err.message === 'string') return err.message;
+  return String(err);
+}
+
+function clip(text: string, max = 4000): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
+  const allowedHosts = [...(opts.allowedHosts ?? [])];
+  const cacheSize = Math.max(0, opts.moduleCacheSize ?? 32);
+  /** Insertion order = least recently used first. */
+  const cache = new Map<string, Promise<CompiledModule>>();
+  /** Runs in progress, so that `close` can cut their host calls short and wait for them. */
+  const active = new Map<Promise<unknown>, AbortController>();
+  const counters = { runs: 0, cacheHits: 0, cacheMisses: 0 };
+  let closed = false;
+
+  async function compile(bytes: Uint8Array): Promise<CompiledModule> {
+    const details = readValidWasmModule(bytes);
+    const module = await wasmApi.compile(bytes);
+    return { module, details };
+  }
+
+  async function load(bytes: Uint8Array): Promise<CompiledModule> {
+    if (cacheSize === 0) {
+      counters.cacheMisses++;
+      return compile(bytes);
+    }
+    const key = createHash('sha256').update(bytes).digest('hex');
+    const hit = cache.get(key);
+    if (hit) {
+      counters.cacheHits++;
+      cache.delete(key);
+      cache.set(key, hit);
+      return hit;
+    }
+    counters.cacheMisses++;
+    const pending = compile(bytes);
+    cache.set(key, pending);
+    pending.catch(() => {
+      if (cache.get(key) === pending) cache.delete(key);
+    });
+    while (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
+    return pending;
+  }
+
+  function run(req: StfRunRequest): Promise<StfRunResult> {
+    if (closed) return Promise.reject(new Error('the wasm runtime is closed'));
+    const abort = new AbortController();
+    const done = runOnce(req, abort);
+    active.set(done, abort);
+    const forget = () => active.delete(done);
+    done.then(forget, forget);
+    return done;
+  }
+
+  async function runOnce(req: StfRunRequest, abort: AbortController): Promise<StfRunResult> {
+    const started = performance.now();
+    counters.runs++;
+    const { limits } = req;
+    const mask = createMasker(Object.values(req.secrets ?? {}));
+    const collector = new LogCollector(limits.maxLogBytes, mask);
+    const fail = (kind: StfError['kind'], message: string, details?: string): StfError =>
+      new StfError(kind, mask(message), details === undefined ? undefined : mask(clip(details)), collector.close());
+
+    if (typeof req.code === 'string') throw fail('invalid_module', 'The code of a wasm STF must be the module bytes');
+    const compiled = await load(req.code);
+    checkWasmModule(compiled.details, limits);
+
+    const timeoutMs = Math.max(1, Math.min(Math.floor(limits.timeoutMs), MAX_TIMER_MS));
+    const timedOut = () => fail('timeout', `The STF ran longer than ${limits.timeoutMs} ms`, 'limit: timeoutMs');
+    const aborted = new Promise<never>((_, reject) => {
+      abort.signal.addEventListener('abort', () => reject(new RunAborted()), { once: true });
+    });
+    aborted.catch(() => undefined);
+    let memoryExceeded = false;
+    let workerError: unknown;
+
+    const log = (level: LogLine['level']) => (message: unknown) => {
+      const text = typeof message === 'string' ? message : String(message);
+      if (MEMORY_EXCEEDED.test(text)) memoryExceeded = true;
+      collector.push(level, text);
+    };
+    const logger = {
+      trace: log('debug'),
+      debug: log('debug'),
+      info: log('info'),
+      log: log('log'),
+      warn: log('warn'),
+      error: log('error'),
+    };
+
+    // Any host function still awaiting something when the run hits its time limit must fail at once: the SDK
+    // (rc13) would otherwise keep polling for the terminated worker forever (a 0 ms interval per stale call).
+    const sql = async (ctx: CallContext, offset: bigint): Promise<bigint> => {
+      if (abort.signal.aborted) throw new RunAborted();
+      const query = ctx.read(offset)?.text();
+      let answer: string;
+      try {
+        if (query === undefined) throw new Error('sql: the argument is not an Extism memory offset');
+        if (!req.sql) throw new Error('sql is not available here');
+        const result = await Promise.race([req.sql(query), aborted]);
+        if (Array.isArray(result)) answer = JSON.stringify({ rows: result });
+        else if (typeof result === 'number') answer = JSON.stringify({ affected_rows: result });
+        else throw new Error('the sql callback returned neither rows nor a count');
+      } catch (err) {
+        if (err instanceof RunAborted || abort.signal.aborted) throw new RunAborted();
+        answer = JSON.stringify({ error: errorMessage(err) });
+      }
+      if (abort.signal.aborted) throw new RunAborted();
+      return ctx.store(answer);
+    };
+    const abortableFetch: typeof fetch = (input, init) => fetch(input, { ...init, signal: abort.signal });
+
+    const maxPages = Math.max(1, Math.ceil(limits.memoryBytes / WASM_PAGE_BYTES));
+    const options: ExtismPluginOptions = {
+      runInWorker: true,
+      timeoutMs,
+      useWasi: compiled.details.imports.some((i) => i.module === WASI_MODULE),
+      enableWasiOutput: false,
+      allowedHosts,
+      allowedPaths: {},
+      config: {},
+      functions: { [EXTISM_USER]: { sql } },
+      fetch: abortableFetch,
+      logger: logger as unknown as Console,
+      logLevel: 'trace',
+      memory: { maxPages, maxVarBytes: limits.memoryBytes, maxHttpResponseBytes: limits.memoryBytes },
+      nodeWorkerArgs: { name: 'stf wasm plugin', execArgv: [...WORKER_EXEC_ARGV] },
+    };
+
+    // The document described at the top of this file.
+    const input = JSON.stringify({
+      workspace_id: null,
+      stf_id: null,
+      caller: req.caller ?? null,
+      input: req.input ?? null,
+      sources: req.sources ?? {},
+      env: req.secrets ?? {},
+    });
+    const { createPlugin } = await loadExtism();
+    let plugin: Plugin;
+    try {
+      plugin = await createPlugin({ wasm: [{ module: compiled.module }] }, options);
+    } catch (err) {
+      const failure = workerFailureMessage(err);
+      if (failure !== undefined) throw fail('runtime', `The module failed to start: ${failure}`);
+      if (errorMessage(err) === INSTANTIATE_TIMED_OUT) throw timedOut();
+      throw err;
+    }
+    if (abort.signal.reason === CLOSING) {
+      await plugin.close().catch(() => undefined);
+      throw new Error('the wasm runtime was closed during the run');
+    }
+    // A worker that dies (e.g. out of memory) emits 'error'; unobserved, that would crash the host process.
+    (plugin as unknown as { worker?: NodeJS.EventEmitter }).worker?.on('error', (e) => {
+      workerError = e;
+    });
+
+    // Armed with the same delay just before the SDK arms its own timer, so it fires first.
+    const deadline = setTimeout(() => abort.abort(DEADLINE), timeoutMs);
+    let bytes: Uint8Array | undefined;
+    try {
+      const out = await plugin.call('run', input);
+      bytes = out?.bytes();
+    } catch (err) {
+      const message = errorMessage(err);
+      // After the deadline, whatever failed (the SDK's timeout, a host call or fetch cut short) is the timeout.
+      if (abort.signal.reason === CLOSING) throw new Error('the wasm runtime was closed during the run');
+      if (abort.signal.aborted || err instanceof RunAborted || message === TIMED_OUT) {
+        if (workerError !== undefined) throw fail('runtime', `The plugin's worker failed: ${errorMessage(workerError)}`);
+        throw timedOut();
+      }
+      if (memoryExceeded) {
+        throw fail('memory', `The STF used more memory than its limit (${limits.memoryBytes} bytes)`, message);
+      }
+      if (message.startsWith(PLUGIN_ERROR_PREFIX)) throw fail('runtime', message.slice(PLUGIN_ERROR_PREFIX.length));
+      const stack = (err as { originalStack?: unknown }).originalStack;
+      const details = typeof stack === 'string' ? stack : undefined;
+      if (/call stack/i.test(message)) throw fail('stack', `Stack overflow: ${message}`, details);
+      throw fail('runtime', `The plugin failed: ${message}`, details);
+    } finally {
+      clearTimeout(deadline);
+      await plugin.close().catch(() => undefined);
+    }
+
+    if (bytes === undefined) {
+      throw fail('invalid_output', 'The plugin set no output; `run` must output one JSON document (output_set)');
+    }
+    if (bytes.byteLength > limits.maxOutputBytes) {
+      throw fail('output_too_large', `The output is ${bytes.byteLength} bytes; the limit is ${limits.maxOutputBytes}`);
+    }
+    let output: unknown;
+    try {
+      output = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    } catch (err) {
+      throw fail('invalid_output', `The output is not JSON: ${errorMessage(err)}`);
+    }
+    const duration_ms = Math.round((performance.now() - started) * 1000) / 1000;
+    return { output, logs: collector.close(), duration_ms };
+  }
+
+  return {
+    run,
+    stats: () => ({ ...counters, activeRuns: active.size, cachedModules: cache.size }),
+    /**
+     * Refuses new runs, cuts the host calls of runs in progress short and waits for them to end (a plugin busy in
+     * its own code is stopped by its time limit). Closing a plugin under a pending call would make the SDK respawn
+     * a worker and leak it.
+     */
+    async close() {
+      closed = true;
+      for (const abort of active.values()) abort.abort(CLOSING);
+      await Promise.allSettled([...active.keys()]);
+      cache.clear();
+    },
+  };
+}

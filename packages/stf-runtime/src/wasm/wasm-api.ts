@@ -1,0 +1,12 @@
+/** Node provides WebAssembly; the TypeScript lib here (ES2023, no DOM) does not declare it. */
+
+/** A compiled `WebAssembly.Module` (opaque here). */
+export type CompiledWasmModule = object;
+
+export interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  compile(bytes: Uint8Array): Promise<CompiledWasmModule>;
+  Module: new (bytes: Uint8Array) => CompiledWasmModule;
+}
+
+export const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
