@@ -114,6 +114,16 @@ export class WorkspaceSql {
     if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
   }
 
+  /** Opens the transaction user SQL runs in: the workspace's role, its schema only, and the time limits. */
+  private async begin(client: pg.PoolClient, caller: SqlCaller, limits: SqlLimits): Promise<void> {
+    const role = await ensureWorkspaceRole(client, caller.workspaceId, this.rolesReady);
+    const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
+    await client.query(
+      `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
+        `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
+    );
+  }
+
   private context(caller: SqlCaller, tables: string[]): Promise<SqlContext> {
     const load = () => loadContext(this.pool, caller.workspaceId, tables, caller.ddlGroupId);
     if (!this.contexts) return load();
@@ -164,12 +174,7 @@ export class WorkspaceSql {
     });
     const client = await this.pool.connect();
     try {
-      const role = await ensureWorkspaceRole(client, caller.workspaceId, this.rolesReady);
-      const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
-      await client.query(
-        `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
-          `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
-      );
+      await this.begin(client, caller, limits);
       const entry = audit && {
         workspaceId: caller.workspaceId,
         userId: audit.userId,
@@ -211,12 +216,7 @@ export class WorkspaceSql {
     let open = true;
     let n = 0;
     try {
-      const role = await ensureWorkspaceRole(client, caller.workspaceId, this.rolesReady);
-      const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
-      await client.query(
-        `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
-          `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
-      );
+      await this.begin(client, caller, limits);
     } catch (err) {
       client.release();
       throw err;
