@@ -21,13 +21,3 @@ export async function createSession(
     .execute();
   return { id, token, expires_at: expiresAt.toISOString() };
 }
-
-export async function revokeSession(db: Db, token: string): Promise<boolean> {
-  const r = await db
-    .updateTable('platform.sessions')
-    .set({ revoked_at: new Date() })
-    .where('token_hash', '=', hashToken(token))
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
-}

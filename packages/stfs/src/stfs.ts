@@ -171,11 +171,11 @@ export async function listVersions(db: Db, workspaceId: string, stfId: string, p
   return rows.map(toVersionView);
 }
 
-/** A version of a live STF of the workspace: by its id, or the newest of an STF. */
+/** A version of a live STF of the workspace: by its id, or by label (else the newest) of an STF. */
 export async function resolveVersion(
   db: Db,
   workspaceId: string,
-  ref: { stfVersionId?: string | undefined; stfId?: string | undefined },
+  ref: { stfVersionId?: string | undefined; stfId?: string | undefined; label?: string | undefined },
 ): Promise<StfVersionRow> {
   let q = db
     .selectFrom('platform.stf_versions as v')
@@ -187,11 +187,12 @@ export async function resolveVersion(
     if (!isUuid(ref.stfVersionId)) throw notFound('STF version');
     q = q.where('v.id', '=', ref.stfVersionId);
   } else if (ref.stfId !== undefined && isUuid(ref.stfId)) {
-    q = q.where('v.stf_id', '=', ref.stfId).orderBy('v.id', 'desc').limit(1);
+    q = q.where('v.stf_id', '=', ref.stfId);
+    q = ref.label !== undefined ? q.where('v.version', '=', ref.label) : q.orderBy('v.id', 'desc').limit(1);
   } else {
     throw notFound('STF');
   }
   const row = await q.executeTakeFirst();
-  if (!row) throw notFound(ref.stfVersionId !== undefined ? 'STF version' : 'STF');
+  if (!row) throw notFound(ref.stfVersionId !== undefined || ref.label !== undefined ? 'STF version' : 'STF');
   return row;
 }

@@ -96,3 +96,13 @@ describe('secrets', () => {
     await expect(openSecrets(db, box, two.id)).rejects.toThrow();
   });
 });
+
+describe('resolveVersion by label', () => {
+  it('finds a version of an STF by its label, and 404s for an unknown one', async () => {
+    const { stf } = await createStf(db, A, { name: 'labels', createdBy: null, version: { version: '1.0', runtime: 'javascript', code: code('1') } });
+    await addVersion(db, A, stf.id, { version: '2.0', runtime: 'javascript', code: code('2') }, null);
+    expect((await resolveVersion(db, A, { stfId: stf.id, label: '1.0' })).version).toBe('1.0');
+    expect((await resolveVersion(db, A, { stfId: stf.id })).version).toBe('2.0');
+    await expect(resolveVersion(db, A, { stfId: stf.id, label: '9' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+});

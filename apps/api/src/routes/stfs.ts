@@ -170,13 +170,9 @@ export const stfRoutes = [
     summary: 'The input and output schemas of a version (the newest unless `version` names one)',
     body: v.object({ version: v.optional(Label) }),
     handler: async ({ db, access, params, body }) => {
-      const stfId = params.stfId ?? '';
-      const versions = await listVersions(db, access.workspace.id, stfId, { limit: 1000, offset: 0 });
-      const chosen = body.version === undefined ? versions[0] : versions.find((x) => x.version === body.version);
-      if (!chosen) throw new ServiceError('NOT_FOUND', 'STF version not found');
-      const row = await resolveVersion(db, access.workspace.id, { stfVersionId: chosen.id });
+      const row = await resolveVersion(db, access.workspace.id, { stfId: params.stfId ?? '', label: body.version });
       return {
-        stf_id: stfId,
+        stf_id: row.stf_id,
         stf_version_id: row.id,
         version: row.version,
         runtime: row.runtime,
