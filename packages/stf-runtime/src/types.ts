@@ -28,6 +28,9 @@ export interface StfRunRequest {
   sources: Record<string, unknown>;
   /** The calling user's id, or null when anonymous. */
   caller: string | null;
+  /** The workspace and STF the run belongs to (in the wasm and docker input documents; null when not given). */
+  workspaceId?: string | null;
+  stfId?: string | null;
   /** The STF's secrets by env key; their values are masked in captured logs. */
   secrets: Record<string, string>;
   limits: StfLimits;
@@ -76,4 +79,15 @@ export interface StfRuntime {
   run(req: StfRunRequest): Promise<StfRunResult>;
   /** Releases workers and caches. */
   close(): Promise<void>;
+}
+
+/**
+ * The runtime cannot run anything now for a reason that is not the user's code (the container engine is not
+ * reachable, …): the HTTP layer answers 503.
+ */
+export class StfRuntimeUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StfRuntimeUnavailable';
+  }
 }

@@ -14,10 +14,10 @@ import { checkWasmModule, EXTISM_USER, readValidWasmModule, WASI_MODULE } from '
  *
  * The plugin's input is this JSON document (the one a docker STF gets on stdin, without the API credentials):
  *
- *   { "workspace_id": null, "stf_id": null, "caller": <user id | null>, "input": <any>,
+ *   { "workspace_id": <id | null>, "stf_id": <id | null>, "caller": <user id | null>, "input": <any>,
  *     "sources": { <name>: <any>, … }, "env": { <SECRET_KEY>: "<value>", … } }
  *
- * `workspace_id` and `stf_id` are null for now (the HTTP layer will fill them in); `env` holds the STF's secrets.
+ * `workspace_id` and `stf_id` are the request's (null when not given); `env` holds the STF's secrets.
  * The plugin's output (`output_set`) must be one JSON document: it is the run's output.
  *
  * Host function `sql` in namespace `extism:host/user`, signature (i64 query) -> i64 answer, both Extism memory
@@ -216,8 +216,8 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
 
     // The document described at the top of this file.
     const input = JSON.stringify({
-      workspace_id: null,
-      stf_id: null,
+      workspace_id: req.workspaceId ?? null,
+      stf_id: req.stfId ?? null,
       caller: req.caller ?? null,
       input: req.input ?? null,
       sources: req.sources ?? {},

@@ -1,0 +1,390 @@
+/**
+ * The docker STF runtime (DECISIONS §6): the STF's `code` is a config `{ image, command, env?, secret_keys? }`;
+ * each run is one container, created from that image with:
+ *
+ * - no network (`NetworkMode: "none"`: only a loopback interface), a read-only root filesystem, every capability
+ *   dropped, `no-new-privileges`, an unprivileged user (65534), a small `/tmp` tmpfs (noexec), and cgroup limits on
+ *   memory (swap included) and process count;
+ * - on stdin, one JSON document:
+ *     { "workspace_id", "stf_id", "caller", "input", "sources",
+ *       "api_url": "http://localhost/sql", "api_socket": "/stf/api.sock", "api_token": "<per-run token>" }
+ * - the environment of `env` plus the secrets named in `secret_keys` (values masked in logs and errors);
+ * - the SQL callback: a per-run Unix socket (see api-socket.ts), bind-mounted read-only at /stf.
+ *
+ * The container prints one JSON document with a top-level `output` on stdout (if stdout holds other lines too,
+ * the last line that is such a document counts); stderr lines are the run's logs. A non-zero exit fails the run
+ * with the tail of stderr. Limits: `timeoutMs` covers waiting for a slot and the container's whole life (it is
+ * killed at the deadline), stdout beyond `maxOutputBytes` kills it, exit 137 that we did not cause is reported
+ * as the memory limit (cgroup v1 does not always set OOMKilled), at most `concurrency` containers run at once.
+ * Images are never pulled: the operator loads them into the engine.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseDockerConfig } from '../docker-config.js';
+import { createMasker, LogCollector } from '../wasm/logs.js';
+import { StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
+import { openApiSocket } from './api-socket.js';
+import { EngineClient, EngineError, parseDockerHost, StreamDemuxer } from './engine.js';
+
+export interface DockerRuntimeOptions {
+  /** The engine: `unix:///run/podman/podman.sock`, `tcp://127.0.0.1:2375`. */
+  dockerHost: string;
+  /** Containers running at once in this process (default 2); later runs wait for a slot within their deadline. */
+  concurrency?: number;
+  /** Processes (threads) one container may have (default 64). */
+  pidsLimit?: number;
+  /** Size of the writable /tmp tmpfs (default 16 MiB; it counts toward the memory limit). */
+  tmpfsBytes?: number;
+  /** The user the command runs as (default "65534:65534", nobody). */
+  user?: string;
+  /** Where the per-run directories (input socket) are created (default: a private directory under os.tmpdir()). */
+  workDir?: string;
+}
+
+export interface DockerRuntimeStats {
+  runs: number;
+  activeRuns: number;
+  waiting: number;
+}
+
+export interface DockerRuntime extends StfRuntime {
+  stats(): DockerRuntimeStats;
+  /** Asks the engine for its version: resolves when it answers (a health check), rejects with EngineError. */
+  ping(): Promise<{ version: string; apiVersion: string }>;
+}
+
+/** Where the per-run directory is mounted in the container, and the socket in it. */
+export const STF_MOUNT = '/stf';
+export const API_SOCKET = `${STF_MOUNT}/api.sock`;
+const STDERR_TAIL_BYTES = 4096;
+const ENGINE_GRACE_MS = 10_000;
+/**
+ * What podman writes into the attached stderr stream itself when a container exits without reading all of its
+ * stdin: not the STF's output, so it is neither a log line nor part of the error's tail.
+ */
+const ENGINE_NOISE = /^Error: read unixpacket .*\/attach: read: connection reset by peer$/;
+
+export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
+  return new DockerStfRuntime(opts);
+}
+
+class Slots {
+  private used = 0;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(readonly size: number) {}
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves with a release function, or false when `deadline` passes first. */
+  acquire(deadline: number): Promise<(() => void) | false> {
+    const release = () => {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.used--;
+    };
+    if (this.used < this.size) {
+      this.used++;
+      return Promise.resolve(release);
+    }
+    return new Promise((resolve) => {
+      const grant = () => {
+        clearTimeout(timer);
+        resolve(release);
+      };
+      const timer = setTimeout(() => {
+        const i = this.queue.indexOf(grant);
+        if (i >= 0) this.queue.splice(i, 1);
+        resolve(false);
+      }, Math.max(0, deadline - Date.now()));
+      this.queue.push(grant);
+    });
+  }
+}
+
+class DockerStfRuntime implements DockerRuntime {
+  private readonly engine: EngineClient;
+  private readonly slots: Slots;
+  private readonly active = new Set<string>();
+  /** Kill switches of the running containers, pulled by close(). */
+  private readonly closers = new Set<() => void>();
+  private runs = 0;
+  private closed = false;
+  private baseDir: Promise<string> | undefined;
+
+  constructor(private readonly opts: DockerRuntimeOptions) {
+    this.engine = new EngineClient(parseDockerHost(opts.dockerHost));
+    this.slots = new Slots(Math.max(1, opts.concurrency ?? 2));
+  }
+
+  stats(): DockerRuntimeStats {
+    return { runs: this.runs, activeRuns: this.active.size, waiting: this.slots.waiting };
+  }
+
+  async ping(): Promise<{ version: string; apiVersion: string }> {
+    const body = (await this.engine.call('GET', '/version', undefined, 5_000)) as { Version?: string; ApiVersion?: string };
+    return { version: String(body.Version ?? ''), apiVersion: String(body.ApiVersion ?? '') };
+  }
+
+  private workDir(): Promise<string> {
+    this.baseDir ??= (async () => {
+      const parent = this.opts.workDir ?? tmpdir();
+      await mkdir(parent, { recursive: true });
+      // Private to this process's user; the engine (root) bind-mounts the run directories inside it.
+      return mkdtemp(join(parent, 'wds-docker-'));
+    })();
+    return this.baseDir;
+  }
+
+  async run(req: StfRunRequest): Promise<StfRunResult> {
+    if (this.closed) throw new EngineError('the docker runtime is closed');
+    const started = Date.now();
+    const deadline = started + req.limits.timeoutMs;
+    const config = parseDockerConfig(typeof req.code === 'string' ? Buffer.from(req.code) : req.code);
+    const env: string[] = Object.entries(config.env ?? {}).map(([k, v]) => `${k}=${v}`);
+    for (const key of config.secret_keys ?? []) {
+      const value = req.secrets[key];
+      if (value === undefined) throw new StfError('runtime', `The secret ${key} named in secret_keys is not set on this STF`);
+      env.push(`${key}=${value}`);
+    }
+
+    const release = await this.slots.acquire(deadline);
+    if (!release) {
+      throw new StfError(
+        'timeout',
+        `The STF did not get one of the ${this.slots.size} container slots within its time limit of ${req.limits.timeoutMs} ms`,
+      );
+    }
+    this.runs++;
+    let runDir: string | undefined;
+    let id: string | undefined;
+    let api: Awaited<ReturnType<typeof openApiSocket>> | undefined;
+    try {
+      runDir = join(await this.workDir(), randomBytes(8).toString('hex'));
+      await mkdir(runDir, { mode: 0o755 });
+      await chmod(runDir, 0o755);
+      api = await openApiSocket(join(runDir, 'api.sock'), req.sql);
+      const masked = createMasker([...Object.values(req.secrets), api.token]);
+      id = await this.create(config.image, config.command, env, runDir, req);
+      this.active.add(id);
+      return await this.execute(id, req, api.token, deadline, started, masked);
+    } finally {
+      if (id) {
+        this.active.delete(id);
+        await this.engine.request('DELETE', `/containers/${id}?force=1&v=1`).catch(() => undefined);
+      }
+      await api?.close();
+      if (runDir) await rm(runDir, { recursive: true, force: true }).catch(() => undefined);
+      release();
+    }
+  }
+
+  private async create(image: string, command: string[], env: string[], runDir: string, req: StfRunRequest): Promise<string> {
+    const memory = req.limits.memoryBytes;
+    const tmpfs = this.opts.tmpfsBytes ?? 16 * 1024 * 1024;
+    const res = await this.engine.request('POST', '/containers/create', {
+      Image: image,
+      Cmd: command,
+      Env: env,
+      User: this.opts.user ?? '65534:65534',
+      WorkingDir: '/tmp',
+      OpenStdin: true,
+      StdinOnce: true,
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      NetworkDisabled: true,
+      Labels: { 'wds.stf': 'true', 'wds.workspace_id': req.workspaceId ?? '', 'wds.stf_id': req.stfId ?? '' },
+      HostConfig: {
+        NetworkMode: 'none',
+        ReadonlyRootfs: true,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Privileged: false,
+        Memory: memory,
+        MemorySwap: memory,
+        PidsLimit: this.opts.pidsLimit ?? 64,
+        Binds: [`${runDir}:${STF_MOUNT}:ro`],
+        Tmpfs: { '/tmp': `rw,noexec,nosuid,nodev,mode=1777,size=${tmpfs}` },
+        AutoRemove: false,
+      },
+    });
+    if (res.status === 404) {
+      throw new StfError(
+        'invalid_module',
+        `The image ${image} is not present on the container engine`,
+        'images are not pulled by the service; the operator loads them into the engine',
+      );
+    }
+    if (res.status !== 201 && res.status !== 200) {
+      const message = (res.body as { message?: string } | undefined)?.message ?? `HTTP ${res.status}`;
+      if (res.status >= 500 && /no such image|image not known|not found/i.test(message)) {
+        throw new StfError('invalid_module', `The image ${image} is not present on the container engine`);
+      }
+      throw new EngineError(`the container engine refused to create the container: ${message}`, res.status);
+    }
+    return (res.body as { Id: string }).Id;
+  }
+
+  private async execute(
+    id: string,
+    req: StfRunRequest,
+    token: string,
+    deadline: number,
+    started: number,
+    mask: (text: string) => string,
+  ): Promise<StfRunResult> {
+    const limits = req.limits;
+    const logs = new LogCollector(limits.maxLogBytes, mask);
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderrTail = Buffer.alloc(0);
+    let stderrLine = '';
+    let killedFor: 'timeout' | 'output' | 'closing' | null = null;
+
+    const kill = (why: 'timeout' | 'output' | 'closing') => {
+      if (killedFor) return;
+      killedFor = why;
+      void this.engine.request('POST', `/containers/${id}/kill?signal=SIGKILL`).catch(() => undefined);
+    };
+    const demux = new StreamDemuxer((stream, chunk) => {
+      if (stream === 'stdout') {
+        stdoutBytes += chunk.length;
+        if (stdoutBytes > limits.maxOutputBytes) return kill('output');
+        stdout.push(Buffer.from(chunk));
+        return;
+      }
+      const lines = (stderrLine + chunk.toString('utf8')).split('\n');
+      stderrLine = lines.pop() ?? '';
+      if (stderrLine.length > limits.maxLogBytes) stderrLine = stderrLine.slice(0, limits.maxLogBytes);
+      for (const line of lines) stderrLineDone(line);
+    });
+    const stderrLineDone = (line: string) => {
+      if (ENGINE_NOISE.test(line)) return;
+      logs.push('log', line);
+      stderrTail = Buffer.concat([stderrTail, Buffer.from(`${line}\n`)]);
+      if (stderrTail.length > STDERR_TAIL_BYTES * 2) stderrTail = stderrTail.subarray(stderrTail.length - STDERR_TAIL_BYTES);
+    };
+
+    // podman prepares the container (and finds its command missing) when it is attached to, Docker when started.
+    const stream = await this.engine.attach(id).catch((err: unknown) => {
+      throw err instanceof EngineError ? commandFailure(err.message, mask) ?? err : err;
+    });
+    const ended = new Promise<void>((resolve) => {
+      stream.on('data', (d: Buffer) => demux.push(d));
+      stream.on('end', () => resolve());
+      stream.on('close', () => resolve());
+      stream.on('error', () => resolve());
+    });
+    const timer = setTimeout(() => kill('timeout'), Math.max(0, deadline - Date.now()));
+    const onClose = () => kill('closing');
+    this.closers.add(onClose);
+    try {
+      const start = await this.engine.request('POST', `/containers/${id}/start`);
+      if (start.status !== 204 && start.status !== 304) {
+        stream.destroy();
+        const message = (start.body as { message?: string } | undefined)?.message ?? `HTTP ${start.status}`;
+        const failure = commandFailure(message, mask);
+        if (failure) throw failure;
+        throw new EngineError(`the container engine could not start the container: ${message}`, start.status);
+      }
+      const document = {
+        workspace_id: req.workspaceId ?? null,
+        stf_id: req.stfId ?? null,
+        caller: req.caller,
+        input: req.input ?? null,
+        sources: req.sources,
+        api_url: 'http://localhost/sql',
+        api_socket: API_SOCKET,
+        api_token: token,
+      };
+      stream.on('error', () => undefined);
+      stream.end(`${JSON.stringify(document)}\n`);
+
+      const wait = await this.engine.request('POST', `/containers/${id}/wait`, undefined, Math.max(0, deadline - Date.now()) + ENGINE_GRACE_MS);
+      await Promise.race([ended, new Promise((r) => setTimeout(r, 1_000))]);
+      if (wait.status !== 200) throw new EngineError(`waiting for the container failed: HTTP ${wait.status}`, wait.status);
+      const exitCode = Number((wait.body as { StatusCode?: number }).StatusCode ?? -1);
+      if (stderrLine) stderrLineDone(stderrLine);
+      const tail = () => {
+        const text = mask(stderrTail.subarray(Math.max(0, stderrTail.length - STDERR_TAIL_BYTES)).toString('utf8')).trim();
+        return text || undefined;
+      };
+      const fail = (kind: StfError['kind'], message: string, details?: string): never => {
+        throw new StfError(kind, mask(message), details, logs.close());
+      };
+
+      if (killedFor === 'closing') throw new EngineError('the docker runtime was closed during the run');
+      if (killedFor === 'timeout') fail('timeout', `The STF ran longer than ${limits.timeoutMs} ms`, 'the container was killed');
+      if (killedFor === 'output') {
+        fail('output_too_large', `The STF printed more than ${limits.maxOutputBytes} bytes on stdout (maxOutputBytes)`, 'the container was killed');
+      }
+      if (exitCode === 137) {
+        const state = (await this.engine.request('GET', `/containers/${id}/json`).catch(() => undefined))?.body as
+          | { State?: { OOMKilled?: boolean } }
+          | undefined;
+        fail(
+          'memory',
+          `The container was killed (exit 137)${state?.State?.OOMKilled ? ' for exceeding' : ', most likely for exceeding'} its memory limit of ${Math.round(limits.memoryBytes / 1048576)} MiB`,
+          tail(),
+        );
+      }
+      if (exitCode !== 0) fail('runtime', `The container exited with code ${exitCode}`, tail());
+      const output = parseOutput(Buffer.concat(stdout).toString('utf8'));
+      if (!output.ok) fail('invalid_output', output.message, mask(output.sample));
+      return { output: output.ok ? output.value : null, logs: logs.close(), duration_ms: Date.now() - started };
+    } finally {
+      clearTimeout(timer);
+      this.closers.delete(onClose);
+      stream.destroy();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const close of this.closers) close();
+    const dir = this.baseDir ? await this.baseDir.catch(() => undefined) : undefined;
+    // Runs finish their own clean-up; wait briefly for them, then remove what is left.
+    for (let i = 0; i < 50 && this.active.size > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The engine's refusal to start because of the STF's command (not found, not executable), as the user's failure. */
+function commandFailure(message: string, mask: (text: string) => string): StfError | undefined {
+  if (!/executable file .*not found|no such file or directory|permission denied/i.test(message)) return undefined;
+  const reason = /(executable file [^:]*not found[^:]*|no such file or directory|permission denied)/i.exec(message)?.[1] ?? message;
+  return new StfError('runtime', `The container could not start its command: ${mask(reason)}`, mask(message));
+}
+
+type Parsed = { ok: true; value: unknown } | { ok: false; message: string; sample: string };
+
+/** stdout must hold a JSON document with a top-level `output`: all of it, or failing that its last such line. */
+export function parseOutput(text: string): Parsed {
+  const candidates = [text, ...text.split('\n').reverse()];
+  for (const candidate of candidates) {
+    const trimmed = candidate.trim();
+    if (!trimmed.startsWith('{')) continue;
+    try {
+      const doc = JSON.parse(trimmed) as unknown;
+      if (doc && typeof doc === 'object' && !Array.isArray(doc) && 'output' in doc) {
+        return { ok: true, value: (doc as { output: unknown }).output };
+      }
+    } catch {
+      // try the next candidate
+    }
+  }
+  const sample = text.trim().slice(-500);
+  return {
+    ok: false,
+    message: text.trim()
+      ? 'The container did not print a JSON document with a top-level "output" on stdout'
+      : 'The container printed nothing on stdout (expected a JSON document with a top-level "output")',
+    sample,
+  };
+}
