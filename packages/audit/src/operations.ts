@@ -57,6 +57,8 @@ export const OPERATIONS = {
   list_stf_secrets: { resource: 'stf_secret', mutates: false },
   upsert_stf_secret: { resource: 'stf_secret', mutates: true },
   delete_stf_secret: { resource: 'stf_secret', mutates: true },
+  list_stf_libraries: { resource: 'stf_library', mutates: false },
+  get_stf_library_types: { resource: 'stf_library', mutates: false },
   // audit
   list_audit_logs: { resource: 'audit_log', mutates: false },
   // admin interface

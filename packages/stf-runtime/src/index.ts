@@ -20,3 +20,19 @@ export {
   type WasmModuleInfo,
   type WasmMemoryInfo,
 } from './wasm/index.js';
+export {
+  API_SOCKET,
+  createDockerRuntime,
+  EngineError,
+  parseDockerHost,
+  type DockerRuntime,
+  type DockerRuntimeOptions,
+  type DockerRuntimeStats,
+  type EngineAddress,
+} from './docker/index.js';
+export {
+  bundledLibrarySources,
+  bundledLibraryTypes,
+  listBundledLibraries,
+  type BundledLibrary,
+} from './javascript/libraries.js';

@@ -5,20 +5,16 @@
  * Every handle is disposed before the runtime is; an exception from the WASM module itself (an abort, a failed
  * assertion, a native stack overflow) marks the module as poisoned so the caller replaces it.
  */
+import { randomBytes } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
 import type { LogLine } from '../types.js';
 import { moduleNotAllowed } from './libraries.js';
 import { PRELUDE_FILE, PRELUDE_SOURCE } from './prelude.js';
 import type { RunOutcome } from './protocol.js';
+import { type ErrorInfo, fixScriptLocations, MODULE_FILE, SCRIPT_FILE, syntaxFailure, wrapScript } from './syntax.js';
 
 /** QuickJS's own stack limit; above about 256 KiB runaway recursion overflows Node's stack and breaks the module. */
 export const MAX_STACK_BYTES = 256 * 1024;
-
-export const SCRIPT_FILE = 'stf.js';
-export const MODULE_FILE = 'stf.mjs';
-/** The script form is the body of an async function; the prefix stays on line 1 so line numbers are the user's. */
-const SCRIPT_PREFIX = '(async function () {';
-const SCRIPT_SUFFIX = '\n})';
 
 const MAX_DETAIL_LINES = 30;
 const MAX_DETAIL_CHARS = 8 * 1024;
@@ -88,14 +84,6 @@ class GuestThrow {
 
 class Failure {
   constructor(readonly outcome: RunOutcome) {}
-}
-
-interface ErrorInfo {
-  name?: string;
-  message: string;
-  stack?: string;
-  fileName?: string;
-  lineNumber?: number;
 }
 
 export function runInEngine(mod: QuickJSWASMModule, job: EngineJob, host: EngineHost): EngineResult {
@@ -195,8 +183,7 @@ class Execution {
         const fn = this.own(vm.getProp(ns, 'default'));
         result = this.settle(this.unwrap(vm.callFunction(api.invoke, vm.undefined, fn), 'run'), 'run');
       } else {
-        const source = SCRIPT_PREFIX + job.code + SCRIPT_SUFFIX;
-        const fn = this.unwrap(vm.evalCode(source, SCRIPT_FILE, { type: 'global' }), 'compile');
+        const fn = this.unwrap(vm.evalCode(wrapScript(job.code), SCRIPT_FILE, { type: 'global' }), 'compile');
         result = this.settle(this.unwrap(vm.callFunction(fn, vm.undefined), 'run'), 'run');
       }
       // The guest may have caught the error of an SQL call that outlived the deadline.
@@ -246,9 +233,15 @@ class Execution {
         }
       }),
     );
+    const random = this.own(
+      vm.newFunction('hostRandom', (n) => {
+        const size = Math.max(0, Math.min(65_536, Math.floor(vm.getNumber(n)) || 0));
+        return vm.newString(randomBytes(size).toString('hex'));
+      }),
+    );
     const boot = this.own(vm.newString(this.job.boot));
     const prelude = this.unwrap(vm.evalCode(PRELUDE_SOURCE, PRELUDE_FILE, { type: 'global' }), 'setup');
-    const api = this.unwrap(vm.callFunction(prelude, vm.undefined, log, sql, boot), 'setup');
+    const api = this.unwrap(vm.callFunction(prelude, vm.undefined, log, sql, random, boot), 'setup');
     this.describeFn = this.own(vm.getProp(api, 'describe'));
     return {
       invoke: this.own(vm.getProp(api, 'invoke')),
@@ -326,7 +319,7 @@ class Execution {
       };
     }
     if (this.interrupted) return this.timeout();
-    const stack = this.fixLocations(info.stack ?? '');
+    const stack = fixScriptLocations(info.stack ?? '', this.isModule);
     if ((name === 'InternalError' && message === 'stack overflow') || (name === 'RangeError' && /call stack/i.test(message))) {
       return {
         ok: false,
@@ -339,30 +332,9 @@ class Execution {
     if (phase === 'output') {
       return { ok: false, kind: 'invalid_output', message: `The output is not JSON-serialisable: ${title}` };
     }
-    const file = this.isModule ? MODULE_FILE : SCRIPT_FILE;
-    const firstFrame = stack.split('\n')[0] ?? '';
-    const at = new RegExp(`^\\s*at ${escapeRe(file)}:(\\d+):(\\d+)\\s*$`).exec(firstFrame);
-    if (name === 'SyntaxError' && (phase === 'compile' || phase === 'module') && info.fileName === file && at) {
-      const line = Number(at[1]);
-      const column = Number(at[2]);
-      return { ok: false, kind: 'syntax', message: title, details: this.syntaxDetails(line, column) };
-    }
+    const syntax = phase === 'compile' || phase === 'module' ? syntaxFailure(info, this.job.code, this.isModule) : undefined;
+    if (syntax) return { ok: false, kind: 'syntax', message: syntax.message, details: syntax.details };
     return { ok: false, kind: 'runtime', message: title, details: stack ? clip(`${title}\n${stack}`) : undefined };
-  }
-
-  private syntaxDetails(line: number, column: number): string {
-    const source = this.job.code.split('\n')[line - 1];
-    let text = `line ${line}, column ${column}`;
-    if (source !== undefined && source.length <= 500) {
-      text += `\n${source}\n${' '.repeat(Math.max(0, column - 1))}^`;
-    }
-    return text;
-  }
-
-  /** In the script form, columns on line 1 include the wrapper's prefix; give the user's columns instead. */
-  private fixLocations(stack: string): string {
-    if (this.isModule) return stack;
-    return stack.replace(/\bstf\.js:1:(\d+)/g, (_m, col: string) => `stf.js:1:${Math.max(1, Number(col) - SCRIPT_PREFIX.length)}`);
   }
 }
 
@@ -388,8 +360,3 @@ function clip(text: string): string {
   const out = lines.join('\n');
   return out.length > MAX_DETAIL_CHARS ? `${out.slice(0, MAX_DETAIL_CHARS)}…` : out;
 }
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-

@@ -8,14 +8,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { type LogLine, type SqlCallResult, StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
-import { BUNDLED_LIBRARIES } from './libraries.js';
+import { bundledLibrarySources } from './libraries.js';
 import { createMasker } from './mask.js';
 import type { FromWorker, RunOutcome, SqlAnswer, ToWorker, WorkerInit } from './protocol.js';
 
 export interface JavascriptRuntimeOptions {
   /** Worker threads in the pool (default 2). Runs beyond that wait for a free worker. */
   workers?: number;
-  /** Libraries importable by package name (name → ES module source); defaults to BUNDLED_LIBRARIES. */
+  /** Libraries importable by package name (name → ES module source); defaults to the bundled libraries. */
   libraries?: Record<string, string>;
   /** Start (and warm up) all workers now rather than on the first runs (default true). */
   prewarm?: boolean;
@@ -84,7 +84,8 @@ class Pool implements JavascriptRuntime {
 
   constructor(opts: JavascriptRuntimeOptions) {
     this.size = Math.max(1, Math.floor(opts.workers ?? 2));
-    this.libraries = { ...(opts.libraries ?? BUNDLED_LIBRARIES) };
+    // Posted to each worker once, when it starts (workerData), not with each run.
+    this.libraries = { ...(opts.libraries ?? bundledLibrarySources()) };
     this.workerFile = resolveWorkerFile();
     if (opts.prewarm ?? true) while (this.slots.length < this.size) this.spawn();
   }
