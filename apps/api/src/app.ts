@@ -15,6 +15,7 @@ import { memberRoutes } from './routes/members.js';
 import { policyRoutes } from './routes/policies.js';
 import { sqlRoutes } from './routes/sql.js';
 import { instantRunRoutes } from './routes/instant-run.js';
+import { stfLibraryRoutes } from './routes/stf-libraries.js';
 import { stfRoutes } from './routes/stfs.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
@@ -29,6 +30,7 @@ export const routes: readonly AnyRoute[] = [
   ...policyRoutes,
   ...instantRunRoutes,
   ...stfRoutes,
+  ...stfLibraryRoutes,
   ...auditRoutes,
   ...adminRoutes,
 ];

@@ -32,6 +32,13 @@ export const ConfigSchema = v.object({
   STF_JS_WORKERS: int(2, 1, 64),
   STF_TIMEOUT_MS: int(10_000, 100, 300_000),
   STF_MAX_CODE_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  DOCKER_HOST: v.optional(
+    v.pipe(v.string(), v.trim(), v.regex(/^(unix:\/\/\/|tcp:\/\/)\S+$/, 'DOCKER_HOST must be unix:///path/to.sock or tcp://host:port')),
+  ),
+  STF_DOCKER_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
+  STF_DOCKER_MEMORY_MB: int(256, 16, 65_536),
+  STF_DOCKER_PIDS: int(64, 8, 4_096),
+  STF_DOCKER_CONCURRENCY: int(2, 1, 64),
   CACHE_TTL_MS: int(30_000, 0, 3_600_000),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });

@@ -3,13 +3,14 @@ import { createJwtVerifier } from '@wds/identity';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
-import { createJavascriptRuntime, createWasmRuntime } from '@wds/stf-runtime';
+import type { DockerRuntime } from '@wds/stf-runtime';
 import { type ServerType, serve } from '@hono/node-server';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
+import { createRuntimes } from './runtimes.js';
 import type { Services } from './services.js';
 
 export interface RunningServer {
@@ -58,11 +59,19 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const bus = new InvalidationBus(databaseUrl, (msg, err) => logger.warn({ err }, msg));
   await bus.start();
   const ttl = config.CACHE_TTL_MS;
+  const runtimes = createRuntimes(config);
+  const docker = runtimes.docker as DockerRuntime | undefined;
+  if (docker) {
+    await docker.ping().then(
+      (v) => logger.info({ docker_host: config.DOCKER_HOST, engine: v.version, api: v.apiVersion }, 'container engine reachable'),
+      (err: Error) => logger.warn({ docker_host: config.DOCKER_HOST, err: err.message }, 'container engine not reachable: docker STFs answer 503 until it is'),
+    );
+  }
   const services: Services = {
     db,
     sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
     secrets,
-    runtimes: { javascript: createJavascriptRuntime({ workers: config.STF_JS_WORKERS }), wasm: createWasmRuntime() },
+    runtimes,
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,

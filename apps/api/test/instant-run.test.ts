@@ -31,8 +31,7 @@ describe('POST /stfs/instant-run (javascript)', () => {
     const loop = await stf(h, owner.token, ws.id, 'while (true) {}');
     const t = await run(h, owner.token, ws.id, { stf_version_id: loop.versionId });
     expect(t.body).toMatchObject({ success: false, error: { kind: 'timeout' } });
-    const syntax = await stf(h, owner.token, ws.id, 'return (');
-    expect((await run(h, owner.token, ws.id, { stf_version_id: syntax.versionId })).body.error.kind).toBe('syntax');
+    // A syntax error is refused when the version is saved (stfs.test.ts), so no run ever meets one.
   });
 
   test('sql() runs as the calling user, in one transaction per run', async ({ h, owner, ws }) => {

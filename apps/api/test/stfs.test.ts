@@ -78,6 +78,40 @@ describe('STFs', () => {
     expect(docker.status).toBe(201);
   });
 
+  test('javascript that does not compile is refused with its line and column, and nothing is stored', async ({ h, owner, ws }) => {
+    const auth = { token: owner.token, workspace: ws.id };
+    const script = await h.call('POST', '/api/v1/stfs', { ...auth, body: jsStf({ name: 'broken', code: b64('const a = 1;\nconst b = 2;\nreturn a +* b;') }) });
+    expect(script.status).toBe(400);
+    expect(script.body.code).toBe('VALIDATION_ERROR');
+    expect(script.body.details).toMatch(/^code: SyntaxError: .+ \(line 3, column 11\)\nreturn a \+\* b;\n {10}\^$/);
+    const module = await h.call('POST', '/api/v1/stfs', {
+      ...auth,
+      body: jsStf({ name: 'broken', code: b64("import { format } from 'date-fns';\nexport default (input) => format(input +);") }),
+    });
+    expect(module.status).toBe(400);
+    expect(module.body.details).toContain('(line 2, column 41)');
+    expect((await h.call('GET', '/api/v1/stfs', auth)).body).toEqual([]);
+
+    // Imports are only parsed at save time.
+    const ok = await h.call('POST', '/api/v1/stfs', {
+      ...auth,
+      body: jsStf({ code: b64("import { format } from 'date-fns';\nexport default (input) => format(new Date(input.d), 'yyyy');") }),
+    });
+    expect(ok.status).toBe(201);
+    const id = ok.body.id;
+    const bad = await h.call('POST', `/api/v1/stfs/${id}/versions`, {
+      ...auth,
+      body: { version: '2.0.0', runtime: 'javascript', code: b64('if ($input.n > 1) {\n  return 1;\n') },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('VALIDATION_ERROR');
+    expect(bad.body.details).toContain('unexpected end of the code');
+    expect(bad.body.details).toContain('(line 2, column 12)');
+    const versions = await h.call('GET', `/api/v1/stfs/${id}/versions`, auth);
+    expect(versions.body.map((x: any) => x.version)).toEqual(['1.0.0']);
+    expect((await h.call('GET', '/api/v1/stfs', auth)).body.map((x: any) => x.id)).toEqual([id]);
+  });
+
   test('members may read; only workflow editors may change', async ({ h, owner, ws }) => {
     const m = await h.user('member');
     await h.addMember(owner.token, ws.id, m.email, 'member');
@@ -120,6 +154,41 @@ describe('STFs', () => {
     }
     const list = await h.call('GET', '/api/v1/stfs', { token: mallory.token, workspace: hers.id });
     expect(JSON.stringify(list.body)).not.toContain('canary-stf-name');
+  });
+});
+
+describe('POST /stfs/{id}/describe', () => {
+  test('returns stored schemas, else asks the code with {operation:"describe"} (without sql)', async ({ h, owner, ws }) => {
+    const create = async (code: string, extra: Record<string, unknown> = {}) => {
+      const r = await h.call('POST', '/api/v1/stfs', { token: owner.token, workspace: ws.id, body: { name: 'd', version: '1', runtime: 'javascript', code: b64(code), ...extra } });
+      expect(r.status).toBe(201);
+      return r.body.id as string;
+    };
+    const describeIt = async (id: string) => (await h.call('POST', `/api/v1/stfs/${id}/describe`, { token: owner.token, workspace: ws.id, body: {} })).body;
+
+    const stored = await create('throw new Error("must not run")', { input_schema: { type: 'object' } });
+    expect(await describeIt(stored)).toMatchObject({ input_schema: { type: 'object' }, output_schema: null, source: 'stored' });
+
+    const selfDescribing = await create(`
+      if ($input && $input.operation === 'describe') {
+        let sqlAvailable = true;
+        try { sql('SELECT 1'); } catch { sqlAvailable = false; }
+        return { input_schema: { type: 'object', properties: { n: { type: 'number' } } }, output_schema: { type: 'number' }, description: 'sql ' + sqlAvailable };
+      }
+      return $input.n * 2;`);
+    expect(await describeIt(selfDescribing)).toMatchObject({
+      version: '1',
+      runtime: 'javascript',
+      input_schema: { type: 'object', properties: { n: { type: 'number' } } },
+      output_schema: { type: 'number' },
+      description: 'sql false',
+      source: 'run',
+    });
+
+    const silent = await create('return 42');
+    expect(await describeIt(silent)).toMatchObject({ input_schema: null, output_schema: null, source: 'none' });
+    const failing = await create('throw new Error("no describe here")');
+    expect(await describeIt(failing)).toMatchObject({ source: 'none', error: { kind: 'runtime', message: expect.stringContaining('no describe here') } });
   });
 });
 

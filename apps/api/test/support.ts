@@ -4,7 +4,7 @@ import { WorkspaceSql } from '@wds/workspace-sql';
 import { randomBytes } from 'node:crypto';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
-import { createJavascriptRuntime, createWasmRuntime } from '@wds/stf-runtime';
+import { createRuntimes } from '../src/runtimes.js';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -59,7 +59,7 @@ export class Harness {
       db,
       sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
       secrets: SecretBox.fromBase64(randomBytes(32).toString('base64')),
-      runtimes: { javascript: createJavascriptRuntime({ workers: 1, prewarm: false }), wasm: createWasmRuntime() },
+      runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
       bus,
       caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,

@@ -1,5 +1,5 @@
 import { ServiceError, validationError } from '@wds/errors';
-import { StfError, validateStfCode } from '@wds/stf-runtime';
+import { DEFAULT_LIMITS, StfError, validateStfCode } from '@wds/stf-runtime';
 import {
   addVersion,
   createStf,
@@ -17,6 +17,9 @@ import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { type HandlerCtx, defineRoute } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
+import { runAsCaller } from '../stf-run.js';
+
+const isSchema = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 const Runtime = v.picklist(['javascript', 'docker', 'wasm'], 'must be javascript, docker or wasm');
 const Base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, 'must be base64'));
@@ -41,16 +44,24 @@ const PatchStf = v.strictObject({
   is_public: v.optional(v.boolean()),
 });
 
-/** Decodes and checks the code of a version: base64, size, and what its runtime can check before running. */
-function decodeCode(ctx: HandlerCtx<unknown, unknown>, runtime: 'javascript' | 'docker' | 'wasm', base64: string): Buffer {
+/**
+ * Decodes and checks the code of a version: base64, size, and what its runtime can check before running — for
+ * `javascript`, that it compiles (a syntax error is refused with its line and column, under the run's limits).
+ */
+async function decodeCode(ctx: HandlerCtx<unknown, unknown>, runtime: 'javascript' | 'docker' | 'wasm', base64: string): Promise<Buffer> {
   const code = Buffer.from(base64.replace(/\s+/g, ''), 'base64');
   if (code.length === 0) throw validationError('code: must not be empty');
-  const max = ctx.c.var.services.config.STF_MAX_CODE_BYTES;
+  const config = ctx.c.var.services.config;
+  const max = config.STF_MAX_CODE_BYTES;
   if (code.length > max) throw validationError(`code: at most ${max} bytes after base64 decoding (got ${code.length})`);
   try {
-    validateStfCode(runtime, code);
+    await validateStfCode(runtime, code, { ...DEFAULT_LIMITS, timeoutMs: config.STF_TIMEOUT_MS });
   } catch (err) {
-    if (err instanceof StfError) throw validationError(`code: ${err.message}${err.details ? ` (${err.details})` : ''}`);
+    if (err instanceof StfError) {
+      // Details may go on with lines of their own (a syntax error's source line and caret): keep those below.
+      const [first, ...rest] = (err.details ?? '').split('\n');
+      throw validationError(`code: ${err.message}${first ? ` (${first})` : ''}${rest.length ? `\n${rest.join('\n')}` : ''}`);
+    }
     throw err;
   }
   return code;
@@ -85,12 +96,13 @@ export const stfRoutes = [
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
       const { name, description, is_public, version, runtime, code, input_schema, output_schema } = ctx.body;
+      const bytes = await decodeCode(ctx, runtime, code);
       const r = await createStf(ctx.db, ctx.access.workspace.id, {
         name,
         description: description ?? null,
         is_public: is_public ?? false,
         createdBy: ctx.principal.user.id,
-        version: { version, runtime, code: decodeCode(ctx, runtime, code), input_schema, output_schema },
+        version: { version, runtime, code: bytes, input_schema, output_schema },
       });
       ctx.audit({ resourceId: r.stf.id, details: { name, version, runtime } });
       return { ...r.stf, version: r.version };
@@ -151,11 +163,12 @@ export const stfRoutes = [
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
       const { version, runtime, code, input_schema, output_schema } = ctx.body;
+      const bytes = await decodeCode(ctx, runtime, code);
       const r = await addVersion(
         ctx.db,
         ctx.access.workspace.id,
         ctx.params.stfId ?? '',
-        { version, runtime, code: decodeCode(ctx, runtime, code), input_schema, output_schema },
+        { version, runtime, code: bytes, input_schema, output_schema },
         ctx.principal.user.id,
       );
       ctx.audit({ details: { stf_id: r.stf_id, version, runtime } });
@@ -169,15 +182,31 @@ export const stfRoutes = [
     operation: 'describe_stf',
     summary: 'The input and output schemas of a version (the newest unless `version` names one)',
     body: v.object({ version: v.optional(Label) }),
-    handler: async ({ db, access, params, body }) => {
-      const row = await resolveVersion(db, access.workspace.id, { stfId: params.stfId ?? '', label: body.version });
+    handler: async (ctx) => {
+      const row = await resolveVersion(ctx.db, ctx.access.workspace.id, { stfId: ctx.params.stfId ?? '', label: ctx.body.version });
+      const head = { stf_id: row.stf_id, stf_version_id: row.id, version: row.version, runtime: row.runtime };
+      if (row.input_schema || row.output_schema) {
+        return { ...head, input_schema: row.input_schema ?? null, output_schema: row.output_schema ?? null, source: 'stored' };
+      }
+      // No stored schemas: ask the code itself (DECISIONS §6), without sql() so describing changes nothing.
+      const answer = await runAsCaller(ctx, row, { operation: 'describe' }, {}, { sql: false });
+      const out = answer.success ? answer.output : undefined;
+      if (out && typeof out === 'object' && !Array.isArray(out) && ('input_schema' in out || 'output_schema' in out)) {
+        const doc = out as { input_schema?: unknown; output_schema?: unknown; description?: unknown };
+        return {
+          ...head,
+          input_schema: isSchema(doc.input_schema) ? doc.input_schema : null,
+          output_schema: isSchema(doc.output_schema) ? doc.output_schema : null,
+          ...(typeof doc.description === 'string' ? { description: doc.description } : {}),
+          source: 'run',
+        };
+      }
       return {
-        stf_id: row.stf_id,
-        stf_version_id: row.id,
-        version: row.version,
-        runtime: row.runtime,
-        input_schema: row.input_schema ?? null,
-        output_schema: row.output_schema ?? null,
+        ...head,
+        input_schema: null,
+        output_schema: null,
+        source: 'none',
+        ...(answer.success ? {} : { error: answer.error }),
       };
     },
   }),
