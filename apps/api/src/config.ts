@@ -32,6 +32,14 @@ export const ConfigSchema = v.object({
   STF_JS_WORKERS: int(2, 1, 64),
   STF_TIMEOUT_MS: int(10_000, 100, 300_000),
   STF_MAX_CODE_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  STF_WASM_ALLOWED_HOSTS: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',').map((h) => h.trim()).filter(Boolean)),
+      v.check((hosts) => hosts.every((h) => /^(\*\.)?[A-Za-z0-9.-]+$/.test(h)), 'STF_WASM_ALLOWED_HOSTS: comma-separated host names (`*.example.com` allowed)'),
+    ),
+    '',
+  ),
   DOCKER_HOST: v.optional(
     v.pipe(v.string(), v.trim(), v.regex(/^(unix:\/\/\/|tcp:\/\/)\S+$/, 'DOCKER_HOST must be unix:///path/to.sock or tcp://host:port')),
   ),

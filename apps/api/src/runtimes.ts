@@ -20,7 +20,7 @@ export function createRuntimes(
 ): Partial<Record<RuntimeName, StfRuntime>> {
   return {
     javascript: createJavascriptRuntime({ workers: opts.jsWorkers ?? config.STF_JS_WORKERS, prewarm: opts.prewarm }),
-    wasm: createWasmRuntime(),
+    wasm: createWasmRuntime({ allowedHosts: config.STF_WASM_ALLOWED_HOSTS }),
     ...(config.DOCKER_HOST
       ? {
           docker: createDockerRuntime({
