@@ -152,6 +152,64 @@ export interface StfSecretsTable {
   updated_at: UpdatedAt;
 }
 
+export interface EffectsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export interface EffectVersionsTable {
+  id: string;
+  effect_id: string;
+  workspace_id: string;
+  version: string;
+  url: string;
+  method: string;
+  header_mappings: Json;
+  body_mappings: Json;
+  query_mappings: Json;
+  input_schema: ColumnType<unknown, string | null, string | null>;
+  timeout_secs: number | null;
+  retries: Generated<number>;
+  created_by: string | null;
+  created_at: CreatedAt;
+}
+
+export interface WorkflowsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  allow_anonymous_execute: Generated<boolean>;
+  definition: Json;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export type WorkflowRunStatus = 'running' | 'succeeded' | 'failed';
+
+export interface WorkflowRunsTable {
+  id: string;
+  workflow_id: string;
+  workspace_id: string;
+  status: WorkflowRunStatus;
+  executed_by: string | null;
+  input: ColumnType<unknown, string | null, string | null>;
+  output: ColumnType<unknown, string | null, string | null>;
+  error: ColumnType<unknown, string | null, string | null>;
+  steps: ColumnType<unknown, string | undefined, string>;
+  started_at: CreatedAt;
+  finished_at: Timestamp | null;
+  duration_ms: number | null;
+}
+
 /** Service tables live in schema `platform`; Kysely sees them as `platform.<table>`. */
 export interface Database {
   'platform.users': UsersTable;
@@ -166,6 +224,10 @@ export interface Database {
   'platform.stfs': StfsTable;
   'platform.stf_versions': StfVersionsTable;
   'platform.stf_secrets': StfSecretsTable;
+  'platform.effects': EffectsTable;
+  'platform.effect_versions': EffectVersionsTable;
+  'platform.workflows': WorkflowsTable;
+  'platform.workflow_runs': WorkflowRunsTable;
   'platform.audit_logs': AuditLogsTable;
 }
 
