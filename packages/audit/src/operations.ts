@@ -59,6 +59,23 @@ export const OPERATIONS = {
   delete_stf_secret: { resource: 'stf_secret', mutates: true },
   list_stf_libraries: { resource: 'stf_library', mutates: false },
   get_stf_library_types: { resource: 'stf_library', mutates: false },
+  // effects
+  list_effects: { resource: 'effect', mutates: false },
+  get_effect: { resource: 'effect', mutates: false },
+  create_effect: { resource: 'effect', mutates: true },
+  update_effect: { resource: 'effect', mutates: true },
+  delete_effect: { resource: 'effect', mutates: true },
+  list_effect_versions: { resource: 'effect_version', mutates: false },
+  add_effect_version: { resource: 'effect_version', mutates: true },
+  // workflows
+  list_workflows: { resource: 'workflow', mutates: false },
+  get_workflow: { resource: 'workflow', mutates: false },
+  create_workflow: { resource: 'workflow', mutates: true },
+  update_workflow: { resource: 'workflow', mutates: true },
+  delete_workflow: { resource: 'workflow', mutates: true },
+  execute_workflow: { resource: 'workflow', mutates: true },
+  list_workflow_runs: { resource: 'workflow_run', mutates: false },
+  get_workflow_run: { resource: 'workflow_run', mutates: false },
   // audit
   list_audit_logs: { resource: 'audit_log', mutates: false },
   // admin interface
