@@ -1,0 +1,75 @@
+/**
+ * What a workflow's shape cannot say, checked when it is saved: each step names an STF or effect version of this
+ * workspace, input step names are unique, variables have a known root and refer only to earlier steps and to
+ * defined sources. Problems are listed together in one 400 VALIDATION_ERROR.
+ */
+import type { Db } from '@wds/db';
+import { isUuid } from '@wds/db';
+import { validationError } from '@wds/errors';
+import type { FieldMapping, WorkflowDefinition } from './definition.js';
+import { parseVariable, UNSAFE_KEYS } from './variables.js';
+
+function checkMappings(where: string, mappings: FieldMapping[], sources: Set<string>, stepsBefore: number, problems: string[]) {
+  mappings.forEach((m, i) => {
+    const at = `${where}.input_mappings[${i}]`;
+    if (m.target.split('.').some((k) => UNSAFE_KEYS.has(k))) problems.push(`${at}.target: ${JSON.stringify(m.target)} is not allowed`);
+    if (m.source.type !== 'Variable') return;
+    const root = parseVariable(m.source.value);
+    if ('error' in root) problems.push(`${at}: ${root.error}`);
+    else if (root.kind === 'sources' && !sources.has(root.name)) problems.push(`${at}: no input step is named ${JSON.stringify(root.name)}`);
+    else if (root.kind === 'steps' && root.index >= stepsBefore) {
+      problems.push(`${at}: $steps[${root.index}] is not an earlier STF step (${stepsBefore === 0 ? 'there is none' : `use 0..${stepsBefore - 1}`})`);
+    }
+  });
+}
+
+async function existing(db: Db, table: 'platform.stf_versions' | 'platform.effect_versions', workspaceId: string, ids: string[]): Promise<Set<string>> {
+  const wanted = [...new Set(ids.filter(isUuid))];
+  if (wanted.length === 0) return new Set();
+  const rows =
+    table === 'platform.stf_versions'
+      ? await db
+          .selectFrom('platform.stf_versions as v')
+          .innerJoin('platform.stfs as s', 's.id', 'v.stf_id')
+          .select('v.id')
+          .where('v.workspace_id', '=', workspaceId)
+          .where('s.deleted_at', 'is', null)
+          .where('v.id', 'in', wanted)
+          .execute()
+      : await db
+          .selectFrom('platform.effect_versions as v')
+          .innerJoin('platform.effects as e', 'e.id', 'v.effect_id')
+          .select('v.id')
+          .where('v.workspace_id', '=', workspaceId)
+          .where('e.deleted_at', 'is', null)
+          .where('v.id', 'in', wanted)
+          .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+export async function checkDefinition(db: Db, workspaceId: string, def: WorkflowDefinition): Promise<void> {
+  const problems: string[] = [];
+  const sources = new Set<string>();
+  def.input_steps.forEach((step, i) => {
+    if (sources.has(step.name)) problems.push(`input_steps[${i}].name: ${JSON.stringify(step.name)} is used twice`);
+    sources.add(step.name);
+    const src = step.source;
+    if (src.type === 'Fetch' && !/^https?:\/\//i.test(src.url)) problems.push(`input_steps[${i}].source.url: must be http or https`);
+    if (src.type === 'File') {
+      problems.push(`input_steps[${i}].source: File sources need file storage, which this server does not offer yet`);
+    }
+  });
+  const stfs = await existing(db, 'platform.stf_versions', workspaceId, def.stf_steps.map((s) => s.stf_version_id));
+  def.stf_steps.forEach((step, i) => {
+    if (!stfs.has(step.stf_version_id)) problems.push(`stf_steps[${i}].stf_version_id: no STF version ${step.stf_version_id} in this workspace`);
+    checkMappings(`stf_steps[${i}]`, step.input_mappings, sources, i, problems);
+  });
+  const effects = await existing(db, 'platform.effect_versions', workspaceId, def.effect_steps.map((s) => s.effect_version_id));
+  def.effect_steps.forEach((step, i) => {
+    if (!effects.has(step.effect_version_id)) {
+      problems.push(`effect_steps[${i}].effect_version_id: no effect version ${step.effect_version_id} in this workspace`);
+    }
+    checkMappings(`effect_steps[${i}]`, step.input_mappings, sources, def.stf_steps.length, problems);
+  });
+  if (problems.length > 0) throw validationError(problems.join('; '));
+}

@@ -1,0 +1,203 @@
+/**
+ * Executes a workflow (DECISIONS §7): input steps in parallel, then STF steps in order, then effect steps in
+ * parallel. The result is the last STF step's output (`$input` when there is none). The engine knows nothing of
+ * HTTP, databases or runtimes: the caller hands it the resolved step versions and the functions that run a step.
+ *
+ * Failure rules: a failing input step fails the run before any STF runs; a failing STF step stops the run (later
+ * STF and all effect steps are skipped); effect steps all run, and any failure among them (a transport error, or
+ * an HTTP status of 400 or more after its retries) fails the run too. Every step gets a record.
+ */
+import { performance } from 'node:perf_hooks';
+import type { EffectResult, EffectSpec } from '@wds/effect-runner';
+import type { InputStep, WorkflowDefinition } from './definition.js';
+import { buildStepInput, type Scope } from './variables.js';
+
+export interface ResolvedStf {
+  stf_id: string;
+  stf_version_id: string;
+  version: string;
+  runtime: 'javascript' | 'wasm' | 'docker';
+  code: Buffer;
+}
+
+export interface ResolvedEffect {
+  effect_id: string;
+  effect_version_id: string;
+  version: string;
+  spec: EffectSpec;
+}
+
+export interface StepError {
+  kind: string;
+  message: string;
+  details?: string;
+}
+
+export type StfOutcome = { ok: true; output: unknown } | { ok: false; error: StepError };
+
+export interface StepRunners {
+  loadSource(step: InputStep): Promise<unknown>;
+  runStf(stf: ResolvedStf, input: unknown, sources: Record<string, unknown>): Promise<StfOutcome>;
+  /** Resolves with the response (any status) or rejects (an EffectError: refused, timeout, network, …). */
+  runEffect(effect: ResolvedEffect, input: unknown, idempotencyKey: string): Promise<EffectResult>;
+}
+
+export type StepStatus = 'succeeded' | 'failed' | 'skipped';
+
+export interface StepRecord {
+  kind: 'input' | 'stf' | 'effect';
+  index: number;
+  name?: string;
+  stf_id?: string;
+  stf_version_id?: string;
+  effect_id?: string;
+  effect_version_id?: string;
+  version?: string;
+  status: StepStatus;
+  duration_ms?: number;
+  error?: StepError;
+  /** Effects: the response's HTTP status, and how many attempts were made. */
+  status_code?: number;
+  attempts?: number;
+}
+
+export interface RunError extends StepError {
+  /** Which step failed: `input_steps[0]`, `stf_steps[2]`, `effect_steps[1]`. */
+  step: string;
+}
+
+export interface ExecutionResult {
+  status: 'succeeded' | 'failed';
+  output: unknown;
+  error: RunError | null;
+  steps: StepRecord[];
+  duration_ms: number;
+}
+
+const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
+
+function errorOf(err: unknown): StepError {
+  if (err && typeof err === 'object' && 'message' in err) {
+    const e = err as { kind?: unknown; message: unknown; details?: unknown };
+    return {
+      kind: typeof e.kind === 'string' ? e.kind : 'error',
+      message: String(e.message),
+      ...(typeof e.details === 'string' ? { details: e.details } : {}),
+    };
+  }
+  return { kind: 'error', message: String(err) };
+}
+
+export async function executeWorkflow(
+  def: WorkflowDefinition,
+  input: unknown,
+  resolved: { stfs: (ResolvedStf | undefined)[]; effects: (ResolvedEffect | undefined)[] },
+  runners: StepRunners,
+  opts: { runId: string },
+): Promise<ExecutionResult> {
+  const started = performance.now();
+  const steps: StepRecord[] = [];
+  const scope: Scope = { input, sources: {}, steps: [] };
+  let error: RunError | null = null;
+  const finish = (output: unknown): ExecutionResult => ({
+    status: error ? 'failed' : 'succeeded',
+    output,
+    error,
+    steps,
+    duration_ms: ms(started),
+  });
+  const skipRest = (fromStf: number) => {
+    def.stf_steps.slice(fromStf).forEach((s, j) => {
+      const stf = resolved.stfs[fromStf + j];
+      steps.push({ kind: 'stf', index: fromStf + j, stf_version_id: stf?.stf_version_id ?? s.stf_version_id, status: 'skipped' });
+    });
+    def.effect_steps.forEach((s, i) => {
+      steps.push({ kind: 'effect', index: i, effect_version_id: resolved.effects[i]?.effect_version_id ?? s.effect_version_id, status: 'skipped' });
+    });
+  };
+
+  // 1. Input steps, in parallel.
+  const loaded = await Promise.all(
+    def.input_steps.map(async (step, index) => {
+      const t = performance.now();
+      try {
+        const value = await runners.loadSource(step);
+        return { record: { kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) } as StepRecord, value };
+      } catch (err) {
+        return { record: { kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) } as StepRecord };
+      }
+    }),
+  );
+  for (const [i, l] of loaded.entries()) {
+    steps.push(l.record);
+    if (l.record.status === 'succeeded') scope.sources[l.record.name as string] = l.value;
+    else error ??= { step: `input_steps[${i}]`, ...(l.record.error as StepError) };
+  }
+  if (error) {
+    skipRest(0);
+    return finish(null);
+  }
+
+  // 2. STF steps, in order; each gets the previous output (or $input) unless its mappings say otherwise.
+  let last: unknown = input;
+  for (const [index, step] of def.stf_steps.entries()) {
+    const stf = resolved.stfs[index];
+    const t = performance.now();
+    const base: StepRecord = { kind: 'stf', index, stf_version_id: stf?.stf_version_id ?? step.stf_version_id, status: 'failed' };
+    if (!stf) {
+      error = { step: `stf_steps[${index}]`, kind: 'not_found', message: `STF version ${step.stf_version_id} no longer exists in this workspace` };
+      steps.push({ ...base, error: { kind: error.kind, message: error.message } });
+      skipRest(index + 1);
+      return finish(null);
+    }
+    Object.assign(base, { stf_id: stf.stf_id, version: stf.version });
+    const outcome = await runners.runStf(stf, buildStepInput(step.input_mappings, scope, last), scope.sources).catch(
+      (err): StfOutcome => ({ ok: false, error: errorOf(err) }),
+    );
+    if (!outcome.ok) {
+      error = { step: `stf_steps[${index}]`, ...outcome.error };
+      steps.push({ ...base, duration_ms: ms(t), error: outcome.error });
+      skipRest(index + 1);
+      return finish(null);
+    }
+    steps.push({ ...base, status: 'succeeded', duration_ms: ms(t) });
+    scope.steps.push(outcome.output);
+    last = outcome.output;
+  }
+  const output = def.stf_steps.length > 0 ? last : input;
+
+  // 3. Effect steps, in parallel; each reads the workflow's result unless its mappings say otherwise.
+  const effects = await Promise.all(
+    def.effect_steps.map(async (step, index): Promise<StepRecord> => {
+      const effect = resolved.effects[index];
+      const t = performance.now();
+      const base: StepRecord = { kind: 'effect', index, effect_version_id: effect?.effect_version_id ?? step.effect_version_id, status: 'failed' };
+      if (!effect) {
+        return { ...base, error: { kind: 'not_found', message: `effect version ${step.effect_version_id} no longer exists in this workspace` } };
+      }
+      Object.assign(base, { effect_id: effect.effect_id, version: effect.version });
+      try {
+        const res = await runners.runEffect(effect, buildStepInput(step.input_mappings, scope, output), `${opts.runId}:${index}`);
+        const record = { ...base, duration_ms: ms(t), status_code: res.status, attempts: res.attempts };
+        if (res.status >= 400) {
+          return { ...record, error: { kind: 'http_status', message: `the endpoint answered HTTP ${res.status}` } };
+        }
+        return { ...record, status: 'succeeded' };
+      } catch (err) {
+        const e = err as { status?: unknown; attempts?: unknown };
+        return {
+          ...base,
+          duration_ms: ms(t),
+          error: errorOf(err),
+          ...(typeof e.status === 'number' ? { status_code: e.status } : {}),
+          ...(typeof e.attempts === 'number' ? { attempts: e.attempts } : {}),
+        };
+      }
+    }),
+  );
+  for (const record of effects) {
+    steps.push(record);
+    if (record.status === 'failed' && !error) error = { step: `effect_steps[${record.index}]`, ...(record.error as StepError) };
+  }
+  return finish(output);
+}

@@ -1,0 +1,85 @@
+/**
+ * The versions a run executes, in one query per step kind: a pinned step runs exactly its version; otherwise the
+ * newest version of the same STF or effect (DECISIONS §7). A step whose STF or effect is gone (deleted, or never
+ * of this workspace) resolves to undefined, and the engine fails it.
+ */
+import type { Db } from '@wds/db';
+import type { FieldMapping } from '@wds/effect-runner';
+import { sql } from 'kysely';
+import type { WorkflowDefinition } from './definition.js';
+import type { ResolvedEffect, ResolvedStf } from './engine.js';
+
+interface Ref {
+  id: string;
+  pin: boolean;
+}
+
+export async function resolveStfSteps(db: Db, workspaceId: string, steps: WorkflowDefinition['stf_steps']): Promise<(ResolvedStf | undefined)[]> {
+  if (steps.length === 0) return [];
+  const refs: Ref[] = steps.map((s) => ({ id: s.stf_version_id, pin: s.pin_version === true }));
+  const { rows } = await sql<{ step: string; stf_id: string; id: string; version: string; runtime: ResolvedStf['runtime']; code: Buffer }>`
+    SELECT s.step, v.stf_id, v.id, v.version, v.runtime, v.code
+    FROM unnest(${refs.map((r) => r.id)}::uuid[], ${refs.map((r) => r.pin)}::boolean[]) WITH ORDINALITY AS s(ref, pin, step)
+    JOIN platform.stf_versions r ON r.id = s.ref AND r.workspace_id = ${workspaceId}
+    JOIN platform.stfs f ON f.id = r.stf_id AND f.deleted_at IS NULL
+    JOIN LATERAL (
+      SELECT * FROM platform.stf_versions v
+      WHERE CASE WHEN s.pin THEN v.id = r.id ELSE v.stf_id = r.stf_id END
+      ORDER BY v.id DESC LIMIT 1
+    ) v ON true`.execute(db);
+  const out: (ResolvedStf | undefined)[] = steps.map(() => undefined);
+  for (const r of rows) {
+    out[Number(r.step) - 1] = { stf_id: r.stf_id, stf_version_id: r.id, version: r.version, runtime: r.runtime, code: r.code };
+  }
+  return out;
+}
+
+export async function resolveEffectSteps(
+  db: Db,
+  workspaceId: string,
+  steps: WorkflowDefinition['effect_steps'],
+): Promise<(ResolvedEffect | undefined)[]> {
+  if (steps.length === 0) return [];
+  const refs: Ref[] = steps.map((s) => ({ id: s.effect_version_id, pin: s.pin_version === true }));
+  const { rows } = await sql<{
+    step: string;
+    effect_id: string;
+    id: string;
+    version: string;
+    url: string;
+    method: string;
+    header_mappings: FieldMapping[];
+    body_mappings: FieldMapping[];
+    query_mappings: FieldMapping[];
+    timeout_secs: number | null;
+    retries: number;
+  }>`
+    SELECT s.step, v.effect_id, v.id, v.version, v.url, v.method, v.header_mappings, v.body_mappings, v.query_mappings,
+           v.timeout_secs, v.retries
+    FROM unnest(${refs.map((r) => r.id)}::uuid[], ${refs.map((r) => r.pin)}::boolean[]) WITH ORDINALITY AS s(ref, pin, step)
+    JOIN platform.effect_versions r ON r.id = s.ref AND r.workspace_id = ${workspaceId}
+    JOIN platform.effects e ON e.id = r.effect_id AND e.deleted_at IS NULL
+    JOIN LATERAL (
+      SELECT * FROM platform.effect_versions v
+      WHERE CASE WHEN s.pin THEN v.id = r.id ELSE v.effect_id = r.effect_id END
+      ORDER BY v.id DESC LIMIT 1
+    ) v ON true`.execute(db);
+  const out: (ResolvedEffect | undefined)[] = steps.map(() => undefined);
+  for (const r of rows) {
+    out[Number(r.step) - 1] = {
+      effect_id: r.effect_id,
+      effect_version_id: r.id,
+      version: r.version,
+      spec: {
+        url: r.url,
+        method: r.method,
+        header_mappings: r.header_mappings,
+        body_mappings: r.body_mappings,
+        query_mappings: r.query_mappings,
+        timeout_secs: r.timeout_secs,
+        retries: r.retries,
+      },
+    };
+  }
+  return out;
+}

@@ -1,0 +1,193 @@
+/** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
+import { type Db, isUuid, newId, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
+import { notFound } from '@wds/errors';
+import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
+import type { ExecutionResult } from './engine.js';
+
+export interface WorkflowView extends WorkflowDefinition {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  allow_anonymous_execute: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkflowRunView {
+  id: string;
+  workflow_id: string;
+  status: 'running' | 'succeeded' | 'failed';
+  executed_by: string | null;
+  input?: unknown;
+  output?: unknown;
+  error: unknown;
+  steps: unknown;
+  started_at: string;
+  finished_at: string | null;
+  duration_ms: number | null;
+}
+
+export function definitionOf(w: Partial<Pick<CreateWorkflow, 'input_schema' | 'input_steps' | 'stf_steps' | 'effect_steps'>>): WorkflowDefinition {
+  return {
+    input_schema: w.input_schema ?? null,
+    input_steps: w.input_steps ?? [],
+    stf_steps: w.stf_steps ?? [],
+    effect_steps: w.effect_steps ?? [],
+  };
+}
+
+const toView = (r: WorkflowRow): WorkflowView => ({
+  id: r.id,
+  workspace_id: r.workspace_id,
+  name: r.name,
+  description: r.description,
+  allow_anonymous_execute: r.allow_anonymous_execute,
+  ...(r.definition as WorkflowDefinition),
+  created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
+});
+
+function live(db: Db, workspaceId: string) {
+  return db.selectFrom('platform.workflows').selectAll().where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
+}
+
+export async function listWorkflows(db: Db, workspaceId: string, page: { limit: number; offset: number; name?: string | undefined }): Promise<WorkflowView[]> {
+  let q = live(db, workspaceId);
+  if (page.name !== undefined) q = q.where('name', '=', page.name);
+  const rows = await q.orderBy('id').limit(page.limit).offset(page.offset).execute();
+  return rows.map(toView);
+}
+
+export async function getWorkflow(db: Db, workspaceId: string, id: string): Promise<WorkflowView> {
+  const row = isUuid(id) ? await live(db, workspaceId).where('id', '=', id).executeTakeFirst() : undefined;
+  if (!row) throw notFound('Workflow');
+  return toView(row);
+}
+
+export async function createWorkflow(db: Db, workspaceId: string, w: CreateWorkflow, createdBy: string | null): Promise<WorkflowView> {
+  const row = await db
+    .insertInto('platform.workflows')
+    .values({
+      id: newId(),
+      workspace_id: workspaceId,
+      name: w.name,
+      description: w.description ?? null,
+      allow_anonymous_execute: w.allow_anonymous_execute ?? false,
+      definition: JSON.stringify(definitionOf(w)),
+      created_by: createdBy,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toView(row);
+}
+
+/** The definition after a PATCH: given step lists replace the saved ones. */
+export function patchedDefinition(current: WorkflowView, patch: UpdateWorkflow): WorkflowDefinition {
+  return {
+    input_schema: patch.input_schema !== undefined ? (patch.input_schema ?? null) : current.input_schema,
+    input_steps: patch.input_steps ?? current.input_steps,
+    stf_steps: patch.stf_steps ?? current.stf_steps,
+    effect_steps: patch.effect_steps ?? current.effect_steps,
+  };
+}
+
+export async function updateWorkflow(db: Db, workspaceId: string, id: string, patch: UpdateWorkflow, definition: WorkflowDefinition): Promise<WorkflowView> {
+  await getWorkflow(db, workspaceId, id);
+  const row = await db
+    .updateTable('platform.workflows')
+    .set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.description !== undefined ? { description: patch.description } : {}),
+      ...(patch.allow_anonymous_execute !== undefined ? { allow_anonymous_execute: patch.allow_anonymous_execute } : {}),
+      definition: JSON.stringify(definition),
+      updated_at: new Date(),
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toView(row);
+}
+
+export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string): Promise<WorkflowView> {
+  const w = await getWorkflow(db, workspaceId, id);
+  await db.updateTable('platform.workflows').set({ deleted_at: new Date() }).where('id', '=', id).execute();
+  return w;
+}
+
+// --- runs ---------------------------------------------------------------------------------------------------
+
+const toRunView = (r: WorkflowRunRow, full: boolean): WorkflowRunView => ({
+  id: r.id,
+  workflow_id: r.workflow_id,
+  status: r.status,
+  executed_by: r.executed_by,
+  ...(full ? { input: r.input ?? null, output: r.output ?? null } : {}),
+  error: r.error ?? null,
+  steps: r.steps,
+  started_at: r.started_at.toISOString(),
+  finished_at: r.finished_at ? r.finished_at.toISOString() : null,
+  duration_ms: r.duration_ms,
+});
+
+/** Records that a run started (status `running`), so a long run is visible while it goes on. */
+export async function startRun(db: Db, workflow: { id: string; workspace_id: string }, input: unknown, executedBy: string | null): Promise<string> {
+  const id = newId();
+  await db
+    .insertInto('platform.workflow_runs')
+    .values({
+      id,
+      workflow_id: workflow.id,
+      workspace_id: workflow.workspace_id,
+      status: 'running',
+      executed_by: executedBy,
+      input: JSON.stringify(input ?? null),
+    })
+    .execute();
+  return id;
+}
+
+export async function finishRun(db: Db, runId: string, result: ExecutionResult): Promise<void> {
+  await db
+    .updateTable('platform.workflow_runs')
+    .set({
+      status: result.status,
+      output: JSON.stringify(result.output ?? null),
+      error: result.error ? JSON.stringify(result.error) : null,
+      steps: JSON.stringify(result.steps),
+      finished_at: new Date(),
+      duration_ms: result.duration_ms,
+    })
+    .where('id', '=', runId)
+    .execute();
+}
+
+/** Runs of a live workflow, newest first, without their input and output (the run itself has them). */
+export async function listRuns(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowRunView[]> {
+  await getWorkflow(db, workspaceId, workflowId);
+  const rows = await db
+    .selectFrom('platform.workflow_runs')
+    .selectAll()
+    .where('workflow_id', '=', workflowId)
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return rows.map((r) => toRunView(r, false));
+}
+
+export async function getRun(db: Db, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
+  await getWorkflow(db, workspaceId, workflowId);
+  const row = isUuid(runId)
+    ? await db
+        .selectFrom('platform.workflow_runs')
+        .selectAll()
+        .where('id', '=', runId)
+        .where('workflow_id', '=', workflowId)
+        .where('workspace_id', '=', workspaceId)
+        .executeTakeFirst()
+    : undefined;
+  if (!row) throw notFound('Workflow run');
+  return toRunView(row, true);
+}
