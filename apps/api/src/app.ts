@@ -11,12 +11,14 @@ import { adminRoutes } from './routes/admin.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
+import { effectRoutes } from './routes/effects.js';
 import { memberRoutes } from './routes/members.js';
 import { policyRoutes } from './routes/policies.js';
 import { sqlRoutes } from './routes/sql.js';
 import { instantRunRoutes } from './routes/instant-run.js';
 import { stfLibraryRoutes } from './routes/stf-libraries.js';
 import { stfRoutes } from './routes/stfs.js';
+import { workflowRoutes } from './routes/workflows.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
@@ -31,6 +33,8 @@ export const routes: readonly AnyRoute[] = [
   ...instantRunRoutes,
   ...stfRoutes,
   ...stfLibraryRoutes,
+  ...effectRoutes,
+  ...workflowRoutes,
   ...auditRoutes,
   ...adminRoutes,
 ];

@@ -1,3 +1,4 @@
+import { parseAllowlist } from '@wds/effect-runner';
 import * as v from 'valibot';
 
 const int = (def: number, min: number, max: number) =>
@@ -32,6 +33,20 @@ export const ConfigSchema = v.object({
   STF_JS_WORKERS: int(2, 1, 64),
   STF_TIMEOUT_MS: int(10_000, 100, 300_000),
   STF_MAX_CODE_BYTES: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  OUTBOUND_ALLOWLIST: v.optional(
+    v.pipe(
+      v.string(),
+      v.rawTransform(({ dataset, addIssue, NEVER }) => {
+        try {
+          return parseAllowlist(dataset.value);
+        } catch (err) {
+          addIssue({ message: `OUTBOUND_ALLOWLIST: ${(err as Error).message}` });
+          return NEVER;
+        }
+      }),
+    ),
+    '',
+  ),
   STF_WASM_ALLOWED_HOSTS: v.optional(
     v.pipe(
       v.string(),

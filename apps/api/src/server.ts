@@ -10,6 +10,7 @@ import { loadOrCreateAdminToken } from './admin-token-file.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
+import { OutboundGuard } from '@wds/effect-runner';
 import { createRuntimes } from './runtimes.js';
 import type { Services } from './services.js';
 
@@ -72,6 +73,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
     secrets,
     runtimes,
+    outbound: new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST }),
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,

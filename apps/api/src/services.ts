@@ -6,6 +6,7 @@ import type { WorkspaceAccess } from '@wds/workspaces';
 import type { StfRuntime } from '@wds/stf-runtime';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { JwtVerifier } from '@wds/identity';
+import type { OutboundGuard } from '@wds/effect-runner';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 
@@ -21,6 +22,8 @@ export interface Services {
   adminToken: string | undefined;
   /** STF runtimes by name; a missing one answers 503. */
   runtimes: Partial<Record<'javascript' | 'wasm' | 'docker', StfRuntime>>;
+  /** The SSRF guard of every outbound call (effects, Fetch sources, providers); OUTBOUND_ALLOWLIST. */
+  outbound: OutboundGuard;
   /** Seals STF secrets (and provider credentials); undefined when no key is configured. */
   secrets: SecretBox | undefined;
   /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */

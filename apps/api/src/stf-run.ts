@@ -1,31 +1,48 @@
+import type { Db } from '@wds/db';
 import { ServiceError } from '@wds/errors';
+import type { Subject } from '@wds/policy-engine';
 import { StfError, type LogLine, StfRuntimeUnavailable } from '@wds/stf-runtime';
-import { openSecrets, type resolveVersion } from '@wds/stfs';
+import { openSecrets } from '@wds/stfs';
 import type { SqlSession } from '@wds/workspace-sql';
 import type { HandlerCtx } from './http/route.js';
 import { runLimits } from './runtimes.js';
+import type { Services } from './services.js';
 
-type Version = Awaited<ReturnType<typeof resolveVersion>>;
+/** What a run needs of a version. */
+export interface RunnableVersion {
+  stf_id: string;
+  runtime: 'javascript' | 'wasm' | 'docker';
+  code: Buffer;
+}
 
 /** DECISIONS §6: what instant-run answers (a failure of the user's code is `success: false`, still a 200). */
 export type RunAnswer =
   | { success: true; output: unknown; logs: LogLine[]; duration_ms: number }
   | { success: false; error: { kind: string; message: string; details?: string }; logs: LogLine[] };
 
+export interface RunRequest {
+  workspace: { id: string; ddl_policy_group_id: string | null };
+  version: RunnableVersion;
+  input: unknown;
+  sources: Record<string, unknown>;
+  /** The user the run is for (`$caller`; `$user_id` of an STF subject), or null when anonymous. */
+  caller: string | null;
+  /** Whose policies sql() runs under: the calling user (instant-run) or the STF (workflow steps). */
+  subject: Subject;
+  /** false: the code gets no sql() at all (describe runs). */
+  sql?: boolean;
+  /** The STF's secrets when the caller already has them (workflow steps); read from the database otherwise. */
+  secrets?: Record<string, string>;
+}
+
 /**
- * Runs one STF version as the calling user: its sql() calls go through the rewriter and the user's policies in
- * one transaction, committed when the run succeeds and rolled back when it fails. With `sql: false` the code
- * gets no sql() at all (describe runs).
+ * Runs one STF version. Its sql() calls go through the rewriter and the subject's policies in one transaction,
+ * committed when the run succeeds and rolled back when it fails; the session (a pooled connection and its
+ * transaction) opens at the first sql() call, so code that does not query pays nothing for it. A runtime this
+ * server does not have, or whose engine is unreachable, is a 503 ServiceError; failures of the code are answers.
  */
-export async function runAsCaller(
-  ctx: HandlerCtx<unknown, unknown>,
-  version: Version,
-  input: unknown,
-  sources: Record<string, unknown>,
-  opts: { sql?: boolean } = {},
-): Promise<RunAnswer> {
-  const { services } = ctx.c.var;
-  const ws = ctx.access.workspace;
+export async function runStf(services: Services, db: Db, req: RunRequest): Promise<RunAnswer> {
+  const { version } = req;
   const runtime = services.runtimes[version.runtime];
   if (!runtime) {
     throw new ServiceError(
@@ -34,13 +51,11 @@ export async function runAsCaller(
       version.runtime === 'docker' ? 'no container engine is configured (DOCKER_HOST)' : undefined,
     );
   }
-  const secrets = services.secrets ? await openSecrets(ctx.db, services.secrets, version.stf_id) : {};
-  // The SQL session (a pooled connection and a transaction) opens at the run's first sql() call: most runs of
-  // code that does not query pay nothing for it.
+  const secrets = req.secrets ?? (services.secrets ? await openSecrets(db, services.secrets, version.stf_id) : {});
   let session: Promise<SqlSession> | undefined;
   const openSession = () =>
     (session ??= services.sql.openSession(
-      { workspaceId: ws.id, ddlGroupId: ws.ddl_policy_group_id, isAdmin: false, subject: { kind: 'user', userId: ctx.principal.user.id } },
+      { workspaceId: req.workspace.id, ddlGroupId: req.workspace.ddl_policy_group_id, isAdmin: false, subject: req.subject },
       { statementTimeoutMs: services.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: services.config.SQL_MAX_ROWS },
     ));
   const end = async (ok: boolean) => {
@@ -50,14 +65,14 @@ export async function runAsCaller(
   try {
     const result = await runtime.run({
       code: version.runtime === 'javascript' ? version.code.toString('utf8') : version.code,
-      input,
-      sources,
-      caller: ctx.principal.user.id,
-      workspaceId: ws.id,
+      input: req.input,
+      sources: req.sources,
+      caller: req.caller,
+      workspaceId: req.workspace.id,
       stfId: version.stf_id,
       secrets,
       limits: runLimits(version.runtime, services.config),
-      ...(opts.sql === false ? {} : { sql: async (q: string) => (await openSession()).query(q) }),
+      ...(req.sql === false ? {} : { sql: async (q: string) => (await openSession()).query(q) }),
     });
     await end(true);
     return { success: true, output: result.output, logs: result.logs, duration_ms: result.duration_ms };
@@ -71,4 +86,24 @@ export async function runAsCaller(
     }
     throw err;
   }
+}
+
+/** instant-run and describe: the calling user's run, under the user's policies. */
+export function runAsCaller(
+  ctx: HandlerCtx<unknown, unknown>,
+  version: RunnableVersion,
+  input: unknown,
+  sources: Record<string, unknown>,
+  opts: { sql?: boolean } = {},
+): Promise<RunAnswer> {
+  const userId = ctx.principal.user.id;
+  return runStf(ctx.c.var.services, ctx.db, {
+    workspace: ctx.access.workspace,
+    version,
+    input,
+    sources,
+    caller: userId,
+    subject: { kind: 'user', userId },
+    ...(opts.sql === false ? { sql: false } : {}),
+  });
 }

@@ -164,4 +164,24 @@ describe('POST /stfs/instant-run (docker)', () => {
       await broken.close();
     }
   });
+
+  it('a workflow with a docker step runs it as the STF and is visible as running while it goes on', async () => {
+    const id = await stf(owner.token, ws.id, b64(JSON.stringify({ image: images.busybox, command: ['sh', '-c', 'read -r doc; sleep 1; echo \'{"output":{"slow":true}}\''] })));
+    const version = (await h.call('GET', `/api/v1/stfs/${id}/versions`, { token: owner.token, workspace: ws.id })).body[0].id;
+    const wf = await h.call('POST', '/api/v1/workflows', { token: owner.token, workspace: ws.id, body: { name: 'slow', stf_steps: [{ stf_version_id: version }] } });
+    expect(wf.status).toBe(201);
+    const pending = h.call('POST', `/api/v1/workflows/${wf.body.id}/execute`, { token: owner.token, workspace: ws.id, body: {} });
+    let seen: string | undefined;
+    for (let i = 0; i < 50 && !seen; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const runs = await h.call('GET', `/api/v1/workflows/${wf.body.id}/runs`, { token: owner.token, workspace: ws.id });
+      seen = runs.body.find((r: any) => r.status === 'running')?.id;
+    }
+    expect(seen).toBeTruthy();
+    const done = await pending;
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ slow: true });
+    const run = await h.call('GET', `/api/v1/workflows/${wf.body.id}/runs/${seen}`, { token: owner.token, workspace: ws.id });
+    expect(run.body).toMatchObject({ status: 'succeeded', output: { slow: true } });
+  });
 });

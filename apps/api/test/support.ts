@@ -4,6 +4,7 @@ import { WorkspaceSql } from '@wds/workspace-sql';
 import { randomBytes } from 'node:crypto';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
+import { OutboundGuard } from '@wds/effect-runner';
 import { createRuntimes } from '../src/runtimes.js';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
@@ -60,6 +61,7 @@ export class Harness {
       sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
       secrets: SecretBox.fromBase64(randomBytes(32).toString('base64')),
       runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
+      outbound: new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST }),
       bus,
       caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,

@@ -49,5 +49,10 @@ export async function deleteSecret(db: Db, stfId: string, key: string): Promise<
 /** The plaintext secrets of an STF, for a run only. */
 export async function openSecrets(db: Db, box: SecretBox, stfId: string): Promise<Record<string, string>> {
   const rows = await db.selectFrom('platform.stf_secrets').select(['env_key', 'sealed_value']).where('stf_id', '=', stfId).execute();
+  return openSealedSecrets(box, stfId, rows);
+}
+
+/** Opens sealed rows read elsewhere (a workflow run loads them with the step versions, in one query). */
+export function openSealedSecrets(box: SecretBox, stfId: string, rows: { env_key: string; sealed_value: Buffer }[]): Record<string, string> {
   return Object.fromEntries(rows.map((r) => [r.env_key, box.open(r.sealed_value, bound(stfId, r.env_key))]));
 }

@@ -18,6 +18,8 @@ export interface ResolvedStf {
   version: string;
   runtime: 'javascript' | 'wasm' | 'docker';
   code: Buffer;
+  /** The STF's secrets as stored (sealed), loaded with the version so a step costs no extra query. */
+  sealed_secrets: { env_key: string; sealed_value: Buffer }[];
 }
 
 export interface ResolvedEffect {

@@ -17,8 +17,18 @@ interface Ref {
 export async function resolveStfSteps(db: Db, workspaceId: string, steps: WorkflowDefinition['stf_steps']): Promise<(ResolvedStf | undefined)[]> {
   if (steps.length === 0) return [];
   const refs: Ref[] = steps.map((s) => ({ id: s.stf_version_id, pin: s.pin_version === true }));
-  const { rows } = await sql<{ step: string; stf_id: string; id: string; version: string; runtime: ResolvedStf['runtime']; code: Buffer }>`
-    SELECT s.step, v.stf_id, v.id, v.version, v.runtime, v.code
+  const { rows } = await sql<{
+    step: string;
+    stf_id: string;
+    id: string;
+    version: string;
+    runtime: ResolvedStf['runtime'];
+    code: Buffer;
+    secrets: { env_key: string; sealed_value: string }[];
+  }>`
+    SELECT s.step, v.stf_id, v.id, v.version, v.runtime, v.code,
+           (SELECT coalesce(json_agg(json_build_object('env_key', k.env_key, 'sealed_value', encode(k.sealed_value, 'base64'))), '[]')
+            FROM platform.stf_secrets k WHERE k.stf_id = v.stf_id) AS secrets
     FROM unnest(${refs.map((r) => r.id)}::uuid[], ${refs.map((r) => r.pin)}::boolean[]) WITH ORDINALITY AS s(ref, pin, step)
     JOIN platform.stf_versions r ON r.id = s.ref AND r.workspace_id = ${workspaceId}
     JOIN platform.stfs f ON f.id = r.stf_id AND f.deleted_at IS NULL
@@ -29,7 +39,14 @@ export async function resolveStfSteps(db: Db, workspaceId: string, steps: Workfl
     ) v ON true`.execute(db);
   const out: (ResolvedStf | undefined)[] = steps.map(() => undefined);
   for (const r of rows) {
-    out[Number(r.step) - 1] = { stf_id: r.stf_id, stf_version_id: r.id, version: r.version, runtime: r.runtime, code: r.code };
+    out[Number(r.step) - 1] = {
+      stf_id: r.stf_id,
+      stf_version_id: r.id,
+      version: r.version,
+      runtime: r.runtime,
+      code: r.code,
+      sealed_secrets: r.secrets.map((k) => ({ env_key: k.env_key, sealed_value: Buffer.from(k.sealed_value, 'base64') })),
+    };
   }
   return out;
 }

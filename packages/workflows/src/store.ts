@@ -130,9 +130,11 @@ const toRunView = (r: WorkflowRunRow, full: boolean): WorkflowRunView => ({
   duration_ms: r.duration_ms,
 });
 
+/** A new run's id (runs are ordered by it). */
+export const newRunId = (): string => newId();
+
 /** Records that a run started (status `running`), so a long run is visible while it goes on. */
-export async function startRun(db: Db, workflow: { id: string; workspace_id: string }, input: unknown, executedBy: string | null): Promise<string> {
-  const id = newId();
+export async function startRun(db: Db, id: string, workflow: { id: string; workspace_id: string }, input: unknown, executedBy: string | null): Promise<void> {
   await db
     .insertInto('platform.workflow_runs')
     .values({
@@ -144,10 +146,38 @@ export async function startRun(db: Db, workflow: { id: string; workspace_id: str
       input: JSON.stringify(input ?? null),
     })
     .execute();
-  return id;
 }
 
-export async function finishRun(db: Db, runId: string, result: ExecutionResult): Promise<void> {
+/**
+ * Records a finished run: updates the row startRun wrote, or (when the run was not recorded at its start) inserts
+ * it whole — one write either way.
+ */
+export async function finishRun(
+  db: Db,
+  runId: string,
+  result: ExecutionResult,
+  started?: { workflow: { id: string; workspace_id: string }; input: unknown; executedBy: string | null; at: Date },
+): Promise<void> {
+  if (started) {
+    await db
+      .insertInto('platform.workflow_runs')
+      .values({
+        id: runId,
+        workflow_id: started.workflow.id,
+        workspace_id: started.workflow.workspace_id,
+        status: result.status,
+        executed_by: started.executedBy,
+        input: JSON.stringify(started.input ?? null),
+        output: JSON.stringify(result.output ?? null),
+        error: result.error ? JSON.stringify(result.error) : null,
+        steps: JSON.stringify(result.steps),
+        started_at: started.at,
+        finished_at: new Date(),
+        duration_ms: result.duration_ms,
+      })
+      .execute();
+    return;
+  }
   await db
     .updateTable('platform.workflow_runs')
     .set({

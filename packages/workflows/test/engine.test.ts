@@ -56,7 +56,7 @@ describe('variables', () => {
   });
 });
 
-const stf = (n: number): ResolvedStf => ({ stf_id: `stf-${n}`, stf_version_id: `v-${n}`, version: '1', runtime: 'javascript', code: Buffer.from('') });
+const stf = (n: number): ResolvedStf => ({ stf_id: `stf-${n}`, stf_version_id: `v-${n}`, version: '1', runtime: 'javascript', code: Buffer.from(''), sealed_secrets: [] });
 const effect = (n: number): ResolvedEffect => ({
   effect_id: `e-${n}`,
   effect_version_id: `ev-${n}`,

@@ -12,6 +12,7 @@ import {
   getWorkflow,
   listRuns,
   listWorkflows,
+  newRunId,
   patchedDefinition,
   resolveEffectSteps,
   resolveStfSteps,
@@ -177,9 +178,12 @@ describe('workflows and runs', () => {
     const updated = await updateWorkflow(db, A, w.id, patch, patchedDefinition(w, patch));
     expect(updated).toMatchObject({ name: 'orders', allow_anonymous_execute: true, input_schema: { type: 'object' } });
 
-    const first = await startRun(db, w, { n: 1 }, null);
-    const second = await startRun(db, w, { n: 2 }, null);
+    const first = newRunId();
+    await finishRun(db, first, { status: 'succeeded', output: { ok: 1 }, error: null, steps: [], duration_ms: 1 }, { workflow: w, input: { n: 1 }, executedBy: null, at: new Date() });
+    const second = newRunId();
+    await startRun(db, second, w, { n: 2 }, null);
     expect((await getRun(db, A, w.id, second)).status).toBe('running');
+    expect(await getRun(db, A, w.id, first)).toMatchObject({ status: 'succeeded', input: { n: 1 }, output: { ok: 1 } });
     await finishRun(db, second, { status: 'failed', output: null, error: { step: 'stf_steps[0]', kind: 'runtime', message: 'boom' }, steps: [], duration_ms: 3.5 });
     const runs = await listRuns(db, A, w.id, page);
     expect(runs.map((r) => r.id)).toEqual([second, first]);

@@ -128,15 +128,20 @@ async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principa
     workspaceId = header;
   }
   if (!principal) throw unauthorized();
+  const access = await workspaceAccess(c, principal, workspaceId);
+  if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
+  return access;
+}
+
+/** The principal's access to a workspace (cached; 404 for an unknown or deleted one, 403 for a non-member). */
+export function workspaceAccess(c: Context<AppEnv>, principal: Principal, workspaceId: string): Promise<WorkspaceAccess> {
   const { services } = c.var;
   const who = { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId };
-  const access = await services.caches.access.through(
+  return services.caches.access.through(
     `${who.userId}:${who.scopedWorkspaceId ?? ''}:${workspaceId}`,
     [`ws:${workspaceId}`],
     () => resolveAccess(services.db, who, workspaceId),
   );
-  if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
-  return access;
 }
 
 function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, access?: WorkspaceAccess): string | undefined {

@@ -1,0 +1,179 @@
+import { isUuid } from '@wds/db';
+import { badRequest, notFound, ServiceError, unauthorized } from '@wds/errors';
+import {
+  checkDefinition,
+  createWorkflow,
+  CreateWorkflowSchema,
+  definitionOf,
+  getRun,
+  getWorkflow,
+  listRuns,
+  listWorkflows,
+  patchedDefinition,
+  softDeleteWorkflow,
+  updateWorkflow,
+  UpdateWorkflowSchema,
+} from '@wds/workflows';
+import * as v from 'valibot';
+import { assertWorkflowEditor } from '../http/permissions.js';
+import { defineRoute, workspaceAccess } from '../http/route.js';
+import { PageQuery } from '../http/schemas.js';
+import { executeAndRecord } from '../workflow-run.js';
+
+const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
+
+export const workflowRoutes = [
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/workflows',
+    operation: 'list_workflows',
+    summary: 'Workflows of the workspace (`name` narrows to an exact name)',
+    query: v.object({ ...PageQuery.entries, name: v.optional(v.pipe(v.string(), v.maxLength(255))) }),
+    handler: ({ db, access, query }) => listWorkflows(db, access.workspace.id, query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/workflows',
+    operation: 'create_workflow',
+    summary: 'Create a workflow (workflow editors); its steps are checked against this workspace',
+    body: CreateWorkflowSchema,
+    status: 201,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      await checkDefinition(ctx.db, ctx.access.workspace.id, definitionOf(ctx.body));
+      const w = await createWorkflow(ctx.db, ctx.access.workspace.id, ctx.body, ctx.principal.user.id);
+      ctx.audit({ resourceId: w.id, details: { name: w.name, stf_steps: w.stf_steps.length, effect_steps: w.effect_steps.length } });
+      return w;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/workflows/:workflowId',
+    operation: 'get_workflow',
+    summary: 'A workflow',
+    handler: ({ db, access, params }) => getWorkflow(db, access.workspace.id, params.workflowId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'patch',
+    path: '/api/v1/workflows/:workflowId',
+    operation: 'update_workflow',
+    summary: 'Change a workflow (workflow editors); step lists given replace the saved ones',
+    body: UpdateWorkflowSchema,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const id = ctx.params.workflowId ?? '';
+      const current = await getWorkflow(ctx.db, ctx.access.workspace.id, id);
+      const definition = patchedDefinition(current, ctx.body);
+      await checkDefinition(ctx.db, ctx.access.workspace.id, definition);
+      const w = await updateWorkflow(ctx.db, ctx.access.workspace.id, id, ctx.body, definition);
+      ctx.audit({ resourceId: id, details: { changed: Object.keys(ctx.body) } });
+      return w;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: '/api/v1/workflows/:workflowId',
+    operation: 'delete_workflow',
+    summary: 'Soft-delete a workflow (workflow editors)',
+    status: 204,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const w = await softDeleteWorkflow(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '');
+      ctx.audit({ resourceId: w.id, details: { name: w.name } });
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/workflows/:workflowId/execute',
+    operation: 'execute_workflow',
+    summary:
+      'Run a workflow with the body as $input; answers the last STF step\'s output (422 RUNTIME_ERROR naming the failed step). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution',
+    // The workspace comes from X-Workspace-ID, but the caller may be anonymous: resolved in the handler.
+    auth: 'optional',
+    transaction: false,
+    auditsItself: true,
+    invalidates: 'none',
+    handler: async (ctx) => {
+      const { c, principal } = ctx;
+      const { services } = c.var;
+      const workspaceId = c.req.header('x-workspace-id');
+      if (workspaceId === undefined || workspaceId === '') throw badRequest('Missing X-Workspace-ID');
+      if (!isUuid(workspaceId)) throw badRequest('X-Workspace-ID must be a UUID');
+      let body: unknown = null;
+      const text = await c.req.text();
+      if (text.trim() !== '') {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          throw badRequest('Malformed JSON body');
+        }
+      }
+      let workspace: { id: string; ddl_policy_group_id: string | null };
+      if (principal) {
+        workspace = (await workspaceAccess(c, principal, workspaceId)).workspace;
+      } else {
+        const ws = await services.db
+          .selectFrom('platform.workspaces')
+          .select(['id', 'ddl_policy_group_id'])
+          .where('id', '=', workspaceId)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        // Anonymous callers learn nothing about what exists: every refusal is the same 401.
+        if (!ws) throw unauthorized();
+        workspace = ws;
+      }
+      const workflow = await getWorkflow(services.db, workspace.id, ctx.params.workflowId ?? '').catch((err: unknown) => {
+        if (!principal) throw unauthorized();
+        throw err;
+      });
+      if (!principal && !workflow.allow_anonymous_execute) throw unauthorized();
+
+      const executedBy = principal?.user.id ?? null;
+      const run = await executeAndRecord(services, workspace, workflow, body, executedBy, {
+        workspaceId: workspace.id,
+        userId: executedBy,
+        apiKeyId: principal?.apiKeyId ?? null,
+        action: 'execute_workflow',
+        resourceType: 'workflow',
+        resourceId: workflow.id,
+        requestId: c.var.requestId,
+      });
+      c.header('X-Workflow-Run-Id', run.runId);
+      const { error, output } = run.result;
+      if (error) {
+        throw new ServiceError(
+          'RUNTIME_ERROR',
+          `Workflow step ${error.step} failed: ${error.message}`,
+          JSON.stringify({ run_id: run.runId, step: error.step, kind: error.kind, message: error.message, ...(error.details ? { details: error.details } : {}) }),
+        );
+      }
+      return c.body(JSON.stringify(output ?? null), 200, { 'content-type': 'application/json' });
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/workflows/:workflowId/runs',
+    operation: 'list_workflow_runs',
+    summary: 'Runs of a workflow, newest first (status, per-step records, timings; without input and output)',
+    query: PageQuery,
+    handler: ({ db, access, params, query }) => listRuns(db, access.workspace.id, params.workflowId ?? '', query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/workflows/:workflowId/runs/:runId',
+    operation: 'get_workflow_run',
+    summary: 'One run of a workflow, with its input, output, error and per-step records',
+    handler: async ({ db, access, params }) => {
+      const run = await getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '');
+      if (!run) throw notFound('Workflow run');
+      return run;
+    },
+  }),
+];

@@ -1,0 +1,123 @@
+/**
+ * One workflow execution, with the service's real step runners: STFs in their runtimes under the STF's policy
+ * subject (`$user_id` = the executing user, NULL when anonymous — DECISIONS §5), effects through the effect runner
+ * and the SSRF guard, Fetch sources through the same guard, Library sources as the executing user's rows. The run
+ * is recorded when it ends, with its audit entry (runs with docker steps also when they start, as `running`).
+ */
+import { EffectError, fetchSource, runEffect } from '@wds/effect-runner';
+import {
+  type ExecutionResult,
+  executeWorkflow,
+  finishRun,
+  newRunId,
+  type InputStep,
+  resolveEffectSteps,
+  resolveStfSteps,
+  type StepRunners,
+  startRun,
+  type WorkflowView,
+} from '@wds/workflows';
+import { recordAudit, type AuditEntry } from '@wds/audit';
+import { ServiceError } from '@wds/errors';
+import { openSealedSecrets } from '@wds/stfs';
+import type { Services } from './services.js';
+import { runStf } from './stf-run.js';
+
+export async function executeAndRecord(
+  services: Services,
+  workspace: { id: string; ddl_policy_group_id: string | null },
+  workflow: WorkflowView,
+  input: unknown,
+  executedBy: string | null,
+  audit: Omit<AuditEntry, 'details'>,
+): Promise<{ runId: string; result: ExecutionResult }> {
+  const { db } = services;
+  const runId = newRunId();
+  const startedAt = new Date();
+  const [stfs, effects] = await Promise.all([
+    resolveStfSteps(db, workspace.id, workflow.stf_steps),
+    resolveEffectSteps(db, workspace.id, workflow.effect_steps),
+  ]);
+  // A run with a docker step may take minutes: it is visible as `running` from its start. Others are recorded once,
+  // when they end, in one transaction with their audit entry.
+  const recordedAtStart = stfs.some((s) => s?.runtime === 'docker');
+  if (recordedAtStart) await startRun(db, runId, workflow, input, executedBy);
+
+  const loadSource = async (step: InputStep): Promise<unknown> => {
+    const src = step.source;
+    switch (src.type) {
+      case 'Fetch': {
+        const res = await fetchSource(
+          {
+            url: src.url,
+            ...(src.method ? { method: src.method } : {}),
+            ...(src.headers ? { headers: src.headers } : {}),
+            ...(src.body !== undefined ? { body: src.body } : {}),
+            ...(src.timeout_secs ? { timeout_secs: src.timeout_secs } : {}),
+          },
+          { guard: services.outbound },
+        );
+        return res.body;
+      }
+      case 'Library': {
+        if (!executedBy) {
+          throw new EffectError('invalid', `Library source ${src.name} needs an authenticated execution (its rows are read with the caller's policies)`);
+        }
+        const r = await services.sql.execute(
+          { workspaceId: workspace.id, ddlGroupId: workspace.ddl_policy_group_id, isAdmin: false, subject: { kind: 'user', userId: executedBy } },
+          `SELECT * FROM ${src.name}`,
+          { statementTimeoutMs: services.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: services.config.SQL_MAX_ROWS },
+        );
+        return r.rows ?? [];
+      }
+      case 'File':
+        throw new EffectError('invalid', 'File sources need file storage, which this server does not offer yet');
+    }
+  };
+
+  const runners: StepRunners = {
+    loadSource: (step) =>
+      loadSource(step).catch((err: unknown) => {
+        // A refused statement (policy, missing table) is the step's failure, with its code as the kind.
+        if (err instanceof ServiceError) throw { kind: err.code, message: err.message, details: err.details };
+        throw err;
+      }),
+    runStf: async (stf, stepInput, sources) => {
+      try {
+        const answer = await runStf(services, db, {
+          workspace,
+          version: { stf_id: stf.stf_id, runtime: stf.runtime, code: stf.code },
+          input: stepInput,
+          sources,
+          caller: executedBy,
+          subject: { kind: 'stf', stfId: stf.stf_id, userId: executedBy },
+          secrets: services.secrets ? openSealedSecrets(services.secrets, stf.stf_id, stf.sealed_secrets) : {},
+        });
+        return answer.success ? { ok: true, output: answer.output } : { ok: false, error: answer.error };
+      } catch (err) {
+        if (err instanceof ServiceError) {
+          return { ok: false, error: { kind: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
+        }
+        throw err;
+      }
+    },
+    runEffect: (effect, effectInput, idempotencyKey) => runEffect(effect.spec, effectInput, { guard: services.outbound, idempotencyKey }),
+  };
+
+  let result: ExecutionResult;
+  try {
+    result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId });
+  } catch (err) {
+    services.logger.error({ err, run_id: runId }, 'workflow engine failed');
+    result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };
+  }
+  // The run record and the audit entry (run id, status, failed step) are written together.
+  await db.transaction().execute(async (trx) => {
+    await finishRun(trx, runId, result, recordedAtStart ? undefined : { workflow, input, executedBy, at: startedAt });
+    await recordAudit(trx, {
+      ...audit,
+      details: { run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) },
+    });
+  });
+  return { runId, result };
+}
