@@ -107,7 +107,7 @@ export function validateEffectSpec(spec: unknown): string[] {
   return problems;
 }
 
-/** A mapped value as header or query text: strings as they are, anything else as JSON (null → 'null'). */
+/** A mapped value as header or query text: strings as they are, anything else as JSON. */
 export function toText(value: unknown): string {
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
 }
@@ -127,7 +127,10 @@ export interface PreparedRequest {
 export function prepareEffectRequest(spec: EffectSpec, input: unknown): PreparedRequest {
   const method = spec.method.toUpperCase();
   const url = new URL(spec.url);
-  for (const [name, value] of Object.entries(evaluateMappings(spec.query_mappings ?? [], input))) url.searchParams.append(name, toText(value));
+  // A missing value (null) leaves its query parameter or header out rather than sending the text "null".
+  for (const [name, value] of Object.entries(evaluateMappings(spec.query_mappings ?? [], input))) {
+    if (value !== null && value !== undefined) url.searchParams.append(name, toText(value));
+  }
 
   // no prototype: a mapped header named '__proto__' stays a header
   const headers: Record<string, string> = Object.assign(Object.create(null), {
@@ -135,6 +138,7 @@ export function prepareEffectRequest(spec: EffectSpec, input: unknown): Prepared
     'user-agent': 'wds-effect-runner',
   });
   for (const [name, value] of Object.entries(evaluateMappings(spec.header_mappings, input))) {
+    if (value === null || value === undefined) continue;
     const text = toText(value);
     if (INVALID_HEADER_VALUE.test(text)) throw new EffectError('invalid', `header ${name}: the mapped value contains characters not allowed in a header`);
     headers[name.toLowerCase()] = text;
