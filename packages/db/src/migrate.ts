@@ -4,6 +4,7 @@ import * as m0001 from './migrations/0001_foundation.js';
 import * as m0002 from './migrations/0002_sql_and_policies.js';
 import * as m0003 from './migrations/0003_stfs.js';
 import * as m0004 from './migrations/0004_workflows_and_effects.js';
+import * as m0005 from './migrations/0005_content.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -11,6 +12,7 @@ const migrations: Record<string, Migration> = {
   '0002_sql_and_policies': m0002,
   '0003_stfs': m0003,
   '0004_workflows_and_effects': m0004,
+  '0005_content': m0005,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -48,6 +48,7 @@ export interface WorkspacesTable {
   custom_prompt: Generated<string>;
   auto_embed_files: Generated<boolean>;
   auto_embed_tables: Generated<boolean>;
+  dashboard_enabled: Generated<boolean>;
   created_by: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
@@ -210,6 +211,110 @@ export interface WorkflowRunsTable {
   duration_ms: number | null;
 }
 
+export interface FilesTable {
+  id: string;
+  workspace_id: string;
+  filename: string;
+  content_type: string;
+  /** bigint: read back as a string by pg; the storage package converts. */
+  size: ColumnType<string, number | string, number | string>;
+  sha256: string;
+  blob_key: string;
+  metadata: Json;
+  created_by: string | null;
+  created_at: CreatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export interface DocumentsTable {
+  id: string;
+  workspace_id: string;
+  title: string;
+  doc_type: string;
+  status: string;
+  content: string;
+  metadata: Json;
+  version: Generated<number>;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export interface DocumentVersionsTable {
+  id: string;
+  document_id: string;
+  workspace_id: string;
+  version: number;
+  title: string;
+  content: string;
+  created_by: string | null;
+  created_at: CreatedAt;
+}
+
+export interface PinnedChartsTable {
+  id: string;
+  workspace_id: string;
+  title: string;
+  sql_query: string;
+  chart_type: string;
+  x_axis_column: string | null;
+  y_axis_columns: ColumnType<unknown, string | null, string | null>;
+  display_order: Generated<number>;
+  description: string | null;
+  is_visible: Generated<boolean>;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  deleted_at: Timestamp | null;
+}
+
+export interface PromptRulesTable {
+  id: string;
+  workspace_id: string;
+  content: string;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface SkillsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  content: string;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface TitleRulesTable {
+  workspace_id: string;
+  content: string;
+  updated_by: string | null;
+  updated_at: UpdatedAt;
+}
+
+export interface ChatTemplatesTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  content: string;
+  is_active: Generated<boolean>;
+  created_by: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface WorkspaceCredentialsTable {
+  workspace_id: string;
+  provider: string;
+  sealed_value: Buffer;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
 /** Service tables live in schema `platform`; Kysely sees them as `platform.<table>`. */
 export interface Database {
   'platform.users': UsersTable;
@@ -228,6 +333,15 @@ export interface Database {
   'platform.effect_versions': EffectVersionsTable;
   'platform.workflows': WorkflowsTable;
   'platform.workflow_runs': WorkflowRunsTable;
+  'platform.files': FilesTable;
+  'platform.documents': DocumentsTable;
+  'platform.document_versions': DocumentVersionsTable;
+  'platform.pinned_charts': PinnedChartsTable;
+  'platform.prompt_rules': PromptRulesTable;
+  'platform.skills': SkillsTable;
+  'platform.title_rules': TitleRulesTable;
+  'platform.chat_templates': ChatTemplatesTable;
+  'platform.workspace_credentials': WorkspaceCredentialsTable;
   'platform.audit_logs': AuditLogsTable;
 }
 
@@ -245,5 +359,12 @@ export type EffectRow = Selectable<EffectsTable>;
 export type EffectVersionRow = Selectable<EffectVersionsTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
+export type FileRow = Selectable<FilesTable>;
+export type DocumentRow = Selectable<DocumentsTable>;
+export type DocumentVersionRow = Selectable<DocumentVersionsTable>;
+export type PinnedChartRow = Selectable<PinnedChartsTable>;
+export type PromptRuleRow = Selectable<PromptRulesTable>;
+export type SkillRow = Selectable<SkillsTable>;
+export type ChatTemplateRow = Selectable<ChatTemplatesTable>;
 export type AuditLog = Selectable<AuditLogsTable>;
 export type NewAuditLog = Insertable<AuditLogsTable>;
