@@ -8,12 +8,17 @@ import { renderError, renderNotFound } from './http/errors.js';
 import { buildOpenApi } from './http/openapi.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { adminRoutes } from './routes/admin.js';
+import { adminCredentialRoutes } from './routes/admin-credentials.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
 import { effectRoutes } from './routes/effects.js';
+import { documentRoutes } from './routes/documents.js';
+import { fileRoutes } from './routes/files.js';
 import { memberRoutes } from './routes/members.js';
+import { pinnedChartRoutes } from './routes/pinned-charts.js';
 import { policyRoutes } from './routes/policies.js';
+import { setupRoutes } from './routes/setup.js';
 import { sqlRoutes } from './routes/sql.js';
 import { instantRunRoutes } from './routes/instant-run.js';
 import { stfLibraryRoutes } from './routes/stf-libraries.js';
@@ -22,11 +27,14 @@ import { workflowRoutes } from './routes/workflows.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
+const FILE_UPLOAD = /^\/api\/v1\/workspaces\/[^/]+\/files(\/multipart)?\/?$/;
+
 /** Every public and admin route, in one list: mounted, documented and security-tested from here. */
 export const routes: readonly AnyRoute[] = [
   ...authRoutes,
   ...workspaceRoutes,
   ...memberRoutes,
+  ...setupRoutes,
   ...apiKeyRoutes,
   ...sqlRoutes,
   ...policyRoutes,
@@ -35,8 +43,12 @@ export const routes: readonly AnyRoute[] = [
   ...stfLibraryRoutes,
   ...effectRoutes,
   ...workflowRoutes,
+  ...fileRoutes,
+  ...documentRoutes,
+  ...pinnedChartRoutes,
   ...auditRoutes,
   ...adminRoutes,
+  ...adminCredentialRoutes,
 ];
 
 export function createApp(services: Services): Hono<AppEnv> {
@@ -58,16 +70,15 @@ export function createApp(services: Services): Hono<AppEnv> {
       'request',
     );
   });
-  app.use(
-    '/api/*',
-    bodyLimit({
-      maxSize: services.config.MAX_BODY_BYTES,
-      onError: (c) => {
-        const e = new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `limit ${services.config.MAX_BODY_BYTES} bytes`);
-        return c.json(e.toBody(), 413);
-      },
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: services.config.MAX_BODY_BYTES,
+    onError: (c) => {
+      const e = new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `limit ${services.config.MAX_BODY_BYTES} bytes`);
+      return c.json(e.toBody(), 413);
+    },
+  });
+  // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).
+  app.use('/api/*', (c, next) => (c.req.method === 'POST' && FILE_UPLOAD.test(c.req.path) ? next() : limitBody(c, next)));
   app.onError(renderError);
   app.notFound(renderNotFound);
 

@@ -11,6 +11,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { OutboundGuard } from '@wds/effect-runner';
+import { createBlobStore } from './blob-store.js';
 import { createRuntimes } from './runtimes.js';
 import type { Services } from './services.js';
 
@@ -74,6 +75,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     secrets,
     runtimes,
     outbound: new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST }),
+    blobs: createBlobStore(config, dataDir),
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,

@@ -7,6 +7,7 @@ import type { StfRuntime } from '@wds/stf-runtime';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { JwtVerifier } from '@wds/identity';
 import type { OutboundGuard } from '@wds/effect-runner';
+import type { BlobStore } from '@wds/storage';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 
@@ -22,6 +23,8 @@ export interface Services {
   adminToken: string | undefined;
   /** STF runtimes by name; a missing one answers 503. */
   runtimes: Partial<Record<'javascript' | 'wasm' | 'docker', StfRuntime>>;
+  /** Where file bytes live (filesystem under DATA_DIR, or S3). */
+  blobs: BlobStore;
   /** The SSRF guard of every outbound call (effects, Fetch sources, providers); OUTBOUND_ALLOWLIST. */
   outbound: OutboundGuard;
   /** Seals STF secrets (and provider credentials); undefined when no key is configured. */

@@ -19,9 +19,33 @@ import {
 } from '@wds/workflows';
 import { recordAudit, type AuditEntry } from '@wds/audit';
 import { ServiceError } from '@wds/errors';
+import { getFile } from '@wds/storage';
 import { openSealedSecrets } from '@wds/stfs';
 import type { Services } from './services.js';
 import { runStf } from './stf-run.js';
+
+/** A File source's value: JSON parsed, text as a string, anything else `{ filename, content_type, size, content_base64 }`. */
+async function readFileSource(services: Services, workspaceId: string, id: string): Promise<unknown> {
+  const file = await getFile(services.db, workspaceId, id);
+  if (file.size > FILE_SOURCE_MAX_BYTES) {
+    throw new EffectError('too_large', `file ${file.filename} is larger than ${FILE_SOURCE_MAX_BYTES} bytes (the limit of an input source)`);
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of (await services.blobs.get(file.blob_key)) as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
+  const bytes = Buffer.concat(chunks);
+  const type = file.content_type.toLowerCase();
+  if (/[/+]json\b/.test(type)) {
+    try {
+      return JSON.parse(bytes.toString('utf8'));
+    } catch {
+      throw new EffectError('invalid', `file ${file.filename} is not valid JSON`);
+    }
+  }
+  if (type.startsWith('text/')) return bytes.toString('utf8');
+  return { filename: file.filename, content_type: file.content_type, size: file.size, content_base64: bytes.toString('base64') };
+}
+
+const FILE_SOURCE_MAX_BYTES = 5 * 1024 * 1024;
 
 export async function executeAndRecord(
   services: Services,
@@ -71,7 +95,7 @@ export async function executeAndRecord(
         return r.rows ?? [];
       }
       case 'File':
-        throw new EffectError('invalid', 'File sources need file storage, which this server does not offer yet');
+        return readFileSource(services, workspace.id, src.id);
     }
   };
 

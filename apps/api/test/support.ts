@@ -4,7 +4,12 @@ import { WorkspaceSql } from '@wds/workspace-sql';
 import { randomBytes } from 'node:crypto';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { OutboundGuard } from '@wds/effect-runner';
+import { createFsBlobStore } from '@wds/storage';
 import { createRuntimes } from '../src/runtimes.js';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
@@ -52,6 +57,7 @@ export class Harness {
       ...env,
     });
     const { db, pool } = createDb(url, { max: 5 });
+    const blobDir = mkdtempSync(join(tmpdir(), 'wds-blobs-'));
     await migrateToLatest(db);
     const bus = new InvalidationBus(url);
     await bus.start();
@@ -62,6 +68,7 @@ export class Harness {
       secrets: SecretBox.fromBase64(randomBytes(32).toString('base64')),
       runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
       outbound: new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST }),
+      blobs: createFsBlobStore(blobDir),
       bus,
       caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,
@@ -69,10 +76,16 @@ export class Harness {
       jwt: createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, secret: config.AUTH_JWT_SECRET }),
       adminToken: ADMIN_TOKEN,
     };
-    return new Harness(services, createApp(services), url);
+    const h = new Harness(services, createApp(services), url);
+    h.blobDir = blobDir;
+    return h;
   }
 
+  /** The directory of this harness's filesystem blob store. */
+  blobDir = '';
+
   async close() {
+    await rm(this.blobDir, { recursive: true, force: true }).catch(() => undefined);
     await Promise.all(Object.values(this.services.runtimes).map((r) => r?.close()));
     await this.services.bus.stop();
     await this.services.db.destroy();

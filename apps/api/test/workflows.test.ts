@@ -315,3 +315,37 @@ describe('the SSRF guard in workflows', () => {
     expect(outside.connections).toBe(0);
   });
 });
+
+describe('File and Library input sources', () => {
+  it('a File source is the parsed file; a Library source is the rows the executing user may see', async () => {
+    const up = await h.call('POST', `/api/v1/workspaces/${ws.id}/files`, {
+      token: owner.token,
+      workspace: ws.id,
+      body: { filename: 'config.json', content_type: 'application/json', content: Buffer.from('{"rate":3}').toString('base64') },
+    });
+    expect(up.status).toBe(201);
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE prices (sku text, amount numeric)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['prices']);
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO prices (sku, amount) VALUES ('a', 2)");
+    const s = await stf('return { rate: $sources.cfg.rate, skus: $sources.prices.map((p) => p.sku) };');
+    const wf = await workflow({
+      allow_anonymous_execute: true,
+      input_steps: [
+        { name: 'cfg', source: { type: 'File', id: up.body.id } },
+        { name: 'prices', source: { type: 'Library', name: 'prices' } },
+      ],
+      stf_steps: [{ stf_version_id: s.versionId, input_mappings: [] }],
+    });
+    const r = await execute(wf, {});
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toEqual({ rate: 3, skus: ['a'] });
+    // Anonymous: the Library source has no user whose policies could apply.
+    const anon = await execute(wf, {}, { token: null });
+    expect(anon.status).toBe(422);
+    expect(JSON.parse(anon.body.details)).toMatchObject({ step: 'input_steps[1]' });
+    // A file of another workspace, or none, is refused when saved.
+    const bad = await editorCall('POST', '/api/v1/workflows', { name: 'x', input_steps: [{ name: 'f', source: { type: 'File', id: '01a2083a-0000-7000-8000-000000000000' } }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details).toContain('input_steps[0].source.id: no file');
+  });
+});

@@ -110,6 +110,7 @@ export const OPERATIONS = {
   put_dashboard_enabled: { resource: 'workspace_setting', mutates: true },
   list_saas_credentials: { resource: 'credential', mutates: false },
   admin_put_workspace_credential: { resource: 'credential', mutates: true },
+  admin_delete_workspace_credential: { resource: 'credential', mutates: true },
   // workflows
   list_workflows: { resource: 'workflow', mutates: false },
   get_workflow: { resource: 'workflow', mutates: false },

@@ -55,10 +55,27 @@ export async function checkDefinition(db: Db, workspaceId: string, def: Workflow
     sources.add(step.name);
     const src = step.source;
     if (src.type === 'Fetch' && !/^https?:\/\//i.test(src.url)) problems.push(`input_steps[${i}].source.url: must be http or https`);
-    if (src.type === 'File') {
-      problems.push(`input_steps[${i}].source: File sources need file storage, which this server does not offer yet`);
-    }
   });
+  const fileIds = def.input_steps.flatMap((s) => (s.source.type === 'File' ? [s.source.id] : []));
+  if (fileIds.length > 0) {
+    const valid = fileIds.filter(isUuid);
+    const found = new Set(
+      valid.length === 0
+        ? []
+        : (
+        await db
+          .selectFrom('platform.files')
+          .select('id')
+          .where('workspace_id', '=', workspaceId)
+          .where('deleted_at', 'is', null)
+          .where('id', 'in', valid)
+          .execute()
+      ).map((r) => r.id),
+    );
+    def.input_steps.forEach((step, i) => {
+      if (step.source.type === 'File' && !found.has(step.source.id)) problems.push(`input_steps[${i}].source.id: no file ${step.source.id} in this workspace`);
+    });
+  }
   const stfs = await existing(db, 'platform.stf_versions', workspaceId, def.stf_steps.map((s) => s.stf_version_id));
   def.stf_steps.forEach((step, i) => {
     if (!stfs.has(step.stf_version_id)) problems.push(`stf_steps[${i}].stf_version_id: no STF version ${step.stf_version_id} in this workspace`);

@@ -26,3 +26,20 @@ export async function assertWorkflowEditor(ctx: HandlerCtx<unknown, unknown>): P
     );
   }
 }
+
+/**
+ * Storage editors (spec §4.6: file upload and delete) are the same people as workflow editors: the members of
+ * `workflow_editor_policy_group_id`, or the workspace admins while it is unset.
+ */
+export async function assertStorageEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
+  const group = ctx.access.workspace.workflow_editor_policy_group_id;
+  const allowed = group
+    ? await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id)
+    : ctx.access.role === 'admin';
+  if (!allowed) {
+    throw forbidden(
+      'This needs a storage editor',
+      group ? 'members of workflow_editor_policy_group_id' : 'workspace admins, while workflow_editor_policy_group_id is unset',
+    );
+  }
+}

@@ -1,0 +1,57 @@
+import { MAX_CREDENTIAL_BYTES, deleteCredential, putCredential } from '@wds/setup';
+import { ServiceError } from '@wds/errors';
+import * as v from 'valibot';
+import { type HandlerCtx, defineRoute } from '../http/route.js';
+
+/**
+ * Provider credentials of a workspace, set through the admin interface (DECISIONS §3). The value is sealed with
+ * the service's secrets key and never appears in a response, log line or audit entry; members see only which
+ * providers are connected (GET …/setup/saas-credentials).
+ */
+const path = '/admin/v1/workspaces/:id/credentials/:provider';
+
+function secretBox(ctx: HandlerCtx<unknown, unknown>) {
+  const box = ctx.c.var.services.secrets;
+  if (!box) throw new ServiceError('SERVICE_UNAVAILABLE', 'Secrets are not configured', 'set SECRETS_KEY');
+  return box;
+}
+
+// Messages name the rule, never the value received.
+const Value = v.pipe(
+  v.string('must be a string (a token, or JSON text)'),
+  v.minLength(1, 'must not be empty'),
+  v.check((s) => Buffer.byteLength(s) <= MAX_CREDENTIAL_BYTES, `at most ${MAX_CREDENTIAL_BYTES} bytes`),
+);
+
+export const adminCredentialRoutes = [
+  defineRoute({
+    method: 'put',
+    path,
+    operation: 'admin_put_workspace_credential',
+    summary: 'Store (or replace) a provider credential of a workspace, sealed at rest; body { value }',
+    auth: 'admin',
+    body: v.object({ value: Value }),
+    status: 204,
+    handler: async (ctx) => {
+      const workspaceId = ctx.params.id ?? '';
+      const provider = ctx.params.provider ?? '';
+      const box = secretBox(ctx);
+      await putCredential(ctx.db, box, workspaceId, provider, ctx.body.value);
+      ctx.audit({ workspaceId, resourceId: provider, details: { provider } });
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path,
+    operation: 'admin_delete_workspace_credential',
+    summary: 'Remove a provider credential of a workspace',
+    auth: 'admin',
+    status: 204,
+    handler: async (ctx) => {
+      const workspaceId = ctx.params.id ?? '';
+      const provider = ctx.params.provider ?? '';
+      await deleteCredential(ctx.db, workspaceId, provider);
+      ctx.audit({ workspaceId, resourceId: provider, details: { provider } });
+    },
+  }),
+];

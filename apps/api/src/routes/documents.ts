@@ -1,0 +1,174 @@
+import {
+  createDocument,
+  DOCUMENT_LIMITS,
+  getDocument,
+  listDocuments,
+  listDocumentVersions,
+  softDeleteDocument,
+  updateDocument,
+} from '@wds/documents';
+import * as v from 'valibot';
+import { assertWorkflowEditor } from '../http/permissions.js';
+import { defineRoute } from '../http/route.js';
+import { pageEntries } from '../http/schemas.js';
+
+const base = '/api/v1/workspaces/:id/documents';
+// Documents are workspace content, not access state: nothing cached goes stale when they change.
+// Spec §4.1: the workspace of /workspaces/{id}/documents/* comes from X-Workspace-ID (required); the path id is ignored.
+const common = { auth: 'user', workspace: 'header', role: 'member', invalidates: 'none' } as const;
+
+/** PostgreSQL text and jsonb cannot hold U+0000: refuse it here rather than fail in the database. */
+const NO_NUL = 'must not contain the NUL character (\\u0000)';
+const hasNul = (x: unknown): boolean => {
+  if (typeof x === 'string') return x.includes('\u0000');
+  if (Array.isArray(x)) return x.some(hasNul);
+  if (typeof x === 'object' && x !== null) return Object.entries(x).some(([k, val]) => k.includes('\u0000') || hasNul(val));
+  return false;
+};
+const noNul = v.check((s: string) => !s.includes('\u0000'), NO_NUL);
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+const Title = v.pipe(
+  v.string('must be a string'),
+  v.trim(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(DOCUMENT_LIMITS.titleChars, `at most ${DOCUMENT_LIMITS.titleChars} characters`),
+  noNul,
+);
+const Label = v.pipe(
+  v.string('must be a string'),
+  v.trim(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(DOCUMENT_LIMITS.labelChars, `at most ${DOCUMENT_LIMITS.labelChars} characters`),
+  noNul,
+);
+const Content = v.pipe(
+  v.string('must be a string (Markdown)'),
+  v.maxBytes(DOCUMENT_LIMITS.contentBytes, `at most ${DOCUMENT_LIMITS.contentBytes} bytes of UTF-8 text`),
+  noNul,
+);
+const Metadata = v.optional(
+  v.nullable(
+    v.pipe(
+      v.custom<Record<string, unknown>>(isObject, 'must be a JSON object'),
+      v.check(
+        (m) => Buffer.byteLength(JSON.stringify(m)) <= DOCUMENT_LIMITS.metadataBytes,
+        `at most ${DOCUMENT_LIMITS.metadataBytes} bytes as JSON`,
+      ),
+      v.check((m) => !hasNul(m), NO_NUL),
+    ),
+  ),
+);
+
+/** A missing field says `required` (valibot's default names the expected key), a non-object body says so. */
+const bodyMessage = (issue: { expected: string | null }) =>
+  issue.expected === 'Object' ? 'the body must be a JSON object' : issue.expected === 'never' ? 'unknown field' : 'required';
+
+const CreateDocument = v.object({ title: Title, doc_type: Label, status: Label, content: Content, metadata: Metadata }, bodyMessage);
+const PatchDocument = v.strictObject(
+  {
+    title: v.optional(Title),
+    doc_type: v.optional(Label),
+    status: v.optional(Label),
+    content: v.optional(Content),
+    metadata: Metadata,
+  },
+  bodyMessage,
+);
+const ListQuery = v.object({ ...pageEntries, doc_type: v.optional(Label), status: v.optional(Label) });
+
+// Each version carries its content (up to 5 MiB), so a page of versions is smaller than other lists.
+const VERSIONS_PAGE = { default: 20, max: 50 };
+const VersionsQuery = v.object({
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d+$/, 'limit must be a non-negative integer'),
+      v.toNumber(),
+      v.minValue(1, 'limit must be at least 1'),
+      v.maxValue(VERSIONS_PAGE.max, `limit must be at most ${VERSIONS_PAGE.max}`),
+    ),
+    String(VERSIONS_PAGE.default),
+  ),
+  offset: pageEntries.offset,
+});
+
+export const documentRoutes = [
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: base,
+    operation: 'list_documents',
+    summary: 'Documents of the workspace in creation order, without content; filters doc_type and status match exactly',
+    query: ListQuery,
+    handler: ({ db, access, query }) => listDocuments(db, access.workspace.id, query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: base,
+    operation: 'create_document',
+    summary: 'Create a Markdown document { title, doc_type, status, content, metadata? } at version 1 (workflow editors)',
+    body: CreateDocument,
+    status: 201,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const doc = await createDocument(ctx.db, ctx.access.workspace.id, { ...ctx.body, createdBy: ctx.principal.user.id });
+      ctx.audit({ resourceId: doc.id, details: { title: doc.title, doc_type: doc.doc_type, status: doc.status, version: doc.version } });
+      return doc;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: `${base}/:docId`,
+    operation: 'get_document',
+    summary: 'A document with its content',
+    handler: ({ db, access, params }) => getDocument(db, access.workspace.id, params.docId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'patch',
+    path: `${base}/:docId`,
+    operation: 'update_document',
+    summary: 'Change title, doc_type, status, content or metadata (workflow editors); a content change adds a version',
+    body: PatchDocument,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const { document, versionAdded } = await updateDocument(
+        ctx.db,
+        ctx.access.workspace.id,
+        ctx.params.docId ?? '',
+        ctx.body,
+        ctx.principal.user.id,
+      );
+      ctx.audit({
+        resourceId: document.id,
+        details: { changed: Object.keys(ctx.body), version: document.version, version_added: versionAdded },
+      });
+      return document;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: `${base}/:docId`,
+    operation: 'delete_document',
+    summary: 'Soft-delete a document (workflow editors)',
+    status: 204,
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const doc = await softDeleteDocument(ctx.db, ctx.access.workspace.id, ctx.params.docId ?? '');
+      ctx.audit({ resourceId: doc.id, details: { title: doc.title } });
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: `${base}/:docId/versions`,
+    operation: 'list_document_versions',
+    summary: `Version snapshots of a document with their content, newest first (limit default ${VERSIONS_PAGE.default}, at most ${VERSIONS_PAGE.max})`,
+    query: VersionsQuery,
+    handler: ({ db, access, params, query }) => listDocumentVersions(db, access.workspace.id, params.docId ?? '', query),
+  }),
+];

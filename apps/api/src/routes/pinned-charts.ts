@@ -1,0 +1,152 @@
+import {
+  MAX_CHART_TYPE_CHARS,
+  MAX_COLUMN_CHARS,
+  MAX_DESCRIPTION_CHARS,
+  MAX_DISPLAY_ORDER,
+  MAX_SQL_CHARS,
+  MAX_TITLE_CHARS,
+  MAX_Y_COLUMNS,
+  MIN_DISPLAY_ORDER,
+  type PinnedChartView,
+  createPinnedChart,
+  getPinnedChart,
+  listPinnedCharts,
+  softDeletePinnedChart,
+  updatePinnedChart,
+} from '@wds/charts';
+import { ServiceError, forbidden, validationError } from '@wds/errors';
+import { analyze, loadParser } from '@wds/sql-rewriter';
+import * as v from 'valibot';
+import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { pageEntries } from '../http/schemas.js';
+
+/** Pinned charts (spec §2.16, §4.16): header-scoped; members read and pin, the creator or an admin changes. */
+
+const str = (max: number, allowEmpty = false) =>
+  v.pipe(
+    v.string('must be a string'),
+    v.check((s) => allowEmpty || s.trim() !== '', 'must not be empty'),
+    v.maxLength(max, `at most ${max} characters`),
+  );
+const Fields = {
+  title: v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(MAX_TITLE_CHARS, `at most ${MAX_TITLE_CHARS} characters`)),
+  sql_query: str(MAX_SQL_CHARS),
+  chart_type: v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(MAX_CHART_TYPE_CHARS, `at most ${MAX_CHART_TYPE_CHARS} characters`)),
+  x_axis_column: v.optional(v.nullable(str(MAX_COLUMN_CHARS))),
+  y_axis_columns: v.optional(
+    v.nullable(v.pipe(v.array(str(MAX_COLUMN_CHARS), 'must be an array of column names'), v.maxLength(MAX_Y_COLUMNS, `at most ${MAX_Y_COLUMNS} columns`))),
+  ),
+  display_order: v.optional(
+    v.pipe(
+      v.number('must be an integer'),
+      v.integer('must be an integer'),
+      v.minValue(MIN_DISPLAY_ORDER, 'must fit a 32-bit integer'),
+      v.maxValue(MAX_DISPLAY_ORDER, 'must fit a 32-bit integer'),
+    ),
+  ),
+  description: v.optional(v.nullable(str(MAX_DESCRIPTION_CHARS, true))),
+  is_visible: v.optional(v.boolean('must be true or false')),
+};
+const CreateChart = v.object(Fields);
+const PatchChart = v.strictObject({
+  title: v.optional(Fields.title),
+  sql_query: v.optional(Fields.sql_query),
+  chart_type: v.optional(Fields.chart_type),
+  x_axis_column: Fields.x_axis_column,
+  y_axis_columns: Fields.y_axis_columns,
+  display_order: Fields.display_order,
+  description: Fields.description,
+  is_visible: Fields.is_visible,
+});
+
+/**
+ * The query is only stored (the client runs it through the SQL endpoint), but it must be what that endpoint will
+ * run for a chart: one SELECT that writes nothing. Checked with the same parser and rules (no tables are resolved:
+ * a chart may be pinned before its table exists).
+ */
+async function checkChartSql(sql: string): Promise<void> {
+  await loadParser();
+  let a: ReturnType<typeof analyze>;
+  try {
+    a = analyze(sql);
+  } catch (err) {
+    if (err instanceof ServiceError) throw validationError(`sql_query: ${err.message}${err.details ? ` (${err.details})` : ''}`);
+    throw err;
+  }
+  if (a.kind !== 'select' || a.writes) throw validationError('sql_query: must be one SELECT statement that writes nothing');
+}
+
+/** The chart's creator or a workspace admin may change or delete it. */
+function assertCanChange(ctx: HandlerCtx<unknown, unknown>, chart: PinnedChartView): void {
+  if (ctx.access.role !== 'admin' && chart.created_by !== ctx.principal.user.id) {
+    throw forbidden("Only the chart's creator or a workspace admin can change it");
+  }
+}
+
+const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
+
+export const pinnedChartRoutes = [
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/pinned-charts',
+    operation: 'list_pinned_charts',
+    summary: 'Visible pinned charts by display_order, then creation (include_hidden=true adds hidden ones)',
+    query: v.object({ include_hidden: v.optional(v.picklist(['true', 'false'], 'must be true or false')), ...pageEntries }),
+    handler: ({ db, access, query }) =>
+      listPinnedCharts(db, access.workspace.id, query, { includeHidden: query.include_hidden === 'true' }),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/pinned-charts',
+    operation: 'create_pinned_chart',
+    summary: 'Pin a chart: { title, sql_query, chart_type, x_axis_column?, y_axis_columns?, display_order?, description?, is_visible? }',
+    body: CreateChart,
+    status: 201,
+    handler: async (ctx) => {
+      await checkChartSql(ctx.body.sql_query);
+      const c = await createPinnedChart(ctx.db, ctx.access.workspace.id, { ...ctx.body, createdBy: ctx.principal.user.id });
+      ctx.audit({ details: { title: c.title, chart_type: c.chart_type } });
+      return c;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'get',
+    path: '/api/v1/pinned-charts/:chartId',
+    operation: 'get_pinned_chart',
+    summary: 'A pinned chart (hidden ones too)',
+    handler: ({ db, access, params }) => getPinnedChart(db, access.workspace.id, params.chartId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'patch',
+    path: '/api/v1/pinned-charts/:chartId',
+    operation: 'update_pinned_chart',
+    summary: "Change a chart's fields (its creator or an admin); null clears an optional field",
+    body: PatchChart,
+    handler: async (ctx) => {
+      const id = ctx.params.chartId ?? '';
+      assertCanChange(ctx, await getPinnedChart(ctx.db, ctx.access.workspace.id, id));
+      if (ctx.body.sql_query !== undefined) await checkChartSql(ctx.body.sql_query);
+      const c = await updatePinnedChart(ctx.db, ctx.access.workspace.id, id, ctx.body);
+      ctx.audit({ details: { title: c.title, changed: Object.keys(ctx.body) } });
+      return c;
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'delete',
+    path: '/api/v1/pinned-charts/:chartId',
+    operation: 'delete_pinned_chart',
+    summary: 'Unpin (soft-delete) a chart (its creator or an admin)',
+    status: 204,
+    handler: async (ctx) => {
+      const id = ctx.params.chartId ?? '';
+      assertCanChange(ctx, await getPinnedChart(ctx.db, ctx.access.workspace.id, id));
+      const c = await softDeletePinnedChart(ctx.db, ctx.access.workspace.id, id);
+      ctx.audit({ resourceId: c.id, details: { title: c.title } });
+    },
+  }),
+];

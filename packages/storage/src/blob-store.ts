@@ -1,0 +1,72 @@
+/**
+ * The contract every blob store keeps (filesystem and S3): blobs are written whole or not at all, under a key the
+ * store picks, with their SHA-256 and size measured while they stream. File records (files.ts) point at blobs by
+ * key; nothing else about a blob is stored.
+ */
+import { randomBytes } from 'node:crypto';
+
+export interface PutResult {
+  /** Where the blob lives; random, never derived from user input. */
+  key: string;
+  size: number;
+  /** Hex. */
+  sha256: string;
+}
+
+export interface PutOptions {
+  /** Crossing it rejects with BlobTooLargeError at once; the rest of the source is not read. */
+  maxBytes?: number;
+  /** Aborting rejects with the signal's reason (an AbortError) and removes what was written. */
+  signal?: AbortSignal;
+}
+
+export interface ByteRange {
+  /** First byte, from 0. */
+  start: number;
+  /** Last byte, inclusive. */
+  end: number;
+}
+
+export interface BlobStore {
+  /**
+   * Streams `source` into a NEW blob (the store picks the key). The content is hashed (SHA-256) and counted while it
+   * streams. With `maxBytes`, crossing the limit rejects with BlobTooLargeError as soon as it happens (stop reading,
+   * destroy the source). On ANY failure (source error, abort via `signal`, too large, disk/S3 error) nothing of the
+   * blob remains (temp file removed / multipart upload aborted) and the promise rejects. Only a complete blob is ever
+   * visible under its key.
+   *
+   * Chunks are not copied: a source must not reuse a chunk after yielding it (Node streams never do).
+   */
+  put(source: AsyncIterable<Uint8Array>, opts?: PutOptions): Promise<PutResult>;
+  /** The blob's bytes, or the inclusive byte range [start, end]; rejects with an Error whose `code` is 'ENOENT' when missing. */
+  get(key: string, range?: ByteRange): Promise<NodeJS.ReadableStream>;
+  /** Removes the blob; missing is fine. */
+  delete(key: string): Promise<void>;
+  /** Whether the blob exists (tests and repair). */
+  has(key: string): Promise<boolean>;
+}
+
+/** The source crossed `maxBytes`; nothing was kept. */
+export class BlobTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`The blob is larger than ${limit} bytes`);
+    this.name = 'BlobTooLargeError';
+  }
+}
+
+/** 32 hex characters (128 random bits). */
+export const newBlobKey = (): string => randomBytes(16).toString('hex');
+
+/** The error `get` rejects with for a missing blob, shaped like Node's own (code 'ENOENT'). */
+export function blobNotFound(key: string): Error & { code: 'ENOENT' } {
+  return Object.assign(new Error(`blob not found: ${key}`), { code: 'ENOENT' as const });
+}
+
+/** Throws RangeError unless `range` is whole numbers with 0 <= start <= end. */
+export function checkRange(range: ByteRange | undefined): void {
+  if (!range) return;
+  const { start, end } = range;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
+    throw new RangeError(`invalid byte range ${start}-${end}`);
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The filesystem blob store (the default, under DATA_DIR/blobs). Layout: `<dir>/<first 2 hex of key>/<key>` for
+ * blobs, `<dir>/tmp/<key>.tmp` while one is being written. A put streams into the temp file (one awaited write per
+ * chunk, so memory stays bounded whatever the size), fsyncs it, renames it into place and fsyncs the directory:
+ * a blob is visible under its key only once complete and durable. Any failure closes and unlinks the temp file.
+ *
+ * Temp files left by a crash: `cleanTemp()` removes those not modified for an hour; the store runs it once in the
+ * background when created (turn off with `cleanTempOnStart: false`). An upload in progress keeps its temp file's
+ * mtime fresh, so only one stalled for over an hour could be swept from under it (its put then fails cleanly).
+ */
+import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type BlobStore, blobNotFound, checkRange, newBlobKey } from './blob-store.js';
+import { abortReason, pumpHashed } from './hashing.js';
+
+const KEY = /^[0-9a-f]{32}$/;
+const TEMP_MAX_AGE_MS = 60 * 60 * 1000;
+
+export interface FsBlobStoreOptions {
+  /** Sweep stale temp files once in the background when the store is created (default true). */
+  cleanTempOnStart?: boolean;
+}
+
+export interface FsBlobStore extends BlobStore {
+  readonly dir: string;
+  /** Removes temp files not modified for `olderThanMs` (default one hour); returns how many. */
+  cleanTemp(olderThanMs?: number): Promise<number>;
+}
+
+export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): FsBlobStore {
+  const tmpDir = join(dir, 'tmp');
+
+  /** The blob's path; undefined for anything that is not one of our keys (nothing else is ever a path here). */
+  const pathOf = (key: string): string | undefined => (KEY.test(key) ? join(dir, key.slice(0, 2), key) : undefined);
+
+  const store: FsBlobStore = {
+    dir,
+
+    async put(source, putOpts = {}) {
+      if (putOpts.signal?.aborted) throw abortReason(putOpts.signal);
+      const key = newBlobKey();
+      const finalPath = join(dir, key.slice(0, 2), key);
+      await mkdir(tmpDir, { recursive: true, mode: 0o700 });
+      const tmpPath = join(tmpDir, `${key}.tmp`);
+      const file = await open(tmpPath, 'wx', 0o600);
+      let closed = false;
+      let renamed = false;
+      try {
+        const counted = await pumpHashed(source, putOpts, (chunk) => writeAll(file, chunk));
+        await file.sync();
+        closed = true;
+        await file.close();
+        const created = await mkdir(join(dir, key.slice(0, 2)), { recursive: true, mode: 0o700 });
+        if (putOpts.signal?.aborted) throw abortReason(putOpts.signal);
+        await rename(tmpPath, finalPath);
+        renamed = true;
+        await fsyncDir(join(dir, key.slice(0, 2)));
+        if (created) await fsyncDir(dir);
+        if (putOpts.signal?.aborted) throw abortReason(putOpts.signal);
+        return { key, ...counted };
+      } catch (err) {
+        if (!closed) await file.close().catch(() => undefined);
+        await rm(renamed ? finalPath : tmpPath, { force: true }).catch(() => undefined);
+        throw err;
+      }
+    },
+
+    async get(key, range) {
+      checkRange(range);
+      const path = pathOf(key);
+      if (!path) throw blobNotFound(key);
+      // Opened first so that a missing blob rejects here rather than erroring the stream later.
+      const file = await open(path, 'r');
+      return range ? file.createReadStream({ start: range.start, end: range.end }) : file.createReadStream();
+    },
+
+    async delete(key) {
+      const path = pathOf(key);
+      if (path) await rm(path, { force: true });
+    },
+
+    async has(key) {
+      const path = pathOf(key);
+      if (!path) return false;
+      try {
+        return (await stat(path)).isFile();
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+    },
+
+    async cleanTemp(olderThanMs = TEMP_MAX_AGE_MS) {
+      let names: string[];
+      try {
+        names = await readdir(tmpDir);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+        throw err;
+      }
+      const cutoff = Date.now() - olderThanMs;
+      let removed = 0;
+      for (const name of names) {
+        const path = join(tmpDir, name);
+        const st = await stat(path).catch(() => undefined);
+        if (st?.isFile() && st.mtimeMs < cutoff) {
+          await rm(path, { force: true });
+          removed++;
+        }
+      }
+      return removed;
+    },
+  };
+
+  if (opts.cleanTempOnStart !== false) store.cleanTemp().catch(() => undefined);
+  return store;
+}
+
+/** Writes the whole chunk (a write may take only part of it). */
+async function writeAll(file: FileHandle, chunk: Uint8Array): Promise<void> {
+  let offset = 0;
+  while (offset < chunk.byteLength) {
+    const { bytesWritten } = await file.write(chunk, offset, chunk.byteLength - offset);
+    offset += bytesWritten;
+  }
+}
+
+/** Makes a rename or create inside `path` durable. */
+async function fsyncDir(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The one read loop both blob stores share: pull chunks from the source, hash and count them, hand each to the
+ * store's writer and wait for it before pulling the next (so a slow disk or S3 slows the source down instead of
+ * filling memory), and stop early on the size limit or the abort signal.
+ */
+import { createHash } from 'node:crypto';
+import { BlobTooLargeError, type PutOptions } from './blob-store.js';
+
+export interface Counted {
+  size: number;
+  /** Hex. */
+  sha256: string;
+}
+
+/** The signal's reason when it is an Error (AbortSignal's default is a DOMException named AbortError), else an AbortError. */
+export function abortReason(signal: AbortSignal): Error {
+  if (signal.reason instanceof Error) return signal.reason;
+  return Object.assign(new Error('The upload was aborted'), { name: 'AbortError', cause: signal.reason });
+}
+
+/**
+ * Reads `source` to its end through `write`, returning its size and SHA-256. Rejects on the first of: a source
+ * error, a `write` error, crossing `maxBytes` (BlobTooLargeError; the crossing chunk is not written), `signal`
+ * aborting (even while the source or `write` is waiting). Leaving early stops the source: its iterator is returned
+ * and, when it is a Node stream, it is destroyed.
+ */
+export async function pumpHashed(
+  source: AsyncIterable<Uint8Array>,
+  opts: PutOptions,
+  write: (chunk: Uint8Array) => Promise<void>,
+): Promise<Counted> {
+  const { maxBytes, signal } = opts;
+  const hash = createHash('sha256');
+  let size = 0;
+  let finished = false;
+  const iterator = source[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await raced(iterator.next(), signal);
+      if (next.done) break;
+      const chunk = next.value;
+      if (!(chunk instanceof Uint8Array)) throw new TypeError('a blob source must yield Uint8Array chunks');
+      size += chunk.byteLength;
+      if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
+      hash.update(chunk);
+      await raced(write(chunk), signal);
+    }
+    finished = true;
+    if (signal?.aborted) throw abortReason(signal);
+    return { size, sha256: hash.digest('hex') };
+  } finally {
+    if (!finished) stopSource(source, iterator);
+  }
+}
+
+/**
+ * `p`, or the abort's rejection if it comes first. Each call listens to the signal only until `p` settles: racing
+ * every chunk against one long-lived abort promise would leave a reaction per chunk on it, each holding that
+ * chunk — a whole upload kept in memory.
+ */
+function raced<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  p.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+/** Stops reading: destroys a Node stream (which also settles a pending read) and returns the iterator. */
+function stopSource(source: AsyncIterable<Uint8Array>, iterator: AsyncIterator<Uint8Array>): void {
+  const destroy = (source as { destroy?: unknown }).destroy;
+  if (typeof destroy === 'function') {
+    try {
+      destroy.call(source);
+    } catch {
+      // already gone
+    }
+  }
+  try {
+    iterator.return?.()?.catch(() => undefined);
+  } catch {
+    // a source whose return() throws has nothing left to stop
+  }
+}

@@ -1,0 +1,14 @@
+export {
+  type BlobStore,
+  BlobTooLargeError,
+  type ByteRange,
+  type PutOptions,
+  type PutResult,
+  blobNotFound,
+  newBlobKey,
+} from './blob-store.js';
+export { type Counted, pumpHashed } from './hashing.js';
+export { createFsBlobStore, type FsBlobStore, type FsBlobStoreOptions } from './fs-store.js';
+export { createS3BlobStore, type S3BlobStore, type S3BlobStoreOptions } from './s3-store.js';
+export { type FileView, type NewFile, getFile, insertFile, listFiles, softDeleteFile } from './files.js';
+export { checkFilename, contentDisposition } from './disposition.js';
