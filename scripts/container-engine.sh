@@ -122,6 +122,8 @@ stop() {
     kill -9 "$pid" 2>/dev/null || true
     rm -f "$PIDFILE" "$SOCK"
   fi
+  # podman's overlay driver bind-mounts its own directory; without this the checkout cannot be removed.
+  if mountpoint -q "$DIR/storage/overlay" 2>/dev/null; then umount "$DIR/storage/overlay" 2>/dev/null || true; fi
 }
 
 case "${1:-}" in
