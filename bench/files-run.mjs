@@ -39,10 +39,12 @@ const setup = await new Promise((ok, fail) => {
   child.once('exit', (code) => fail(new Error(`server exited with ${code}`)));
 });
 const api = new URL(setup.apiUrl);
+// Whatever happens, do not leave the server running.
+process.on('exit', () => child.kill());
 
 function send(path, contentType, parts) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: api.hostname, port: api.port, path, method: 'POST', headers: { authorization: `Bearer ${setup.token}`, 'content-type': contentType } });
+    const req = http.request({ host: api.hostname, port: api.port, path, method: 'POST', headers: { authorization: `Bearer ${setup.token}`, 'x-workspace-id': setup.workspaceId, 'content-type': contentType } });
     req.on('response', (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
@@ -74,7 +76,7 @@ function download(id) {
   return new Promise((resolve, reject) => {
     const hash = createHash('sha256');
     http
-      .get({ host: api.hostname, port: api.port, path: `/api/v1/workspaces/${setup.workspaceId}/files/${id}/download`, headers: { authorization: `Bearer ${setup.token}` } }, (res) => {
+      .get({ host: api.hostname, port: api.port, path: `/api/v1/workspaces/${setup.workspaceId}/files/${id}/download`, headers: { authorization: `Bearer ${setup.token}`, 'x-workspace-id': setup.workspaceId } }, (res) => {
         res.on('data', (d) => hash.update(d));
         res.on('end', () => resolve(hash.digest('hex')));
       })

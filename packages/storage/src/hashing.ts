@@ -1,7 +1,7 @@
 /**
- * The one read loop both blob stores share: pull chunks from the source, hash and count them, hand each to the
- * store's writer and wait for it before pulling the next (so a slow disk or S3 slows the source down instead of
- * filling memory), and stop early on the size limit or the abort signal.
+ * The one read loop both blob stores share: pull chunks from the source, hash and count them, hand them to the
+ * store's writer in batches of about 1 MiB with at most one write in flight (so a slow disk or S3 slows the source
+ * down instead of filling memory), and stop early on the size limit or the abort signal.
  */
 import { createHash } from 'node:crypto';
 import { BlobTooLargeError, type PutOptions } from './blob-store.js';
@@ -24,6 +24,9 @@ export function abortReason(signal: AbortSignal): Error {
  * aborting (even while the source or `write` is waiting). Leaving early stops the source: its iterator is returned
  * and, when it is a Node stream, it is destroyed.
  */
+/** Size of the writes the stores are handed (chunks from the network are often 16–64 KiB). */
+const WRITE_BATCH_BYTES = 1024 * 1024;
+
 export async function pumpHashed(
   source: AsyncIterable<Uint8Array>,
   opts: PutOptions,
@@ -34,6 +37,20 @@ export async function pumpHashed(
   let size = 0;
   let finished = false;
   const iterator = source[Symbol.asyncIterator]();
+  // Chunks are gathered into writes of about WRITE_BATCH_BYTES, and one write may be in flight while the next batch
+  // is read: the network and the disk work at the same time, and memory stays at about two batches.
+  let batch: Uint8Array[] = [];
+  let batchBytes = 0;
+  let inFlight: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    if (batchBytes === 0) return;
+    const data = batch.length === 1 ? (batch[0] as Uint8Array) : Buffer.concat(batch, batchBytes);
+    batch = [];
+    batchBytes = 0;
+    await raced(inFlight, signal);
+    inFlight = write(data);
+    inFlight.catch(() => undefined);
+  };
   try {
     for (;;) {
       const next = await raced(iterator.next(), signal);
@@ -43,13 +60,21 @@ export async function pumpHashed(
       size += chunk.byteLength;
       if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
       hash.update(chunk);
-      await raced(write(chunk), signal);
+      batch.push(chunk);
+      batchBytes += chunk.byteLength;
+      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
     }
+    await flush();
+    await raced(inFlight, signal);
     finished = true;
     if (signal?.aborted) throw abortReason(signal);
     return { size, sha256: hash.digest('hex') };
   } finally {
-    if (!finished) stopSource(source, iterator);
+    if (!finished) {
+      stopSource(source, iterator);
+      // A failed run must not leave a write behind it: wait for the one in flight (its error is not this one's).
+      await inFlight.catch(() => undefined);
+    }
   }
 }
 
