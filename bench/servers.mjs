@@ -1,27 +1,11 @@
 // Child process of sql-http.mjs: our API (as `pnpm start` runs it) and a bare Hono + pg route, on loopback.
 import { serve } from '@hono/node-server';
-import { loadConfig } from '@wds/api/config';
-import { createLogger } from '@wds/api/logger';
-import { startServer } from '@wds/api/server';
 import { Hono } from 'hono';
 import pg from 'pg';
+import { startApiWithUser } from './bootstrap.mjs';
 
 const { DATABASE_URL } = process.env;
-const running = await startServer(
-  loadConfig({ DATABASE_URL, PORT: '0', ADMIN_TOKEN: 'bench-admin-token-0123456789', LOG_LEVEL: 'silent', DB_POOL_MAX: '10' }),
-  createLogger('silent'),
-);
-const call = async (method, path, body, headers = {}) => {
-  const r = await fetch(running.url + path, { method, headers: { 'content-type': 'application/json', ...headers }, body: body && JSON.stringify(body) });
-  const json = await r.json();
-  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-};
-const admin = { 'x-admin-token': 'bench-admin-token-0123456789' };
-const user = await call('POST', '/admin/v1/users', { email: `bench${Date.now()}@example.com`, name: 'Bench' }, admin);
-const { token } = await call('POST', `/admin/v1/users/${user.id}/sessions`, {}, admin);
-const auth = { authorization: `Bearer ${token}` };
-const ws = await call('POST', '/api/v1/workspaces', { name: 'bench' }, auth);
+const { running, call, user, token, auth, ws } = await startApiWithUser({ DATABASE_URL, DB_POOL_MAX: '10' });
 await call('POST', `/api/v1/workspaces/${ws.id}/sql`, { sql: 'CREATE TABLE items (owner_id uuid, title text, total numeric)' }, auth);
 const group = await call('POST', '/api/v1/policy-groups', { name: 'me', user_ids: [user.id] }, { ...auth, 'x-workspace-id': ws.id });
 for (const operation of ['select', 'insert']) {

@@ -1,27 +1,11 @@
 // Child process of stf-run.mjs: our API (as `pnpm start` runs it) with one javascript STF, and a bare Hono route
 // that runs the same function directly in Node, both on loopback.
 import { serve } from '@hono/node-server';
-import { loadConfig } from '@wds/api/config';
-import { createLogger } from '@wds/api/logger';
-import { startServer } from '@wds/api/server';
 import { Hono } from 'hono';
+import { startApiWithUser } from './bootstrap.mjs';
 
 const { DATABASE_URL, STF_BODY } = process.env;
-const running = await startServer(
-  loadConfig({ DATABASE_URL, PORT: '0', ADMIN_TOKEN: 'bench-admin-token-0123456789', LOG_LEVEL: 'silent', STF_JS_WORKERS: '2' }),
-  createLogger('silent'),
-);
-const call = async (method, path, body, headers = {}) => {
-  const r = await fetch(running.url + path, { method, headers: { 'content-type': 'application/json', ...headers }, body: body && JSON.stringify(body) });
-  const json = await r.json();
-  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-};
-const admin = { 'x-admin-token': 'bench-admin-token-0123456789' };
-const user = await call('POST', '/admin/v1/users', { email: `bench${Date.now()}@example.com`, name: 'Bench' }, admin);
-const { token } = await call('POST', `/admin/v1/users/${user.id}/sessions`, {}, admin);
-const auth = { authorization: `Bearer ${token}` };
-const ws = await call('POST', '/api/v1/workspaces', { name: 'bench' }, auth);
+const { running, call, token, auth, ws } = await startApiWithUser({ DATABASE_URL, STF_JS_WORKERS: '2' });
 const stf = await call(
   'POST',
   '/api/v1/stfs',

@@ -3,16 +3,11 @@
 // STF → STF → effect.
 import http from 'node:http';
 import { serve } from '@hono/node-server';
-import { loadConfig } from '@wds/api/config';
-import { createLogger } from '@wds/api/logger';
-import { startServer } from '@wds/api/server';
 import { Hono } from 'hono';
+import { startApiWithUser } from './bootstrap.mjs';
 
 const { DATABASE_URL, STF_A, STF_B } = process.env;
-const running = await startServer(
-  loadConfig({ DATABASE_URL, PORT: '0', ADMIN_TOKEN: 'bench-admin-token-0123456789', LOG_LEVEL: 'silent', OUTBOUND_ALLOWLIST: '127.0.0.1', STF_JS_WORKERS: '2' }),
-  createLogger('silent'),
-);
+const { running, call, token, auth, ws } = await startApiWithUser({ DATABASE_URL, OUTBOUND_ALLOWLIST: '127.0.0.1', STF_JS_WORKERS: '2' });
 const hook = http.createServer((req, res) => {
   req.resume();
   req.on('end', () => {
@@ -23,17 +18,6 @@ const hook = http.createServer((req, res) => {
 await new Promise((ok) => hook.listen(0, '127.0.0.1', ok));
 const hookUrl = `http://127.0.0.1:${hook.address().port}/hook`;
 
-const call = async (method, path, body, headers = {}) => {
-  const r = await fetch(running.url + path, { method, headers: { 'content-type': 'application/json', ...headers }, body: body && JSON.stringify(body) });
-  const json = await r.json();
-  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-};
-const admin = { 'x-admin-token': 'bench-admin-token-0123456789' };
-const user = await call('POST', '/admin/v1/users', { email: `bench${Date.now()}@example.com`, name: 'Bench' }, admin);
-const { token } = await call('POST', `/admin/v1/users/${user.id}/sessions`, {}, admin);
-const auth = { authorization: `Bearer ${token}` };
-const ws = await call('POST', '/api/v1/workspaces', { name: 'bench' }, auth);
 const h = { ...auth, 'x-workspace-id': ws.id };
 const b64 = (s) => Buffer.from(s).toString('base64');
 const a = await call('POST', '/api/v1/stfs', { name: 'a', version: '1', runtime: 'javascript', code: b64(STF_A) }, h);

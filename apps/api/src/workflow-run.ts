@@ -17,7 +17,8 @@ import {
   startRun,
   type WorkflowView,
 } from '@wds/workflows';
-import { recordAudit, type AuditEntry } from '@wds/audit';
+import type { AuditEntry } from '@wds/audit';
+import { newId } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { getFile } from '@wds/storage';
 import { openSealedSecrets } from '@wds/stfs';
@@ -136,12 +137,16 @@ export async function executeAndRecord(
     result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };
   }
   // The run record and the audit entry (run id, status, failed step) are written together.
-  await db.transaction().execute(async (trx) => {
-    await finishRun(trx, runId, result, recordedAtStart ? undefined : { workflow, input, executedBy, at: startedAt });
-    await recordAudit(trx, {
-      ...audit,
-      details: { run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) },
-    });
+  await finishRun(db, runId, result, recordedAtStart ? undefined : { workflow, input, executedBy, at: startedAt }, {
+    id: newId(),
+    workspace_id: audit.workspaceId,
+    user_id: audit.userId,
+    api_key_id: audit.apiKeyId,
+    action: audit.action,
+    resource_type: audit.resourceType,
+    resource_id: audit.resourceId,
+    details: JSON.stringify({ run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) }),
+    request_id: audit.requestId ?? null,
   });
   return { runId, result };
 }

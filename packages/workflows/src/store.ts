@@ -1,5 +1,5 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
-import { type Db, isUuid, newId, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
+import { type Db, isUuid, type NewAuditLog, newId, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult } from './engine.js';
@@ -150,46 +150,43 @@ export async function startRun(db: Db, id: string, workflow: { id: string; works
 
 /**
  * Records a finished run: updates the row startRun wrote, or (when the run was not recorded at its start) inserts
- * it whole — one write either way.
+ * it whole. With `audit`, the audit entry is written by the same statement (a data-modifying CTE: one round trip,
+ * one commit, both rows or neither).
  */
 export async function finishRun(
   db: Db,
   runId: string,
   result: ExecutionResult,
   started?: { workflow: { id: string; workspace_id: string }; input: unknown; executedBy: string | null; at: Date },
+  audit?: NewAuditLog,
 ): Promise<void> {
-  if (started) {
-    await db
-      .insertInto('platform.workflow_runs')
-      .values({
-        id: runId,
-        workflow_id: started.workflow.id,
-        workspace_id: started.workflow.workspace_id,
-        status: result.status,
-        executed_by: started.executedBy,
-        input: JSON.stringify(started.input ?? null),
-        output: JSON.stringify(result.output ?? null),
-        error: result.error ? JSON.stringify(result.error) : null,
-        steps: JSON.stringify(result.steps),
-        started_at: started.at,
-        finished_at: new Date(),
-        duration_ms: result.duration_ms,
-      })
-      .execute();
+  const outcome = {
+    status: result.status,
+    output: JSON.stringify(result.output ?? null),
+    error: result.error ? JSON.stringify(result.error) : null,
+    steps: JSON.stringify(result.steps),
+    finished_at: new Date(),
+    duration_ms: result.duration_ms,
+  };
+  const insert = (q: Db) =>
+    q.insertInto('platform.workflow_runs').values({
+      id: runId,
+      workflow_id: started?.workflow.id ?? '',
+      workspace_id: started?.workflow.workspace_id ?? '',
+      executed_by: started?.executedBy ?? null,
+      input: JSON.stringify(started?.input ?? null),
+      started_at: started?.at ?? new Date(),
+      ...outcome,
+    });
+  const update = (q: Db) => q.updateTable('platform.workflow_runs').set(outcome).where('id', '=', runId);
+  if (!audit) {
+    await (started ? insert(db) : update(db)).execute();
     return;
   }
-  await db
-    .updateTable('platform.workflow_runs')
-    .set({
-      status: result.status,
-      output: JSON.stringify(result.output ?? null),
-      error: result.error ? JSON.stringify(result.error) : null,
-      steps: JSON.stringify(result.steps),
-      finished_at: new Date(),
-      duration_ms: result.duration_ms,
-    })
-    .where('id', '=', runId)
-    .execute();
+  const withRun = started
+    ? db.with('run', (q) => insert(q as unknown as Db).returning('id'))
+    : db.with('run', (q) => update(q as unknown as Db).returning('id'));
+  await withRun.insertInto('platform.audit_logs').values(audit).execute();
 }
 
 /** Runs of a live workflow, newest first, without their input and output (the run itself has them). */

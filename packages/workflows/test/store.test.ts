@@ -191,6 +191,16 @@ describe('workflows and runs', () => {
     expect(await getRun(db, A, w.id, second)).toMatchObject({ status: 'failed', input: { n: 2 }, error: { step: 'stf_steps[0]' }, duration_ms: 3.5 });
     await expect(getRun(db, B, w.id, second)).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
+    // With an audit entry, the run and the entry are written by one statement (insert and update forms).
+    const audited = newRunId();
+    const entry = (action: string) => ({ id: newId(), workspace_id: A, user_id: null, api_key_id: null, action, resource_type: 'workflow', resource_id: w.id, details: '{}', request_id: null });
+    await finishRun(db, audited, { status: 'succeeded', output: 1, error: null, steps: [], duration_ms: 1 }, { workflow: w, input: null, executedBy: null, at: new Date() }, entry('execute_a'));
+    await finishRun(db, second, { status: 'succeeded', output: 2, error: null, steps: [], duration_ms: 1 }, undefined, entry('execute_b'));
+    expect((await getRun(db, A, w.id, audited)).output).toBe(1);
+    expect((await getRun(db, A, w.id, second)).output).toBe(2);
+    const actions = await db.selectFrom('platform.audit_logs').select('action').where('resource_id', '=', w.id).execute();
+    expect(actions.map((a) => a.action).sort()).toEqual(['execute_a', 'execute_b']);
+
     await softDeleteWorkflow(db, A, w.id);
     await expect(getWorkflow(db, A, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(listRuns(db, A, w.id, page)).rejects.toMatchObject({ code: 'NOT_FOUND' });

@@ -11,35 +11,22 @@ export async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Pro
 }
 
 /**
- * Workflow editors (members of `workflow_editor_policy_group_id`, or the admins while it is unset) create and change
- * STFs, effects and workflows, and upload or delete files.
+ * Workflow editors — the members of `workflow_editor_policy_group_id`, or the admins while it is unset — create and
+ * change STFs, effects, workflows and documents. Storage editors (spec §4.6: file upload and delete) are the same
+ * people; only the refusal names the role the caller asked for.
  */
-export async function assertWorkflowEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
+async function assertEditor(ctx: HandlerCtx<unknown, unknown>, role: 'workflow' | 'storage'): Promise<void> {
   const group = ctx.access.workspace.workflow_editor_policy_group_id;
   const allowed = group
     ? await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id)
     : ctx.access.role === 'admin';
   if (!allowed) {
     throw forbidden(
-      'This needs a workflow editor',
+      `This needs a ${role} editor`,
       group ? 'members of workflow_editor_policy_group_id' : 'workspace admins, while workflow_editor_policy_group_id is unset',
     );
   }
 }
 
-/**
- * Storage editors (spec §4.6: file upload and delete) are the same people as workflow editors: the members of
- * `workflow_editor_policy_group_id`, or the workspace admins while it is unset.
- */
-export async function assertStorageEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
-  const group = ctx.access.workspace.workflow_editor_policy_group_id;
-  const allowed = group
-    ? await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id)
-    : ctx.access.role === 'admin';
-  if (!allowed) {
-    throw forbidden(
-      'This needs a storage editor',
-      group ? 'members of workflow_editor_policy_group_id' : 'workspace admins, while workflow_editor_policy_group_id is unset',
-    );
-  }
-}
+export const assertWorkflowEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'workflow');
+export const assertStorageEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'storage');
