@@ -79,6 +79,7 @@ export function createApp(services: Services): Hono<AppEnv> {
   });
   // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).
   app.use('/api/*', (c, next) => (c.req.method === 'POST' && FILE_UPLOAD.test(c.req.path) ? next() : limitBody(c, next)));
+  app.use('/admin/*', limitBody);
   app.onError(renderError);
   app.notFound(renderNotFound);
 

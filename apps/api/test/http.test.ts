@@ -1,4 +1,4 @@
-import { describe, expect, test } from './support.js';
+import { ADMIN_TOKEN, describe, expect, test } from './support.js';
 
 describe('HTTP conventions', () => {
   test('unknown route → 404 envelope', async ({ h }) => {
@@ -32,6 +32,12 @@ describe('HTTP conventions', () => {
     });
     expect(r.status).toBe(413);
     expect(r.body.code).toBe('PAYLOAD_TOO_LARGE');
+    // The admin interface has the same limit.
+    const admin = await h.call('POST', '/admin/v1/users', {
+      rawBody: JSON.stringify({ email: 'big@example.com', name: 'x'.repeat(h.services.config.MAX_BODY_BYTES) }),
+      headers: { 'content-type': 'application/json', 'x-admin-token': ADMIN_TOKEN },
+    });
+    expect(admin.status).toBe(413);
   });
 
   test('a JSON body that is not an object is a validation error, not a 500', async ({ h, owner }) => {
