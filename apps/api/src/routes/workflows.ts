@@ -1,5 +1,5 @@
 import { isUuid } from '@wds/db';
-import { badRequest, notFound, ServiceError, unauthorized } from '@wds/errors';
+import { badRequest, ServiceError, unauthorized } from '@wds/errors';
 import {
   checkDefinition,
   createWorkflow,
@@ -170,10 +170,6 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId/runs/:runId',
     operation: 'get_workflow_run',
     summary: 'One run of a workflow, with its input, output, error and per-step records',
-    handler: async ({ db, access, params }) => {
-      const run = await getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '');
-      if (!run) throw notFound('Workflow run');
-      return run;
-    },
+    handler: ({ db, access, params }) => getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? ''),
   }),
 ];
