@@ -84,9 +84,10 @@ export function parseWith<S extends AnySchema>(schema: S, input: unknown): v.Inf
   return r.output;
 }
 
-async function readJson(c: Context<AppEnv>): Promise<unknown> {
+/** The JSON request body; an empty body reads as `empty`, malformed JSON is 400. */
+export async function readJson(c: Context<AppEnv>, empty: unknown = {}): Promise<unknown> {
   const text = await c.req.text();
-  if (text.trim() === '') return {};
+  if (text.trim() === '') return empty;
   try {
     return JSON.parse(text);
   } catch {
@@ -123,14 +124,20 @@ async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principa
       throw badRequest('X-Workspace-ID does not match the workspace in the path');
     }
   } else {
-    if (header === undefined || header === '') throw badRequest('Missing X-Workspace-ID');
-    if (!isUuid(header)) throw badRequest('X-Workspace-ID must be a UUID');
-    workspaceId = header;
+    workspaceId = headerWorkspaceId(c);
   }
   if (!principal) throw unauthorized();
   const access = await workspaceAccess(c, principal, workspaceId);
   if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
   return access;
+}
+
+/** The workspace named by X-Workspace-ID: 400 when it is missing or not a UUID. */
+export function headerWorkspaceId(c: Context<AppEnv>): string {
+  const header = c.req.header('x-workspace-id');
+  if (header === undefined || header === '') throw badRequest('Missing X-Workspace-ID');
+  if (!isUuid(header)) throw badRequest('X-Workspace-ID must be a UUID');
+  return header;
 }
 
 /** The principal's access to a workspace (cached; 404 for an unknown or deleted one, 403 for a non-member). */

@@ -1,7 +1,7 @@
 import { MAX_CREDENTIAL_BYTES, deleteCredential, putCredential } from '@wds/setup';
-import { ServiceError } from '@wds/errors';
 import * as v from 'valibot';
-import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { defineRoute } from '../http/route.js';
+import { secretBox } from '../http/secrets.js';
 
 /**
  * Provider credentials of a workspace, set through the admin interface (DECISIONS §3). The value is sealed with
@@ -10,11 +10,6 @@ import { type HandlerCtx, defineRoute } from '../http/route.js';
  */
 const path = '/admin/v1/workspaces/:id/credentials/:provider';
 
-function secretBox(ctx: HandlerCtx<unknown, unknown>) {
-  const box = ctx.c.var.services.secrets;
-  if (!box) throw new ServiceError('SERVICE_UNAVAILABLE', 'Secrets are not configured', 'set SECRETS_KEY');
-  return box;
-}
 
 // Messages name the rule, never the value received.
 const Value = v.pipe(

@@ -1,4 +1,4 @@
-import { ServiceError, validationError } from '@wds/errors';
+import { validationError } from '@wds/errors';
 import { DEFAULT_LIMITS, StfError, validateStfCode } from '@wds/stf-runtime';
 import {
   addVersion,
@@ -16,6 +16,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { secretBox } from '../http/secrets.js';
 import { PageQuery } from '../http/schemas.js';
 import { runAsCaller } from '../stf-run.js';
 
@@ -67,11 +68,6 @@ async function decodeCode(ctx: HandlerCtx<unknown, unknown>, runtime: 'javascrip
   return code;
 }
 
-function secretBox(ctx: HandlerCtx<unknown, unknown>) {
-  const box = ctx.c.var.services.secrets;
-  if (!box) throw new ServiceError('SERVICE_UNAVAILABLE', 'Secrets are not configured', 'set SECRETS_KEY');
-  return box;
-}
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 

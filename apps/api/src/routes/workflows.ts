@@ -1,5 +1,4 @@
-import { isUuid } from '@wds/db';
-import { badRequest, ServiceError, unauthorized } from '@wds/errors';
+import { ServiceError, unauthorized } from '@wds/errors';
 import {
   checkDefinition,
   createWorkflow,
@@ -16,7 +15,7 @@ import {
 } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { defineRoute, workspaceAccess } from '../http/route.js';
+import { defineRoute, headerWorkspaceId, readJson, workspaceAccess } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
 import { executeAndRecord } from '../workflow-run.js';
 
@@ -101,18 +100,9 @@ export const workflowRoutes = [
     handler: async (ctx) => {
       const { c, principal } = ctx;
       const { services } = c.var;
-      const workspaceId = c.req.header('x-workspace-id');
-      if (workspaceId === undefined || workspaceId === '') throw badRequest('Missing X-Workspace-ID');
-      if (!isUuid(workspaceId)) throw badRequest('X-Workspace-ID must be a UUID');
-      let body: unknown = null;
-      const text = await c.req.text();
-      if (text.trim() !== '') {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          throw badRequest('Malformed JSON body');
-        }
-      }
+      const workspaceId = headerWorkspaceId(c);
+      // The body is `$input`, any JSON value; an empty body is null.
+      const body = await readJson(c, null);
       let workspace: { id: string; ddl_policy_group_id: string | null };
       if (principal) {
         workspace = (await workspaceAccess(c, principal, workspaceId)).workspace;
