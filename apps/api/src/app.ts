@@ -13,6 +13,9 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
 import { effectRoutes } from './routes/effects.js';
+import { embeddingRoutes } from './routes/embeddings.js';
+import { driveSyncRoutes } from './routes/drive-sync.js';
+import { saasProxyRoutes } from './routes/saas-proxy.js';
 import { documentRoutes } from './routes/documents.js';
 import { fileRoutes } from './routes/files.js';
 import { memberRoutes } from './routes/members.js';
@@ -45,6 +48,9 @@ export const routes: readonly AnyRoute[] = [
   ...workflowRoutes,
   ...fileRoutes,
   ...documentRoutes,
+  ...embeddingRoutes,
+  ...driveSyncRoutes,
+  ...saasProxyRoutes,
   ...pinnedChartRoutes,
   ...auditRoutes,
   ...adminRoutes,

@@ -73,6 +73,17 @@ export const ConfigSchema = v.object({
   S3_FORCE_PATH_STYLE: v.optional(v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1')), 'false'),
   S3_PREFIX: v.optional(v.string(), ''),
   CACHE_TTL_MS: int(30_000, 0, 3_600_000),
+  EMBEDDER: v.optional(v.picklist(['local', 'openai', 'hashing', 'none'], 'EMBEDDER must be local, openai, hashing or none'), 'local'),
+  EMBEDDING_BASE_URL: url,
+  EMBEDDING_API_KEY: opt,
+  EMBEDDING_MODEL: v.optional(v.string(), 'text-embedding-3-small'),
+  EMBEDDING_DIMENSIONS: int(1536, 1, 16_000),
+  EMBEDDING_TIMEOUT_MS: int(30_000, 100, 600_000),
+  EMBEDDING_MAX_FILE_BYTES: int(50 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+  EMBEDDING_JOB_TIMEOUT_MS: int(15 * 60_000, 1000, 24 * 3600_000),
+  JOB_POLL_INTERVAL_MS: int(2000, 500, 60_000),
+  PROVIDERS: opt,
+  PROVIDERS_ALLOW_HTTP_LOOPBACK: v.optional(v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1')), 'false'),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 

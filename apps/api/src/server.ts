@@ -13,6 +13,11 @@ import type { Logger } from './logger.js';
 import { OutboundGuard } from '@wds/effect-runner';
 import { createBlobStore } from './blob-store.js';
 import { createRuntimes } from './runtimes.js';
+import { Background } from './background.js';
+import { createEmbeddings } from './embeddings-config.js';
+import { createProviders } from './providers-config.js';
+import { handleDriveSyncJobs } from './drive-sync-work.js';
+import { handleEmbeddingJobs } from './embedding-work.js';
 import type { Services } from './services.js';
 
 export interface RunningServer {
@@ -69,13 +74,19 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       (err: Error) => logger.warn({ docker_host: config.DOCKER_HOST, err: err.message }, 'container engine not reachable: docker STFs answer 503 until it is'),
     );
   }
+  const outbound = new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
+  const blobs = createBlobStore(config, dataDir);
   const services: Services = {
     db,
+    pool,
+    jobs: new Background({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger }),
+    embeddings: await createEmbeddings(config, db),
+    providers: createProviders(config, { db, secrets, blobs, outbound }),
     sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
     secrets,
     runtimes,
-    outbound: new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST }),
-    blobs: createBlobStore(config, dataDir),
+    outbound,
+    blobs,
     bus,
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,
@@ -88,6 +99,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     }),
     adminToken,
   };
+  handleEmbeddingJobs(services);
+  handleDriveSyncJobs(services);
+  // Jobs left by an earlier run (or another process) are picked up from here on.
+  await services.jobs.start();
   const app = createApp(services);
   const server: ServerType = await new Promise((ok) => {
     const s = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, () => ok(s));
@@ -112,6 +127,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         });
         (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
       });
+      await services.jobs.stop();
       await Promise.all(Object.values(services.runtimes).map((r) => r?.close()));
       await bus.stop();
       await db.destroy();

@@ -8,12 +8,18 @@ import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { JwtVerifier } from '@wds/identity';
 import type { OutboundGuard } from '@wds/effect-runner';
 import type { BlobStore } from '@wds/storage';
+import type { SearchEmbedder } from '@wds/semantic-search';
+import type pg from 'pg';
+import type { Background } from './background.js';
 import type { Config } from './config.js';
+import type { ProviderServices } from './providers-config.js';
 import type { Logger } from './logger.js';
 
 /** Everything a route needs, built once at start-up (and once per test file). */
 export interface Services {
   db: Db;
+  /** The pool under `db`, for queries with hand-built SQL (vector search). */
+  pool: pg.Pool;
   /** Runs workspace SQL through the rewriter and policies. */
   sql: WorkspaceSql;
   config: Config;
@@ -29,6 +35,12 @@ export interface Services {
   outbound: OutboundGuard;
   /** Seals STF secrets (and provider credentials); undefined when no key is configured. */
   secrets: SecretBox | undefined;
+  /** The PostgreSQL job queue of background work (embeddings, drive syncs). */
+  jobs: Background;
+  /** The configured embedder (EMBEDDER) and whether vectors are stored with pgvector. */
+  embeddings: { embedder: SearchEmbedder; pgvector: boolean };
+  /** Provider calls on a workspace's behalf (SaaS proxy) and its drive sync. */
+  providers: ProviderServices;
   /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */
   bus: InvalidationBus;
   caches: {

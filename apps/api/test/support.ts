@@ -11,6 +11,11 @@ import { join } from 'node:path';
 import { OutboundGuard } from '@wds/effect-runner';
 import { createFsBlobStore } from '@wds/storage';
 import { createRuntimes } from '../src/runtimes.js';
+import { Background } from '../src/background.js';
+import { createEmbeddings } from '../src/embeddings-config.js';
+import { createProviders } from '../src/providers-config.js';
+import { handleDriveSyncJobs } from '../src/drive-sync-work.js';
+import { handleEmbeddingJobs } from '../src/embedding-work.js';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
@@ -54,21 +59,32 @@ export class Harness {
       SQL_STATEMENT_TIMEOUT_MS: '2000',
       SQL_MAX_ROWS: '500',
       STF_TIMEOUT_MS: '1500',
+      EMBEDDER: 'hashing',
+      JOB_POLL_INTERVAL_MS: '500',
       ...env,
     });
     const { db, pool } = createDb(url, { max: 5 });
-    const blobDir = mkdtempSync(join(tmpdir(), 'wds-blobs-'));
+    // STORAGE_DIR shares a blob directory with another harness (a restarted process); it is then not removed.
+    const blobDir = env.STORAGE_DIR ?? mkdtempSync(join(tmpdir(), 'wds-blobs-'));
     await migrateToLatest(db);
     const bus = new InvalidationBus(url);
     await bus.start();
     const ttl = config.CACHE_TTL_MS;
+    const secrets = SecretBox.fromBase64(randomBytes(32).toString('base64'));
+    const outbound = new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
+    const blobs = createFsBlobStore(blobDir);
     const services: Services = {
       db,
+      pool,
+      // Started on the first enqueue: most test files never queue a job.
+      jobs: new Background({ connectionString: url, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger: createLogger('silent') }),
+      embeddings: await createEmbeddings(config, db),
+      providers: createProviders(config, { db, secrets, blobs, outbound }),
       sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
-      secrets: SecretBox.fromBase64(randomBytes(32).toString('base64')),
+      secrets,
       runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
-      outbound: new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST }),
-      blobs: createFsBlobStore(blobDir),
+      outbound,
+      blobs,
       bus,
       caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
       config,
@@ -76,16 +92,21 @@ export class Harness {
       jwt: createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, secret: config.AUTH_JWT_SECRET }),
       adminToken: ADMIN_TOKEN,
     };
+    handleEmbeddingJobs(services);
+    handleDriveSyncJobs(services);
     const h = new Harness(services, createApp(services), url);
     h.blobDir = blobDir;
+    h.ownsBlobDir = env.STORAGE_DIR === undefined;
     return h;
   }
 
   /** The directory of this harness's filesystem blob store. */
   blobDir = '';
+  ownsBlobDir = true;
 
   async close() {
-    await rm(this.blobDir, { recursive: true, force: true }).catch(() => undefined);
+    if (this.ownsBlobDir) await rm(this.blobDir, { recursive: true, force: true }).catch(() => undefined);
+    await this.services.jobs.stop();
     await Promise.all(Object.values(this.services.runtimes).map((r) => r?.close()));
     await this.services.bus.stop();
     await this.services.db.destroy();

@@ -5,6 +5,8 @@ import * as m0002 from './migrations/0002_sql_and_policies.js';
 import * as m0003 from './migrations/0003_stfs.js';
 import * as m0004 from './migrations/0004_workflows_and_effects.js';
 import * as m0005 from './migrations/0005_content.js';
+import * as m0006 from './migrations/0006_embeddings.js';
+import * as m0007 from './migrations/0007_drive_sync.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -13,6 +15,8 @@ const migrations: Record<string, Migration> = {
   '0003_stfs': m0003,
   '0004_workflows_and_effects': m0004,
   '0005_content': m0005,
+  '0006_embeddings': m0006,
+  '0007_drive_sync': m0007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -315,6 +315,74 @@ export interface WorkspaceCredentialsTable {
   updated_at: UpdatedAt;
 }
 
+export type EmbeddingSurface = 'file' | 'table_row' | 'column';
+export type EmbeddingStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'skipped';
+
+export interface EmbeddingItemsTable {
+  id: string;
+  workspace_id: string;
+  surface: EmbeddingSurface;
+  file_id: string | null;
+  table_name: string | null;
+  row_id: string | null;
+  column_name: string | null;
+  target_key: string;
+  status: ColumnType<EmbeddingStatus, EmbeddingStatus | undefined, EmbeddingStatus>;
+  error: string | null;
+  content_hash: string | null;
+  model: string | null;
+  dimensions: number | null;
+  attempts: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+  started_at: Timestamp | null;
+  completed_at: Timestamp | null;
+}
+
+/** The optional pgvector column `embedding_v` is not listed: it exists only where pgvector does. */
+export interface EmbeddingChunksTable {
+  item_id: string;
+  chunk_index: number;
+  workspace_id: string;
+  content: string;
+  embedding: number[];
+}
+
+export type DriveSyncState = 'idle' | 'queued' | 'running' | 'completed' | 'failed';
+
+export interface DriveSyncConfigsTable {
+  workspace_id: string;
+  settings: ColumnType<unknown, string | undefined, string>;
+  state: ColumnType<DriveSyncState, DriveSyncState | undefined, DriveSyncState>;
+  last_synced_at: Timestamp | null;
+  last_sync_error: string | null;
+  sync_id: string | null;
+  updated_at: UpdatedAt;
+}
+
+export interface DriveSyncRootsTable {
+  id: string;
+  workspace_id: string;
+  drive_id: string;
+  drive_type: 'folder' | 'shared_drive' | 'my_drive';
+  name: string;
+  shared_drive_id: string | null;
+  created_at: CreatedAt;
+}
+
+export interface DriveNodesTable {
+  workspace_id: string;
+  root_id: string;
+  drive_file_id: string;
+  name: string;
+  mime_type: string;
+  parent_id: string | null;
+  modified_time: Timestamp | null;
+  /** bigint: read back as a number (the int8 parser of connect.ts). */
+  size: ColumnType<number | string | null, number | string | null, number | string | null>;
+  sync_id: string;
+}
+
 /** Service tables live in schema `platform`; Kysely sees them as `platform.<table>`. */
 export interface Database {
   'platform.users': UsersTable;
@@ -342,6 +410,11 @@ export interface Database {
   'platform.title_rules': TitleRulesTable;
   'platform.chat_templates': ChatTemplatesTable;
   'platform.workspace_credentials': WorkspaceCredentialsTable;
+  'platform.embedding_items': EmbeddingItemsTable;
+  'platform.embedding_chunks': EmbeddingChunksTable;
+  'platform.drive_sync_configs': DriveSyncConfigsTable;
+  'platform.drive_sync_roots': DriveSyncRootsTable;
+  'platform.drive_nodes': DriveNodesTable;
   'platform.audit_logs': AuditLogsTable;
 }
 
@@ -366,5 +439,6 @@ export type PinnedChartRow = Selectable<PinnedChartsTable>;
 export type PromptRuleRow = Selectable<PromptRulesTable>;
 export type SkillRow = Selectable<SkillsTable>;
 export type ChatTemplateRow = Selectable<ChatTemplatesTable>;
+export type EmbeddingItemRow = Selectable<EmbeddingItemsTable>;
 export type AuditLog = Selectable<AuditLogsTable>;
 export type NewAuditLog = Insertable<AuditLogsTable>;

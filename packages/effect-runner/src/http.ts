@@ -44,7 +44,8 @@ export function parseTargetUrl(text: string): URL {
   return url;
 }
 
-function guardedLookup(guard: OutboundGuard): LookupFunction {
+/** A socket `lookup` that resolves through the guard, so the address checked is the address connected to. */
+export function guardedLookup(guard: OutboundGuard): LookupFunction {
   return (hostname, options, callback) => {
     guard.resolve(hostname).then(
       ({ address, family }) => {

@@ -89,3 +89,14 @@ export async function openCredential(db: Db, box: Sealer, workspaceId: string, p
     .executeTakeFirst();
   return row ? box.open(row.sealed_value, credentialBinding(workspaceId, provider)) : undefined;
 }
+
+/** Whether the workspace has a credential for the provider (without opening it). */
+export async function hasCredential(db: Db, workspaceId: string, provider: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('platform.workspace_credentials')
+    .select('provider')
+    .where('workspace_id', '=', workspaceId)
+    .where('provider', '=', provider)
+    .executeTakeFirst();
+  return row !== undefined;
+}

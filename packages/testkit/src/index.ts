@@ -3,3 +3,4 @@ import './vitest-context.js';
 export { type CreateDatabaseOptions, createDatabase, dropDatabase } from './database.js';
 export { startTestPostgres, type TestPostgres } from './server.js';
 export { startContainerEngine, type TestContainerEngine } from './container-engine.js';
+export * from './fake-drive.js';

@@ -1,4 +1,4 @@
-import { forbidden } from '@wds/errors';
+import { ServiceError, forbidden } from '@wds/errors';
 import { isInGroup } from '@wds/policies';
 import type { HandlerCtx } from './route.js';
 
@@ -30,3 +30,12 @@ async function assertEditor(ctx: HandlerCtx<unknown, unknown>, role: 'workflow' 
 
 export const assertWorkflowEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'workflow');
 export const assertStorageEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'storage');
+
+/** Schema changes — and the embedding operations that add columns or read whole tables — need the workspace's
+ * admin role or membership of `ddl_policy_group_id` (spec §4.5). */
+export async function assertDdlAllowed(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
+  if (ctx.access.role === 'admin') return;
+  const group = ctx.access.workspace.ddl_policy_group_id;
+  if (group && (await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) return;
+  throw new ServiceError('DDL_FORBIDDEN', 'This needs the admin role or membership of the DDL policy group', 'see ddl_policy_group_id');
+}

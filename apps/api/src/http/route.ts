@@ -17,8 +17,11 @@ type AnySchema = v.GenericSchema;
  * - `optional`: Bearer if sent (must then be valid); `admin`: the X-Admin-Token header; `none`: anyone.
  */
 export type AuthMode = 'none' | 'user' | 'session' | 'optional' | 'admin';
-/** Where the workspace comes from (spec §4.1): the path id, or the X-Workspace-ID header. */
-export type WorkspaceFrom = 'path' | 'header';
+/**
+ * Where the workspace comes from (spec §4.1): the path id, the X-Workspace-ID header, or `workspace_id` in the
+ * payload — the query string of GET and DELETE, the JSON body of writes (drive sync, SaaS proxy).
+ */
+export type WorkspaceFrom = 'path' | 'header' | 'payload';
 
 export interface AuditInfo {
   /** Overrides the route's operation name (e.g. execute_sql_select). */
@@ -114,11 +117,18 @@ async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principa
   return principal;
 }
 
-async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principal | undefined) {
+async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principal | undefined, body: unknown) {
   if (!route.workspace) return undefined;
   const header = c.req.header('x-workspace-id');
   let workspaceId: string;
-  if (route.workspace === 'path') {
+  if (route.workspace === 'payload') {
+    const fromQuery = route.method === 'get' || route.method === 'delete';
+    const given = fromQuery ? c.req.query('workspace_id') : (body as { workspace_id?: unknown } | null | undefined)?.workspace_id;
+    const where = fromQuery ? 'query parameter' : 'body field';
+    if (given === undefined || given === null || given === '') throw badRequest(`Missing workspace_id (${where})`);
+    if (typeof given !== 'string' || !isUuid(given)) throw badRequest(`workspace_id must be a UUID (${where})`);
+    workspaceId = given;
+  } else if (route.workspace === 'path') {
     workspaceId = c.req.param('id') ?? '';
     if (header !== undefined && header !== workspaceId) {
       throw badRequest('X-Workspace-ID does not match the workspace in the path');
@@ -168,9 +178,11 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
     const principal = await principalOf(c, route.auth);
     if (principal) c.set('principal', principal);
-    const access = await accessOf(c, route, principal);
+    // A payload-scoped route names its workspace in the body, so the body is read before access is resolved.
+    const early = route.workspace === 'payload' && route.body ? await readJson(c) : undefined;
+    const access = await accessOf(c, route, principal, early);
     if (access) c.set('access', access);
-    const body = route.body ? parseWith(route.body, await readJson(c)) : undefined;
+    const body = route.body ? parseWith(route.body, early ?? (await readJson(c))) : undefined;
     const query = route.query ? parseWith(route.query, c.req.query()) : undefined;
 
     const auditInfo: AuditInfo = {};

@@ -12,7 +12,9 @@ import {
   softDeleteFile,
 } from '@wds/storage';
 import { parseJsonUpload, parseMultipartUpload, UploadError } from '@wds/uploads';
+import { forgetFile } from '@wds/semantic-search';
 import type { Context } from 'hono';
+import { autoEmbedFile } from '../embedding-work.js';
 import type { AppEnv } from '../http/env.js';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
@@ -94,6 +96,7 @@ async function store(
       createdBy: ctx.principal.user.id,
     });
     ctx.audit({ resourceId: file.id, details: { filename: file.filename, size: file.size, content_type: file.content_type } });
+    await autoEmbedFile(services, ctx.access.workspace, file.id);
     return file;
   } catch (err) {
     if (written) await services.blobs.delete(written.key).catch(() => undefined);
@@ -240,6 +243,7 @@ export const fileRoutes = [
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
       const file = await softDeleteFile(ctx.db, ctx.access.workspace.id, ctx.params.fileId ?? '');
+      await forgetFile(ctx.db, ctx.access.workspace.id, file.id);
       ctx.audit({ resourceId: file.id, details: { filename: file.filename } });
     },
   }),

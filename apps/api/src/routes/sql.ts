@@ -1,20 +1,9 @@
-import type { Subject } from '@wds/policy-engine';
-import type { SqlCaller } from '@wds/workspace-sql';
 import * as v from 'valibot';
-import type { HandlerCtx } from '../http/route.js';
+import { autoEmbedRows } from '../embedding-work.js';
 import { defineRoute } from '../http/route.js';
+import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
 
 const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(1_000_000));
-
-function callerOf(ctx: HandlerCtx<unknown, unknown>): SqlCaller {
-  const subject: Subject = { kind: 'user', userId: ctx.principal.user.id };
-  return {
-    workspaceId: ctx.access.workspace.id,
-    ddlGroupId: ctx.access.workspace.ddl_policy_group_id,
-    isAdmin: ctx.access.role === 'admin',
-    subject,
-  };
-}
 
 export const sqlRoutes = [
   defineRoute({
@@ -38,6 +27,7 @@ export const sqlRoutes = [
         { statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS, maxRows: config.SQL_MAX_ROWS },
         { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId },
       );
+      if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.c.var.services, ctx.access.workspace, r.tables);
       if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows, executed_sql: r.executed_sql };
       return {
         affected_rows: r.affected_rows ?? 0,

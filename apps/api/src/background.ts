@@ -1,0 +1,81 @@
+/**
+ * Background work of this process (file and table-row embeddings, drive syncs) on the PostgreSQL job queue, so
+ * jobs survive restarts and several API processes share them. The queue starts on the first enqueue or at server
+ * start (`start()`), whichever comes first; handlers are attached as the queue starts.
+ */
+import { JobQueue } from '@wds/jobs';
+import type { Logger } from './logger.js';
+
+export interface JobOptions {
+  concurrency: number;
+  /** The job's deadline; a job running longer is failed and retried. */
+  expireInSeconds: number;
+  retryLimit: number;
+  /** After the last failure, with a readable message. */
+  onFailed?: (data: unknown, message: string) => Promise<void>;
+}
+
+/** What a handler is given: the job's data and which attempt this is (1 first, 2 the first retry, …). */
+export interface JobRun {
+  data: unknown;
+  attempt: number;
+  signal: AbortSignal;
+}
+
+interface Handler {
+  run: (job: JobRun) => Promise<void>;
+  opts: JobOptions;
+}
+
+export class Background {
+  private readonly queue: JobQueue;
+  private readonly handlers = new Map<string, Handler>();
+  private starting: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(opts: { connectionString: string; pollIntervalMs: number; logger: Logger }) {
+    const seconds = Math.max(1, Math.round(opts.pollIntervalMs / 1000));
+    this.queue = new JobQueue({
+      connectionString: opts.connectionString,
+      pollingIntervalSeconds: seconds,
+      // A job whose process died is retried at most this long after its deadline.
+      maintenanceIntervalSeconds: Math.max(1, seconds * 5),
+      onError: (err) => opts.logger.warn({ err: (err as Error).message }, 'job queue error'),
+    });
+  }
+
+  /** Attaches the handler of a queue (before start). */
+  handle(name: string, run: (job: JobRun) => Promise<void>, opts: JobOptions): void {
+    this.handlers.set(name, { run, opts });
+  }
+
+  start(): Promise<void> {
+    if (this.stopped) return Promise.reject(new Error('the job queue has stopped'));
+    this.starting ??= (async () => {
+      await this.queue.start();
+      for (const [name, h] of this.handlers) {
+        await this.queue.register(name, (job) => h.run(job), {
+          concurrency: h.opts.concurrency,
+          expireInSeconds: h.opts.expireInSeconds,
+          retryLimit: h.opts.retryLimit,
+          ...(h.opts.onFailed ? { onFailed: (job: { data: unknown }, message: string) => (h.opts.onFailed as NonNullable<JobOptions['onFailed']>)(job.data, message) } : {}),
+        });
+      }
+    })();
+    return this.starting;
+  }
+
+  /** Queues a job; with a key, not while another with that key waits. Returns whether one was queued. */
+  async enqueue(name: string, data: object, singletonKey?: string): Promise<boolean> {
+    await this.start();
+    const id = await this.queue.enqueue(name, data, singletonKey ? { singletonKey } : {});
+    return id !== null;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (!this.starting) return;
+    await this.starting.catch(() => undefined);
+    await this.queue.stop({ graceful: true, timeoutMs: 5000 });
+  }
+}

@@ -1,0 +1,320 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { misuse } from './errors.js';
+import { deadlineMessage, errorMessage, failureMessage, INTERRUPTED_MESSAGE } from './failure-message.js';
+import { inTransaction, lockAndFindPendingJob, lockOwnAttempt } from './pgboss-tables.js';
+import { QueueWorker } from './queue-worker.js';
+import type {
+  EnqueueOptions,
+  JobHandler,
+  JobQueueOptions,
+  JobState,
+  RegisterOptions,
+  StopOptions,
+} from './types.js';
+
+/** What is stored as a pg-boss job's data: the id travels along so `onFailed` gets it from the dead letter. */
+interface Envelope {
+  id: string;
+  data: unknown;
+}
+
+type FetchedJob = PgBoss.JobWithMetadata<Envelope>;
+
+/** How the jobs of one pg-boss queue are run, and what a failed attempt leaves as the job's output. */
+interface Work {
+  run: (job: FetchedJob, signal: AbortSignal) => Promise<void>;
+  failureOutput: (job: FetchedJob, message: string) => object;
+}
+
+interface QueueSettings {
+  name: string;
+  expireInSeconds: number;
+  retryLimit: number;
+  retryDelay: number;
+  deadLetter: string | undefined;
+}
+
+/** The dead-letter queue of `name`: pg-boss moves a job there in the same statement that fails it for good. */
+const failedQueueName = (name: string) => `${name}__failed`;
+
+const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,49}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_EXPIRE_SECONDS = 24 * 60 * 60 - 1;
+
+/**
+ * The PostgreSQL-backed job queue of the service's background work (pg-boss 10), shared by every process that
+ * points at the same database and schema.
+ *
+ * Guarantees:
+ * - At least once. A job runs until an attempt completes; a handler may therefore run more than once for the same
+ *   job (after a crash, or when a settle query is lost), so handlers must be idempotent.
+ * - Deadline. `expireInSeconds` bounds one attempt. When it passes, the handler's `signal` is aborted and the
+ *   attempt fails, then is retried (`retryLimit`, `retryDelaySeconds`); after the last failure `onFailed` runs.
+ * - Restarts. Jobs live in PostgreSQL. A job whose process died while it was active stays `active` until its
+ *   deadline; then maintenance on any running instance (every `maintenanceIntervalSeconds`) expires it into a
+ *   retry, or into `failed` + `onFailed` if it was the last attempt. `stop({ graceful: false })` and a graceful
+ *   stop that times out fail the running attempts at once instead ("interrupted"), which also counts as an attempt.
+ * - Settling is fenced: an attempt completes or fails only while it is still the active attempt it fetched, so a
+ *   late handler never settles the retry that replaced it.
+ *
+ * Dedupe (`singletonKey`): no pg-boss 10 policy returns null for a second job while the first one is *active*
+ * ('singleton' only limits active jobs, 'stately' allows one queued next to the active one, and 'short' and
+ * 'stately' also collapse all jobs without a key into one). So queues use the 'standard' policy and `enqueue`
+ * checks, under a transaction-scoped advisory lock on (queue, key), that no job with the key is created, waiting
+ * for a retry or active before inserting. A request made while the running job is finishing is dropped, not queued.
+ *
+ * `onFailed` is reliable because it does not run in the failing process: the queue gets a pg-boss dead-letter queue
+ * (`<name>__failed`), into which pg-boss copies the job in the same statement that fails it for good, whether a
+ * handler failed it or maintenance expired it after a crash. Every JobQueue that registered the queue also works
+ * its dead-letter queue by calling `onFailed`.
+ */
+export class JobQueue {
+  readonly #schema: string;
+  readonly #connectionString: string;
+  readonly #pollingIntervalMs: number;
+  readonly #maintenanceIntervalSeconds: number;
+  readonly #onError: (err: Error) => void;
+  readonly #workers = new Map<string, QueueWorker<FetchedJob>>();
+  readonly #registered = new Set<string>();
+  #pool: pg.Pool | undefined;
+  #boss: PgBoss | undefined;
+  #starting: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(opts: JobQueueOptions) {
+    const { pollingIntervalSeconds = 2, maintenanceIntervalSeconds = 30 } = opts;
+    this.#schema = opts.schema ?? 'pgboss';
+    if (!SCHEMA_NAME.test(this.#schema)) {
+      throw misuse(`schema ${JSON.stringify(this.#schema)}: a lower-case identifier`);
+    }
+    if (!(pollingIntervalSeconds >= 0.1)) throw misuse('pollingIntervalSeconds: at least 0.1');
+    if (!Number.isInteger(maintenanceIntervalSeconds) || maintenanceIntervalSeconds < 1) {
+      throw misuse('maintenanceIntervalSeconds: a whole number of seconds, at least 1');
+    }
+    this.#connectionString = opts.connectionString;
+    this.#pollingIntervalMs = pollingIntervalSeconds * 1000;
+    this.#maintenanceIntervalSeconds = maintenanceIntervalSeconds;
+    this.#onError = opts.onError ?? ((err) => console.error('[@wds/jobs]', err));
+  }
+
+  /** Creates or migrates pg-boss's schema and starts maintenance. Calling it again returns the same start. */
+  start(): Promise<void> {
+    if (this.#stopping) return Promise.reject(misuse('a stopped JobQueue cannot start again; create a new one'));
+    this.#starting ??= this.#start().catch((err) => {
+      this.#starting = undefined; // a failed start may be tried again
+      throw err;
+    });
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const pool = new pg.Pool({ connectionString: this.#connectionString, application_name: 'wds-jobs' });
+    pool.on('error', (err) => this.#onError(err));
+    const boss = new PgBoss({
+      // Our pool, so that enqueue and settle can run pg-boss's statements inside our own transactions.
+      db: { executeSql: (text, values) => pool.query(text, values) },
+      schema: this.#schema,
+      schedule: false,
+      supervise: true,
+      maintenanceIntervalSeconds: this.#maintenanceIntervalSeconds,
+    });
+    boss.on('error', (err) => {
+      if (!this.#stopping) this.#onError(err);
+    });
+    try {
+      await boss.start();
+    } catch (err) {
+      await boss.stop({ graceful: false, close: false }).catch(() => {});
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    this.#pool = pool;
+    this.#boss = boss;
+  }
+
+  /**
+   * Stops claiming jobs; if graceful, waits up to `timeoutMs` for running ones; fails what is still running as
+   * interrupted (retried elsewhere); closes the connections. Harmless before start and when called twice.
+   */
+  stop(opts: StopOptions = {}): Promise<void> {
+    if (!this.#starting) return this.#stopping ?? Promise.resolve();
+    this.#stopping ??= this.#stop(opts);
+    return this.#stopping;
+  }
+
+  async #stop({ graceful = true, timeoutMs = 30_000 }: StopOptions): Promise<void> {
+    try {
+      await this.#starting;
+    } catch {
+      return; // never started, nothing to close
+    }
+    const waitMs = graceful ? timeoutMs : 0;
+    await Promise.all([...this.#workers.values()].map((w) => w.stop(waitMs)));
+    await this.#boss?.stop({ graceful: false, close: false });
+    await this.#pool?.end();
+  }
+
+  /**
+   * Creates the queue (or updates its options) and starts working it in this process. Options apply to jobs
+   * enqueued from then on; the queue's settings are shared by every process, so register it alike everywhere.
+   */
+  async register<T>(name: string, handler: JobHandler<T>, opts: RegisterOptions<T>): Promise<void> {
+    checkQueueName(name);
+    const { concurrency = 1, expireInSeconds, retryLimit = 2, retryDelaySeconds = 0, onFailed } = opts;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw misuse('concurrency: a whole number, at least 1');
+    if (!Number.isInteger(expireInSeconds) || expireInSeconds < 1 || expireInSeconds > MAX_EXPIRE_SECONDS) {
+      throw misuse('expireInSeconds: whole seconds, at least 1 and less than 24 h');
+    }
+    if (!Number.isInteger(retryLimit) || retryLimit < 0) throw misuse('retryLimit: a whole number, at least 0');
+    if (!Number.isInteger(retryDelaySeconds) || retryDelaySeconds < 0) {
+      throw misuse('retryDelaySeconds: whole seconds, at least 0');
+    }
+    if (this.#registered.has(name)) throw misuse(`queue ${name} is already registered`);
+    this.#registered.add(name);
+    try {
+      const deadLetter = onFailed ? failedQueueName(name) : undefined;
+      await this.#setUpQueue({ name, expireInSeconds, retryLimit, retryDelay: retryDelaySeconds, deadLetter });
+    } catch (err) {
+      this.#registered.delete(name);
+      throw err;
+    }
+
+    this.#work(name, concurrency, {
+      run: (job, signal) =>
+        handler({ id: job.data.id, data: job.data.data as T, attempt: job.retryCount + 1, signal }),
+      failureOutput: (_job, message) => ({ message }),
+    });
+    if (onFailed) {
+      this.#work(failedQueueName(name), 1, {
+        run: async (job) => {
+          try {
+            await onFailed({ id: job.data.id, data: job.data.data as T }, failureMessage(job.output));
+          } catch (err) {
+            this.#onError(new Error(`onFailed of queue ${name} failed: ${errorMessage(err)}`, { cause: err }));
+            throw err;
+          }
+        },
+        // pg-boss stores the failure on the job it retries: keep the original reason for the next delivery.
+        failureOutput: (job) => job.output ?? {},
+      });
+    }
+  }
+
+  async #setUpQueue(settings: QueueSettings): Promise<void> {
+    const boss = await this.#started();
+    const { name, deadLetter, ...rest } = settings;
+    // The dead-letter queue first: the queue's dead_letter column references it.
+    if (deadLetter) await boss.createQueue(deadLetter, { name: deadLetter, policy: 'standard' });
+    const queue: PgBoss.Queue = { name, policy: 'standard', retryBackoff: false, ...rest };
+    if (deadLetter) queue.deadLetter = deadLetter;
+    await boss.createQueue(name, queue); // a no-op when it exists …
+    await boss.updateQueue(name, queue); // … so that changed options reach an existing queue
+  }
+
+  /**
+   * Queues a job and returns its id; null when `singletonKey` is given and a job with that key is already queued,
+   * waiting for a retry or running in this queue. The queue must have been registered (by any process). `data` is
+   * stored as JSON.
+   */
+  async enqueue<T>(name: string, data: T, opts: EnqueueOptions = {}): Promise<string | null> {
+    checkQueueName(name);
+    const boss = await this.#started();
+    const id = randomUUID();
+    const envelope: Envelope = { id, data };
+    const key = opts.singletonKey;
+    const sent =
+      key === undefined
+        ? await boss.send(name, envelope, { id })
+        : await inTransaction(this.#pool!, async (db) => {
+            if (await lockAndFindPendingJob(db, this.#schema, name, key)) return undefined;
+            return boss.send(name, envelope, { id, singletonKey: key, db });
+          });
+    if (sent === undefined) return null;
+    // pg-boss inserts through a join with its queue table: no row means no such queue.
+    if (sent === null) throw misuse(`queue ${name} does not exist; register it first`);
+    this.#workers.get(name)?.wake();
+    return sent;
+  }
+
+  /** The job's state (archived jobs included), or null when this queue has no job with that id. */
+  async getJob(name: string, id: string): Promise<JobState | null> {
+    checkQueueName(name);
+    const boss = await this.#started();
+    if (!UUID.test(id)) return null;
+    const job = await boss.getJobById(name, id, { includeArchive: true });
+    return job?.state ?? null;
+  }
+
+  async #started(): Promise<PgBoss> {
+    if (this.#stopping) throw misuse('the JobQueue is stopped');
+    if (!this.#starting) throw misuse('the JobQueue is not started; call start() first');
+    await this.#starting;
+    return this.#boss!;
+  }
+
+  #work(name: string, concurrency: number, work: Work): void {
+    const boss = this.#boss!;
+    const worker = new QueueWorker<FetchedJob>({
+      concurrency,
+      pollingIntervalMs: this.#pollingIntervalMs,
+      fetch: (limit) => boss.fetch<Envelope>(name, { batchSize: limit, includeMetadata: true }),
+      execute: (job, interrupted) => this.#attempt(name, job, interrupted, work),
+      onError: this.#onError,
+    });
+    this.#workers.set(name, worker);
+    if (this.#stopping) return; // stop() began while the queue was being created: do not start claiming
+    worker.start();
+  }
+
+  /** Runs one attempt against its deadline and settles it. */
+  async #attempt(name: string, job: FetchedJob, interrupted: AbortSignal, work: Work): Promise<void> {
+    const expireInSeconds = Number(job.expireInSeconds); // numeric from PostgreSQL: a string
+    const deadline = AbortSignal.timeout(expireInSeconds * 1000);
+    const signal = AbortSignal.any([deadline, interrupted]);
+    let failure: string | undefined;
+    try {
+      await untilAborted(Promise.resolve().then(() => work.run(job, signal)), signal);
+    } catch (err) {
+      failure = deadline.aborted
+        ? deadlineMessage(expireInSeconds)
+        : interrupted.aborted
+          ? INTERRUPTED_MESSAGE
+          : errorMessage(err);
+    }
+    await this.#settle(name, job, failure === undefined ? undefined : work.failureOutput(job, failure));
+  }
+
+  /** Completes the attempt, or fails it with `failure` as its output; only while it is still this attempt. */
+  async #settle(name: string, job: FetchedJob, failure: object | undefined): Promise<void> {
+    const boss = this.#boss!;
+    try {
+      await inTransaction(this.#pool!, async (db) => {
+        if (!(await lockOwnAttempt(db, this.#schema, name, job.id, job.retryCount))) return;
+        if (failure === undefined) await boss.complete(name, job.id, {}, { db });
+        else await boss.fail(name, job.id, failure, { db });
+      });
+    } catch (err) {
+      // The attempt stays active; maintenance expires it after its deadline and it is retried.
+      this.#onError(err as Error);
+    }
+  }
+}
+
+function checkQueueName(name: string): void {
+  if (!QUEUE_NAME.test(name) || name.endsWith('__failed')) {
+    throw misuse(`queue name ${JSON.stringify(name)}: letters, digits, _ . - (at most 100), not ending in __failed`);
+  }
+}
+
+/** Settles with `work`, or rejects as soon as `signal` aborts (the work goes on, unobserved but handled). */
+function untilAborted(work: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

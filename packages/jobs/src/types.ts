@@ -1,0 +1,67 @@
+export interface JobQueueOptions {
+  connectionString: string;
+  /** PostgreSQL schema of pg-boss's tables, created on first start. Default `pgboss`. */
+  schema?: string;
+  /** How often an idle queue asks the database for work. Default 2 s. */
+  pollingIntervalSeconds?: number;
+  /**
+   * pg-boss's supervise interval: how often some instance sweeps jobs that outlived their deadline (crashed
+   * workers) and archives old ones. A crashed job is retried at most this long after its deadline. Default 30 s.
+   */
+  maintenanceIntervalSeconds?: number;
+  /** Errors nobody awaits: a lost database connection, a failed completion. Default: console.error. */
+  onError?: (err: Error) => void;
+}
+
+export interface StopOptions {
+  /** Wait for running handlers (up to `timeoutMs`) before interrupting them. Default true. */
+  graceful?: boolean;
+  /** Default 30 000. */
+  timeoutMs?: number;
+}
+
+/** One attempt at a job, as its handler sees it. */
+export interface Job<T> {
+  id: string;
+  data: T;
+  /** 1 for the first attempt, 2 for the first retry, … */
+  attempt: number;
+  /**
+   * Aborted when the deadline passes or the queue stops without waiting. The attempt counts as failed from that
+   * moment; pass the signal to fetch and queries so the work stops instead of overlapping with the retry.
+   */
+  signal: AbortSignal;
+}
+
+export type JobHandler<T> = (job: Job<T>) => Promise<void>;
+
+/** A job that failed for the last time, as `onFailed` sees it. */
+export interface FailedJob<T> {
+  /** The id `enqueue` returned. */
+  id: string;
+  data: T;
+}
+
+export interface RegisterOptions<T> {
+  /** Jobs of this queue that one JobQueue runs at once. Default 1. */
+  concurrency?: number;
+  /** The deadline of one attempt, whole seconds, less than 24 h. */
+  expireInSeconds: number;
+  /** Retries after the first attempt. Default 2. */
+  retryLimit?: number;
+  /** Whole seconds between a failure and the retry. Default 0. */
+  retryDelaySeconds?: number;
+  /**
+   * Called once the job has failed for the last time (thrown error, deadline or crash), with a readable reason.
+   * Delivered at least once, by whichever instance that registered this queue is running; if it throws it is
+   * tried again (pg-boss gives the delivery the job's own retryLimit).
+   */
+  onFailed?: (job: FailedJob<T>, message: string) => Promise<void>;
+}
+
+export interface EnqueueOptions {
+  /** At most one job per key is queued or running in this queue; `enqueue` returns null while one is. */
+  singletonKey?: string;
+}
+
+export type JobState = 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';

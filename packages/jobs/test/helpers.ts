@@ -1,0 +1,80 @@
+import '@wds/testkit';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createDatabase } from '@wds/testkit';
+import { afterEach, beforeAll, expect, inject } from 'vitest';
+import { JobQueue, type JobQueueOptions } from '../src/index.js';
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Short intervals so that retries, deadlines and crash recovery happen within seconds. */
+export const FAST = { pollingIntervalSeconds: 0.2, maintenanceIntervalSeconds: 1 } as const;
+
+/**
+ * One database per test file; every JobQueue a test starts is stopped after it, and any error a queue reported
+ * through onError fails the test.
+ */
+export function useJobQueues() {
+  const ctx = { url: '' };
+  const open: JobQueue[] = [];
+  let reported: Error[] = [];
+
+  beforeAll(async () => {
+    ctx.url = await createDatabase(inject('pgServerUrl'), { prefix: 'jobs' });
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((q) => q.stop({ graceful: false })));
+    const errors = reported;
+    reported = [];
+    expect(errors.map((e) => e.message)).toEqual([]);
+  });
+
+  return {
+    get url() {
+      return ctx.url;
+    },
+    /** A JobQueue on the test database, not started. */
+    create(opts: Partial<JobQueueOptions> = {}): JobQueue {
+      const queue = new JobQueue({ connectionString: ctx.url, ...FAST, onError: (e) => reported.push(e), ...opts });
+      open.push(queue);
+      return queue;
+    },
+    /** The errors reported so far, which then no longer fail the test. */
+    takeErrors(): string[] {
+      return reported.splice(0).map((e) => e.message);
+    },
+    async start(opts: Partial<JobQueueOptions> = {}): Promise<JobQueue> {
+      const queue = this.create(opts);
+      await queue.start();
+      return queue;
+    },
+  };
+}
+
+/** Polls `probe` until `ok` holds for its value; fails with the last value after `timeoutMs`. */
+export async function until<T>(
+  probe: () => T | Promise<T>,
+  ok: (value: T) => boolean = Boolean,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value)) return value;
+    if (Date.now() > end) {
+      throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    }
+    await sleep(50);
+  }
+}
+
+/** A promise a test resolves when it wants a handler to finish. */
+export function gate(): { opened: Promise<void>; open: () => void } {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/** Never settles: a handler that hangs. */
+export const forever = (): Promise<void> => new Promise(() => {});

@@ -1,0 +1,187 @@
+/**
+ * The column surface (spec §4.8, synchronous): `generate` adds `<column>_embedding` to the table the first time
+ * (real[], or vector(n) with an HNSW index when pgvector is there) and embeds every live row whose text has no
+ * vector yet or changed since it was embedded (the text's MD5 is kept per row in platform.embedding_items);
+ * `status` counts; `search` ranks rows by similarity and returns those the caller may read.
+ */
+import { type Db, sql } from '@wds/db';
+import { ServiceError } from '@wds/errors';
+import type pg from 'pg';
+import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
+import type { SearchEmbedder } from './embedder.js';
+import { EMBEDDING_SUFFIX, embeddingColumns, isEmbeddingType, isTextType, liveOnly, loadTable, quoteIdent, type TableInfo } from './tables.js';
+import { similaritySql, vectorText } from './vectors.js';
+import { visibleTop } from './visible.js';
+
+const BATCH = 64;
+const MAX_IDENT = 63;
+
+export interface ColumnDeps {
+  db: Db;
+  embedder: SearchEmbedder;
+  /** Store column vectors as pgvector `vector(n)` (when the extension exists). */
+  pgvector: boolean;
+  /** Called after a column was added, so cached table catalogs are refreshed in every process. */
+  schemaChanged: (workspaceId: string) => Promise<void>;
+}
+
+function textColumn(info: TableInfo, column: string): { column: string; embedding: string } {
+  const type = info.columns.get(column);
+  if (type === undefined) throw new ServiceError('BAD_REQUEST', `Table ${info.logical} has no column ${column}`);
+  if (!isTextType(type)) throw new ServiceError('BAD_REQUEST', `Column ${column} of ${info.logical} is ${type}, not text`, 'only text columns can be embedded');
+  const embedding = `${column}${EMBEDDING_SUFFIX}`;
+  if (embedding.length > MAX_IDENT) throw new ServiceError('BAD_REQUEST', `Column name ${column} is too long to add ${EMBEDDING_SUFFIX} to it`);
+  return { column, embedding };
+}
+
+const targetPrefix = (table: string, column: string) => `${table}.${column}:`;
+
+export async function generateColumn(
+  deps: ColumnDeps,
+  workspaceId: string,
+  table: string,
+  column: string,
+): Promise<{ generated_count: number; column_added: boolean; embedding_column: string }> {
+  const embedder = deps.embedder.require();
+  const info = await loadTable(deps.db, workspaceId, table);
+  const { embedding } = textColumn(info, column);
+  const existing = info.columns.get(embedding);
+  if (existing !== undefined && !isEmbeddingType(existing)) {
+    throw new ServiceError('CONFLICT', `Column ${embedding} already exists and is ${existing}, not an embedding`, 'rename it to embed this column');
+  }
+  const dims = embedder.dimensions;
+  let columnAdded = false;
+  if (existing === undefined) {
+    // The embedder is tried before the table changes, so a failing provider leaves the table as it was.
+    const probe = await sql<{ text: string }>`
+      SELECT t.${sql.raw(quoteIdent(column))} AS text FROM ${sql.raw(info.qualified)} t
+       WHERE t.${sql.raw(quoteIdent(column))} IS NOT NULL AND btrim(t.${sql.raw(quoteIdent(column))}) <> '' LIMIT 1`.execute(deps.db);
+    if (probe.rows[0]) await embedder.embed([probe.rows[0].text]);
+    const type = deps.pgvector ? `vector(${dims})` : 'real[]';
+    await sql.raw(`ALTER TABLE ${info.qualified} ADD COLUMN IF NOT EXISTS ${quoteIdent(embedding)} ${type}`).execute(deps.db);
+    if (deps.pgvector) {
+      await sql.raw(`CREATE INDEX IF NOT EXISTS ${quoteIdent(`${embedding}_hnsw_${workspaceId.slice(0, 8)}`)} ON ${info.qualified} USING hnsw (${quoteIdent(embedding)} vector_cosine_ops)`).execute(deps.db);
+    }
+    columnAdded = true;
+    await deps.schemaChanged(workspaceId);
+  }
+  const pgvector = (existing ?? (deps.pgvector ? 'vector' : 'real[]')).startsWith('vector');
+  const prefix = targetPrefix(table, column);
+  const col = quoteIdent(column);
+  const emb = quoteIdent(embedding);
+  let generated = 0;
+  // Rows are read in id order in batches; each batch is embedded and written before the next is read.
+  let after: string | null = null;
+  for (;;) {
+    const { rows }: { rows: { id: string; text: string; hash: string }[] } = await sql<{ id: string; text: string; hash: string }>`
+      SELECT t.id::text AS id, t.${sql.raw(col)} AS text, md5(t.${sql.raw(col)}) AS hash
+        FROM ${sql.raw(info.qualified)} t
+        LEFT JOIN platform.embedding_items i
+          ON i.workspace_id = ${workspaceId} AND i.surface = 'column' AND i.target_key = ${prefix} || t.id::text
+       WHERE t.${sql.raw(col)} IS NOT NULL AND btrim(t.${sql.raw(col)}) <> ''${sql.raw(liveOnly(info))}
+         AND (t.${sql.raw(emb)} IS NULL OR i.content_hash IS DISTINCT FROM md5(t.${sql.raw(col)}))
+         AND (${after}::text IS NULL OR t.id::text > ${after})
+       ORDER BY t.id::text
+       LIMIT ${BATCH}`.execute(deps.db);
+    if (rows.length === 0) break;
+    const vectors = await embedder.embed(rows.map((r) => r.text));
+    await deps.db.transaction().execute(async (trx) => {
+      await sql`
+        UPDATE ${sql.raw(info.qualified)} t SET ${sql.raw(emb)} = v.e::${sql.raw(pgvector ? 'vector' : 'real[]')}
+          FROM (SELECT unnest(${rows.map((r) => r.id)}::text[]) AS id, unnest(${vectors.map((v) => vectorText(v, pgvector))}::text[]) AS e) v
+         WHERE t.id::text = v.id`.execute(trx);
+      await sql`
+        INSERT INTO platform.embedding_items
+          (id, workspace_id, surface, table_name, row_id, column_name, target_key, status, content_hash, model, dimensions, completed_at, updated_at)
+        SELECT gen_random_uuid(), ${workspaceId}, 'column', ${table}, r.id, ${column}, ${prefix} || r.id, 'completed', r.hash,
+               ${embedder.model}, ${dims}, now(), now()
+          FROM (SELECT unnest(${rows.map((r) => r.id)}::text[]) AS id, unnest(${rows.map((r) => r.hash)}::text[]) AS hash) r
+        ON CONFLICT (workspace_id, surface, target_key) DO UPDATE
+          SET status = 'completed', content_hash = excluded.content_hash, model = excluded.model,
+              dimensions = excluded.dimensions, completed_at = now(), updated_at = now(), error = NULL`.execute(trx);
+    });
+    generated += rows.length;
+    after = (rows[rows.length - 1] as { id: string }).id;
+  }
+  return { generated_count: generated, column_added: columnAdded, embedding_column: embedding };
+}
+
+export interface ColumnStatus {
+  column_name: string;
+  embedding_column: string;
+  /** Live rows with text in the column. */
+  total_rows: number;
+  /** Of those, rows whose vector matches their current text. */
+  embedded_rows: number;
+  /** Rows without a vector or whose text changed since: what the next generate embeds. */
+  pending_rows: number;
+}
+
+export async function columnStatus(db: Db, workspaceId: string, table: string): Promise<{ table_name: string; columns: ColumnStatus[] }> {
+  const info = await loadTable(db, workspaceId, table);
+  const columns: ColumnStatus[] = [];
+  for (const embedding of embeddingColumns(info)) {
+    const column = embedding.slice(0, -EMBEDDING_SUFFIX.length);
+    if (!isTextType(info.columns.get(column))) continue;
+    const col = quoteIdent(column);
+    const { rows } = await sql<{ total: string; embedded: string }>`
+      SELECT count(*) AS total,
+             count(*) FILTER (WHERE t.${sql.raw(quoteIdent(embedding))} IS NOT NULL AND i.content_hash = md5(t.${sql.raw(col)})) AS embedded
+        FROM ${sql.raw(info.qualified)} t
+        LEFT JOIN platform.embedding_items i
+          ON i.workspace_id = ${workspaceId} AND i.surface = 'column' AND i.target_key = ${targetPrefix(table, column)} || t.id::text
+       WHERE t.${sql.raw(col)} IS NOT NULL AND btrim(t.${sql.raw(col)}) <> ''${sql.raw(liveOnly(info))}`.execute(db);
+    const total = Number(rows[0]?.total ?? 0);
+    const embedded = Number(rows[0]?.embedded ?? 0);
+    columns.push({ column_name: column, embedding_column: embedding, total_rows: total, embedded_rows: embedded, pending_rows: total - embedded });
+  }
+  return { table_name: table, columns };
+}
+
+export interface SearchDeps {
+  db: Db;
+  /** For ranking queries with a vector parameter. */
+  pool: pg.Pool;
+  embedder: SearchEmbedder;
+  sql: WorkspaceSql;
+  limits: SqlLimits;
+}
+
+export async function searchColumn(
+  deps: SearchDeps,
+  caller: SqlCaller,
+  table: string,
+  column: string,
+  query: string,
+  limit: number,
+): Promise<{ results: { score: number; row: Record<string, unknown> }[] }> {
+  const embedder = deps.embedder.require();
+  const info = await loadTable(deps.db, caller.workspaceId, table);
+  const { embedding } = textColumn(info, column);
+  const type = info.columns.get(embedding);
+  if (!isEmbeddingType(type)) {
+    throw new ServiceError('CONFLICT', `Column ${column} of ${table} has no embeddings yet`, 'POST …/embeddings/generate with this table_name and column_name first');
+  }
+  const pgvector = (type as string).startsWith('vector');
+  const [vector] = await embedder.embed([query]);
+  const q = vectorText(vector as number[], pgvector);
+  const emb = `t.${quoteIdent(embedding)}`;
+  const score = similaritySql(emb, '$1', pgvector);
+  const omit = embeddingColumns(info);
+  const found = await visibleTop({
+    sql: deps.sql,
+    caller,
+    limits: deps.limits,
+    limit,
+    omitColumns: () => omit,
+    fetch: async (k) => {
+      const order = pgvector ? `${emb} <=> $1::vector` : `${score} DESC`;
+      const r = await deps.pool.query<{ id: string; score: number }>(
+        `SELECT t.id::text AS id, ${score}::float8 AS score FROM ${info.qualified} t WHERE ${emb} IS NOT NULL${liveOnly(info)} ORDER BY ${order} LIMIT ${k}`,
+        [q],
+      );
+      return r.rows.map((row) => ({ table, rowId: row.id, score: row.score }));
+    },
+  });
+  return { results: found.map((f) => ({ score: f.score, row: f.row })) };
+}

@@ -1,0 +1,52 @@
+/**
+ * What the embedding surfaces need to know about a workspace table: that it exists, its columns and their types,
+ * and how to name it in SQL run by the service itself (never by users — their SQL goes through the rewriter).
+ */
+import { type Db, sql } from '@wds/db';
+import { ServiceError } from '@wds/errors';
+import { physicalName } from '@wds/sql-rewriter';
+
+const LOGICAL = /^[a-z_][a-z0-9_]{0,22}$/;
+const TEXT_TYPES = new Set(['text', 'character varying', 'character', 'citext']);
+/** Suffix of the column that holds a text column's embedding. */
+export const EMBEDDING_SUFFIX = '_embedding';
+
+export interface TableInfo {
+  logical: string;
+  /** `user_data."ws_…_name"`, quoted. */
+  qualified: string;
+  /** Column name → type as format_type prints it (`text`, `real[]`, `vector(512)`, …). */
+  columns: Map<string, string>;
+  hasDeletedAt: boolean;
+}
+
+export const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
+/** The table, or 400 naming what is wrong (bad name, no such table, no `id` column). */
+export async function loadTable(db: Db, workspaceId: string, table: string): Promise<TableInfo> {
+  if (typeof table !== 'string' || !LOGICAL.test(table)) {
+    throw new ServiceError('INVALID_TABLE', `Invalid table name: ${JSON.stringify(table)}`, 'lower-case letters, digits and _, at most 23 characters');
+  }
+  const physical = physicalName(workspaceId, table);
+  const { rows } = await sql<{ name: string; type: string }>`
+    SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
+      FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid = to_regclass(${`user_data.${quoteIdent(physical)}`}) AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum`.execute(db);
+  if (rows.length === 0) throw new ServiceError('BAD_REQUEST', `Table ${table} does not exist`);
+  const columns = new Map(rows.map((r) => [r.name, r.type]));
+  if (!columns.has('id')) throw new ServiceError('BAD_REQUEST', `Table ${table} has no id column`, 'embeddings identify rows by id');
+  return { logical: table, qualified: `user_data.${quoteIdent(physical)}`, columns, hasDeletedAt: columns.has('deleted_at') };
+}
+
+export const isTextType = (type: string | undefined): boolean => type !== undefined && TEXT_TYPES.has(type.replace(/\(\d+\)$/, ''));
+
+export const isEmbeddingType = (type: string | undefined): boolean => type === 'real[]' || (type?.startsWith('vector') ?? false);
+
+/** Columns a row's JSON leaves out: the vectors of column embeddings (noise to a model, and large). */
+export function embeddingColumns(info: TableInfo): string[] {
+  return [...info.columns].filter(([name, type]) => name.endsWith(EMBEDDING_SUFFIX) && isEmbeddingType(type)).map(([n]) => n);
+}
+
+/** `AND t.deleted_at IS NULL` when the table soft-deletes. */
+export const liveOnly = (info: TableInfo, alias = 't'): string => (info.hasDeletedAt ? ` AND ${alias}.deleted_at IS NULL` : '');

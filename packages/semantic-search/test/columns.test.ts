@@ -1,0 +1,65 @@
+import '@wds/testkit';
+import { createDb, migrateToLatest, newId, sql } from '@wds/db';
+import { createEmbedder } from '@wds/embeddings';
+import { physicalName } from '@wds/sql-rewriter';
+import { createDatabase } from '@wds/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SearchEmbedder, columnStatus, generateColumn, jobKey } from '../src/index.js';
+import { vectorText } from '../src/vectors.js';
+
+let db: ReturnType<typeof createDb>['db'];
+const ws = newId();
+const changed: string[] = [];
+
+beforeAll(async () => {
+  db = createDb(await createDatabase(inject('pgServerUrl'), { prefix: 'semantic' }), { max: 4 }).db;
+  await migrateToLatest(db);
+  await db.insertInto('platform.workspaces').values({ id: ws, name: 'ws' }).execute();
+  await sql.raw(`CREATE SCHEMA IF NOT EXISTS user_data;
+    CREATE TABLE user_data."${physicalName(ws, 'notes')}" (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), body text, n int, deleted_at timestamptz);
+    INSERT INTO user_data."${physicalName(ws, 'notes')}" (body, n) VALUES ('alpha beta', 1), ('gamma delta', 2), ('', 3), (NULL, 4);
+    INSERT INTO user_data."${physicalName(ws, 'notes')}" (body, n, deleted_at) VALUES ('deleted text', 5, now());`).execute(db);
+});
+afterAll(async () => {
+  await db?.destroy();
+});
+
+const deps = () => ({
+  db,
+  embedder: new SearchEmbedder(createEmbedder({ kind: 'hashing', dimensions: 16 })),
+  pgvector: false,
+  schemaChanged: async (id: string) => void changed.push(id),
+});
+
+describe('column embeddings on plain PostgreSQL', () => {
+  it('embeds live rows with text only, once, and again when the text changes', async () => {
+    expect(await generateColumn(deps(), ws, 'notes', 'body')).toEqual({ generated_count: 2, column_added: true, embedding_column: 'body_embedding' });
+    expect(changed).toEqual([ws]);
+    expect(await generateColumn(deps(), ws, 'notes', 'body')).toMatchObject({ generated_count: 0, column_added: false });
+    const { rows } = await sql<{ v: number[] | null }>`SELECT body_embedding AS v FROM ${sql.raw(`user_data."${physicalName(ws, 'notes')}"`)} WHERE n = 1`.execute(db);
+    expect(rows[0]?.v).toHaveLength(16);
+    await sql`UPDATE ${sql.raw(`user_data."${physicalName(ws, 'notes')}"`)} SET body = 'epsilon' WHERE n = 2`.execute(db);
+    expect((await columnStatus(db, ws, 'notes')).columns[0]).toMatchObject({ total_rows: 2, embedded_rows: 1, pending_rows: 1 });
+    expect(await generateColumn(deps(), ws, 'notes', 'body')).toMatchObject({ generated_count: 1 });
+  });
+
+  it('refuses non-text columns, unknown tables and a clashing column', async () => {
+    await expect(generateColumn(deps(), ws, 'notes', 'n')).rejects.toThrow(/not text/);
+    await expect(generateColumn(deps(), ws, 'missing', 'body')).rejects.toThrow(/does not exist/);
+    await sql.raw(`ALTER TABLE user_data."${physicalName(ws, 'notes')}" ADD COLUMN title text, ADD COLUMN title_embedding int`).execute(db);
+    await expect(generateColumn(deps(), ws, 'notes', 'title')).rejects.toThrow(/already exists/);
+  });
+
+  it('none is 503 EMBEDDING_NOT_CONFIGURED', async () => {
+    await expect(generateColumn({ ...deps(), embedder: new SearchEmbedder(null) }, ws, 'notes', 'body')).rejects.toMatchObject({ code: 'EMBEDDING_NOT_CONFIGURED' });
+  });
+});
+
+describe('helpers', () => {
+  it('formats vectors for both storage kinds and keys jobs per table or file', () => {
+    expect(vectorText([0.5, -1, Number.NaN], false)).toBe('{0.5,-1,0}');
+    expect(vectorText([0.5, -1], true)).toBe('[0.5,-1]');
+    expect(jobKey({ kind: 'table', workspaceId: 'w', table: 't' })).toBe('table:w:t');
+    expect(jobKey({ kind: 'file', workspaceId: 'w', itemId: 'i' })).toBe('file:i');
+  });
+});
