@@ -21,10 +21,13 @@ const jwtFor = (sub: string, email: string, workspaceId?: string) =>
 const userRoutes = routes.filter((r) => r.auth === 'user' || r.auth === 'session');
 
 describe.each(userRoutes.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))('%s', (_name, route) => {
+  // Payload-scoped routes (drive sync, SaaS proxy) name the workspace in the query (reads) or the body (writes).
+  const inQuery = route.workspace === 'payload' && (route.method === 'get' || route.method === 'delete');
+  const inBody = route.workspace === 'payload' && !inQuery;
   const send = (h: any, wsId: string, token: string | undefined, extra: Record<string, string> = {}) =>
-    h.call(route.method.toUpperCase(), concretePath(route.path, wsId), {
+    h.call(route.method.toUpperCase(), concretePath(route.path, wsId) + (inQuery ? `?workspace_id=${wsId}` : ''), {
       token,
-      body: route.body ? {} : undefined,
+      body: route.body ? (inBody ? { workspace_id: wsId } : {}) : undefined,
       headers: { ...(route.workspace === 'header' ? { 'x-workspace-id': wsId } : {}), ...extra },
     });
 

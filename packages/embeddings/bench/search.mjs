@@ -105,7 +105,7 @@ try {
 
   await migrateToLatest(db);
   const ws = await loadChunks(db);
-  await sql`ANALYZE platform.embedding_chunks`.execute(db);
+  await sql`ANALYZE`.execute(db);
   console.log(' searchChunks, exact path (platform.vector_dot):');
   await time('limit 10', () => searchChunks(db, { workspaceId: ws, surface: 'table_row', vector: query, limit: 10, useVector: false }));
 } finally {
@@ -149,12 +149,16 @@ try {
   await time('searchChunks, HNSW (ef_search 100)', () => searchChunks(liteDb, { ...options, useVector: true }));
   await time('searchChunks, HNSW (ef_search 400)', () => searchChunks(liteDb, { ...options, useVector: true, efSearch: 400 }));
   await time('searchChunks, exact (vector_dot)', () => searchChunks(liteDb, { ...options, useVector: false }));
+  const exact = [];
+  for (const vector of queries) {
+    const q = { workspaceId: ws, surface: 'table_row', vector, limit: 10, useVector: false };
+    exact.push(new Set((await searchChunks(liteDb, q)).map((h) => h.item_id)));
+  }
   for (const efSearch of [40, 100, 200, 400, 1000]) {
     let found = 0;
-    for (const vector of queries) {
-      const q = { workspaceId: ws, surface: 'table_row', vector, limit: 10 };
-      const exact = new Set((await searchChunks(liteDb, { ...q, useVector: false })).map((h) => h.item_id));
-      found += (await searchChunks(liteDb, { ...q, useVector: true, efSearch })).filter((h) => exact.has(h.item_id)).length;
+    for (const [i, vector] of queries.entries()) {
+      const q = { workspaceId: ws, surface: 'table_row', vector, limit: 10, useVector: true, efSearch };
+      found += (await searchChunks(liteDb, q)).filter((h) => exact[i].has(h.item_id)).length;
     }
     console.log(`  recall@10 at ef_search ${String(efSearch).padEnd(4)}         ${((100 * found) / (10 * queries.length)).toFixed(1)}% (${queries.length} queries)`);
   }
