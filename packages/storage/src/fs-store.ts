@@ -45,8 +45,13 @@ export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): F
       const file = await open(tmpPath, 'wx', 0o600);
       let closed = false;
       let renamed = false;
+      const flusher = backgroundFlusher(file);
       try {
-        const counted = await pumpHashed(source, putOpts, (chunk) => writeAll(file, chunk));
+        const counted = await pumpHashed(source, putOpts, async (chunk) => {
+          await writeAll(file, chunk);
+          flusher.wrote(chunk.byteLength);
+        });
+        await flusher.settled();
         await file.sync();
         closed = true;
         await file.close();
@@ -59,6 +64,7 @@ export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): F
         if (putOpts.signal?.aborted) throw abortReason(putOpts.signal);
         return { key, ...counted };
       } catch (err) {
+        await flusher.settled();
         if (!closed) await file.close().catch(() => undefined);
         await rm(renamed ? finalPath : tmpPath, { force: true }).catch(() => undefined);
         throw err;
@@ -114,6 +120,35 @@ export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): F
 
   if (opts.cleanTempOnStart !== false) store.cleanTemp().catch(() => undefined);
   return store;
+}
+
+/** Bytes written between background flushes. */
+const FLUSH_EVERY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Starts an fdatasync in the background every FLUSH_EVERY_BYTES while a blob streams in, one at a time, so the disk
+ * writes the data while the network still delivers it and the final fsync has only the last stretch left (rather
+ * than the whole file, which would add its full write-out time to every large upload).
+ */
+function backgroundFlusher(file: FileHandle): { wrote(bytes: number): void; settled(): Promise<void> } {
+  let unflushed = 0;
+  let running: Promise<void> | undefined;
+  return {
+    wrote(bytes) {
+      unflushed += bytes;
+      if (unflushed < FLUSH_EVERY_BYTES || running) return;
+      unflushed = 0;
+      running = file.datasync().then(
+        () => {
+          running = undefined;
+        },
+        () => {
+          running = undefined; // the final fsync reports any real failure
+        },
+      );
+    },
+    settled: () => running ?? Promise.resolve(),
+  };
 }
 
 /** Writes the whole chunk (a write may take only part of it). */
