@@ -6,7 +6,7 @@
  */
 import { type Db, sql } from '@wds/db';
 import { ServiceError } from '@wds/errors';
-import { chunkText, completeItem, reportStuck, searchChunks } from '@wds/embeddings';
+import { chunkText, completeItem, jsonToText, reportStuck, searchChunks } from '@wds/embeddings';
 import type pg from 'pg';
 import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
 import type { SearchEmbedder } from './embedder.js';
@@ -29,11 +29,12 @@ export interface RowDeps {
   stuckAfterMs: number;
 }
 
-/** The SQL text of a row as it is embedded, and its hash. */
-function rowText(info: TableInfo, alias = 't'): string {
+/** A row as it is embedded, as SQL: its JSON without timestamps and vectors (hashed as text to spot changes). */
+function rowJson(info: TableInfo, alias = 't'): string {
   const drop = [...LEFT_OUT, ...embeddingColumns(info)].map((c) => ` - '${c.replaceAll("'", "''")}'`).join('');
-  return `(to_jsonb(${alias})${drop})::text`;
+  return `(to_jsonb(${alias})${drop})`;
 }
+const rowText = (info: TableInfo, alias = 't'): string => `${rowJson(info, alias)}::text`;
 
 const targetKey = (table: string) => `'${table}:' || t.id::text`;
 
@@ -106,13 +107,14 @@ export async function runTableJob(deps: RowDeps, workspaceId: string, table: str
       if (Number(more.rows[0]?.n ?? 0) === 0) return;
       continue;
     }
-    const rows = await sql<{ id: string; text: string; hash: string }>`
-      SELECT t.id::text AS id, ${sql.raw(text)} AS text, md5(${sql.raw(text)}) AS hash
+    const rows = await sql<{ id: string; doc: Record<string, unknown>; hash: string }>`
+      SELECT t.id::text AS id, ${sql.raw(rowJson(info))} AS doc, md5(${sql.raw(text)}) AS hash
         FROM ${sql.raw(info.qualified)} t
        WHERE t.id::text = ANY(${claimed.rows.map((r) => r.row_id)}::text[])${sql.raw(liveOnly(info))}`.execute(deps.db);
     const byRow = new Map(rows.rows.map((r) => [r.id, r]));
     const work = claimed.rows.map((c) => ({ item: c.id, row: byRow.get(c.row_id), chunks: [] as string[] }));
-    for (const w of work) if (w.row) w.chunks = chunkText(w.row.text).map((c) => c.content);
+    // "name: Ada\ntags: x, y" reads better to a model than JSON punctuation.
+    for (const w of work) if (w.row) w.chunks = chunkText(jsonToText(w.row.doc)).map((c) => c.content);
     const vectors = await deps.embedder.embedAll(work.flatMap((w) => w.chunks));
     let next = 0;
     for (const w of work) {
