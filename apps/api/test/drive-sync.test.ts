@@ -1,6 +1,6 @@
 import { type FakeDrive, recordingListener, startFakeDrive } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, Harness } from './support.js';
+import { ADMIN_TOKEN, Harness, until } from './support.js';
 
 /**
  * Drive sync (spec §4.17) and the SaaS proxy (spec §4.18) over HTTP, against a fake Google-Drive-like provider on
@@ -48,15 +48,6 @@ async function connectedWorkspace() {
   return { owner, ws, grant };
 }
 
-async function until<T>(check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('drive sync', () => {
   it('roots, a background sync, status with node count, read, picker and materialize', async () => {

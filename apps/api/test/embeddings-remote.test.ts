@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from './support.js';
+import { Harness, until } from './support.js';
 
 /**
  * The OpenAI-compatible embedder against a fake provider on 127.0.0.1, the `none` embedder, and a restart while a
@@ -64,15 +64,6 @@ const env = () => ({
   JOB_POLL_INTERVAL_MS: '500',
 });
 
-async function until<T>(check: () => Promise<T | undefined>, ms = 40_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('remote embedder', () => {
   it('embeds through the provider; a 500 or wrong dimensions is 502 EMBEDDING_API_ERROR without the key', async () => {

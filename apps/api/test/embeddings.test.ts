@@ -1,18 +1,8 @@
-import { describe, expect, test } from './support.js';
+import { describe, expect, test, until } from './support.js';
 import type { Harness } from './support.js';
 
 const emb = (ws: string, path: string) => `/api/v1/workspaces/${ws}/embeddings${path}`;
 
-/** Polls `check` until it returns a value (not undefined), for up to `ms`. */
-async function until<T>(check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 async function upload(h: Harness, token: string, ws: string, filename: string, text: string | Buffer, contentType = 'text/plain') {
   const r = await h.call('POST', `/api/v1/workspaces/${ws}/files`, {

@@ -204,6 +204,17 @@ export class Harness {
   }
 }
 
+/** Polls `check` until it returns something other than undefined (background work), failing after `ms`. */
+export async function until<T>(check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 type User = Awaited<ReturnType<Harness['user']>>;
 
 export const test = base.extend<{ harness: Harness; h: Harness; owner: User; ws: { id: string; name: string } }>({

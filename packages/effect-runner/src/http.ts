@@ -44,6 +44,28 @@ export function parseTargetUrl(text: string): URL {
   return url;
 }
 
+/**
+ * An outgoing request to `url` whose connection resolves through the guard (no pooled sockets, so every request is
+ * checked). `user:password@` in the URL becomes Basic auth. Throws synchronously for an invalid method or header.
+ */
+export function guardedRequest(
+  url: URL,
+  guard: OutboundGuard,
+  opts: { method: string; headers: http.OutgoingHttpHeaders },
+): http.ClientRequest {
+  return (url.protocol === 'https:' ? https : http).request({
+    protocol: url.protocol,
+    hostname: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port === '' ? undefined : Number(url.port),
+    path: `${url.pathname}${url.search}`,
+    method: opts.method,
+    headers: opts.headers,
+    auth: url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
+    lookup: guardedLookup(guard),
+    agent: false,
+  });
+}
+
 /** A socket `lookup` that resolves through the guard, so the address checked is the address connected to. */
 export function guardedLookup(guard: OutboundGuard): LookupFunction {
   return (hostname, options, callback) => {
@@ -115,17 +137,7 @@ export async function sendRequest(req: HttpRequest): Promise<HttpResponse> {
     const tooLarge = () => new EffectError('too_large', `the response from ${url.host} is larger than ${maxBytes} bytes`);
 
     try {
-      outgoing = (url.protocol === 'https:' ? https : http).request({
-        protocol: url.protocol,
-        hostname: host,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method: req.method,
-        headers: req.headers,
-        auth: url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
-        lookup: guardedLookup(guard),
-        agent: false,
-      });
+      outgoing = guardedRequest(url, guard, { method: req.method, headers: req.headers });
     } catch (err) {
       // Node validates methods and headers synchronously
       return settle(new EffectError('invalid', `cannot send the request: ${(err as Error).message}`));

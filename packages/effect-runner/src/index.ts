@@ -20,7 +20,7 @@ export {
   runEffect,
 } from './effect.js';
 export { EffectError, type EffectErrorKind } from './errors.js';
-export { guardedLookup } from './http.js';
+export { guardedLookup, guardedRequest } from './http.js';
 export { FETCH_MAX_BYTES, FETCH_MAX_TIMEOUT_MS, type FetchSourceOptions, type FetchSourceResult, type FetchSpec, fetchSource } from './fetch-source.js';
 export { OutboundGuard, type OutboundGuardOptions, parseAllowlist, type Resolver } from './guard.js';
 export { buildObject, evaluateMappings, type FieldMapping, parsePath, readPath, validateFieldMappings } from './mappings.js';

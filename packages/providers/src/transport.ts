@@ -4,11 +4,10 @@
  * to, on every connection), and an IP-literal host is checked before the request (Node does not call `lookup` for
  * it). Redirects are not followed here; errors become UPSTREAM_ERROR naming the host only, never a header.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
-import { EffectError, guardedLookup, type OutboundGuard } from '@wds/effect-runner';
+import { EffectError, guardedRequest, type OutboundGuard } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
 
 /** A streamed request body of a known length. */
@@ -78,16 +77,7 @@ export async function openExchange(call: OutboundCall): Promise<http.IncomingMes
     const headers = { ...call.headers };
     if (call.body !== undefined) headers['content-length'] = String(Buffer.isBuffer(call.body) ? call.body.length : call.body.length);
     try {
-      outgoing = (url.protocol === 'https:' ? https : http).request({
-        protocol: url.protocol,
-        hostname: host,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method: call.method,
-        headers,
-        lookup: guardedLookup(guard),
-        agent: false,
-      });
+      outgoing = guardedRequest(url, guard, { method: call.method, headers });
     } catch (err) {
       // Node validates methods and headers synchronously
       return fail(new ServiceError('UPSTREAM_ERROR', `Cannot send the request to ${url.host}`, (err as Error).message));

@@ -33,19 +33,25 @@ export interface FileEmbedding {
   updated_at: string;
 }
 
-const isImage = (contentType: string) => contentType.toLowerCase().startsWith('image/');
-
-/** Queues the files for embedding (with `force`, also those already completed). */
-export async function embedFiles(deps: FileDeps, workspaceId: string, fileIds: string[], force: boolean): Promise<{ files: FileEmbedding[] }> {
-  const embedder = deps.embedder.require();
-  const ids = [...new Set(fileIds)];
-  const files = await deps.db
+/** The workspace's files among `ids` that are not deleted. */
+async function liveFiles(db: Db, workspaceId: string, ids: string[]) {
+  if (ids.length === 0) return [];
+  return db
     .selectFrom('platform.files')
     .select(['id', 'filename', 'content_type'])
     .where('workspace_id', '=', workspaceId)
     .where('deleted_at', 'is', null)
     .where('id', 'in', ids)
     .execute();
+}
+
+const isImage = (contentType: string) => contentType.toLowerCase().startsWith('image/');
+
+/** Queues the files for embedding (with `force`, also those already completed). */
+export async function embedFiles(deps: FileDeps, workspaceId: string, fileIds: string[], force: boolean): Promise<{ files: FileEmbedding[] }> {
+  const embedder = deps.embedder.require();
+  const ids = [...new Set(fileIds)];
+  const files = await liveFiles(deps.db, workspaceId, ids);
   const missing = ids.filter((id) => !files.some((f) => f.id === id));
   if (missing.length > 0) throw notFound(`File ${missing.join(', ')}`);
   const images = embedder.multimodal ? [] : files.filter((f) => isImage(f.content_type));
@@ -183,16 +189,7 @@ export async function searchFiles(
     useVector: deps.pgvector,
   });
   const ids = [...new Set(hits.map((h) => h.file_id as string))];
-  const live =
-    ids.length === 0
-      ? []
-      : await deps.db
-          .selectFrom('platform.files')
-          .select(['id', 'filename', 'content_type'])
-          .where('workspace_id', '=', workspaceId)
-          .where('deleted_at', 'is', null)
-          .where('id', 'in', ids)
-          .execute();
+  const live = await liveFiles(deps.db, workspaceId, ids);
   const byId = new Map(live.map((f) => [f.id, f]));
   const results: FileHit[] = [];
   for (const h of hits) {

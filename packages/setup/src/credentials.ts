@@ -81,22 +81,19 @@ export async function deleteCredential(db: Db, workspaceId: string, provider: st
 
 /** The plaintext credential, for the code that talks to the provider only; undefined when none is stored. */
 export async function openCredential(db: Db, box: Sealer, workspaceId: string, provider: string): Promise<string | undefined> {
-  const row = await db
+  const row = await credentialRow(db, workspaceId, provider);
+  return row ? box.open(row.sealed_value, credentialBinding(workspaceId, provider)) : undefined;
+}
+
+const credentialRow = (db: Db, workspaceId: string, provider: string) =>
+  db
     .selectFrom('platform.workspace_credentials')
     .select('sealed_value')
     .where('workspace_id', '=', workspaceId)
     .where('provider', '=', provider)
     .executeTakeFirst();
-  return row ? box.open(row.sealed_value, credentialBinding(workspaceId, provider)) : undefined;
-}
 
 /** Whether the workspace has a credential for the provider (without opening it). */
 export async function hasCredential(db: Db, workspaceId: string, provider: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('platform.workspace_credentials')
-    .select('provider')
-    .where('workspace_id', '=', workspaceId)
-    .where('provider', '=', provider)
-    .executeTakeFirst();
-  return row !== undefined;
+  return (await credentialRow(db, workspaceId, provider)) !== undefined;
 }

@@ -16,6 +16,25 @@ const Limit = v.optional(v.pipe(v.number('must be a number'), v.integer('must be
 const FileIds = v.pipe(v.array(Uuid, 'must be an array of file ids'), v.minLength(1, 'at least one file id'), v.maxLength(50, 'at most 50 file ids'));
 const TableNames = v.pipe(v.array(Name, 'must be an array of table names'), v.minLength(1, 'at least one table name'), v.maxLength(100));
 
+/** files/embed and files/regenerate: the same request; regenerate also redoes files already embedded. */
+const embedFilesRoute = (action: string, operation: 'embed_files' | 'regenerate_file_embeddings', summary: string, force: boolean) =>
+  defineRoute({
+    ...member,
+    method: 'post',
+    path: `${base}/files/${action}`,
+    operation,
+    summary,
+    body: v.object({ file_ids: FileIds }),
+    status: 202,
+    transaction: false,
+    invalidates: 'none',
+    handler: async (ctx) => {
+      await assertStorageEditor(ctx);
+      ctx.audit({ details: { file_ids: ctx.body.file_ids } });
+      return embedFiles(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.file_ids, force);
+    },
+  });
+
 export const embeddingRoutes = [
   defineRoute({
     ...member,
@@ -52,22 +71,7 @@ export const embeddingRoutes = [
     handler: (ctx) =>
       searchColumn(embeddingDeps(ctx.c.var.services), sqlCallerOf(ctx), ctx.body.table_name, ctx.body.column_name, ctx.body.query, ctx.body.limit),
   }),
-  defineRoute({
-    ...member,
-    method: 'post',
-    path: `${base}/files/embed`,
-    operation: 'embed_files',
-    summary: 'Queue files for embedding (1–50 ids; storage editors); poll files/status',
-    body: v.object({ file_ids: FileIds }),
-    status: 202,
-    transaction: false,
-    invalidates: 'none',
-    handler: async (ctx) => {
-      await assertStorageEditor(ctx);
-      ctx.audit({ details: { file_ids: ctx.body.file_ids } });
-      return embedFiles(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.file_ids, false);
-    },
-  }),
+  embedFilesRoute('embed', 'embed_files', 'Queue files for embedding (1–50 ids; storage editors); poll files/status', false),
   defineRoute({
     ...member,
     method: 'get',
@@ -85,22 +89,7 @@ export const embeddingRoutes = [
     body: v.object({ query: Query, limit: Limit }),
     handler: (ctx) => searchFiles(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.query, ctx.body.limit),
   }),
-  defineRoute({
-    ...member,
-    method: 'post',
-    path: `${base}/files/regenerate`,
-    operation: 'regenerate_file_embeddings',
-    summary: 'Embed files again, whatever their state (1–50 ids; storage editors)',
-    body: v.object({ file_ids: FileIds }),
-    status: 202,
-    transaction: false,
-    invalidates: 'none',
-    handler: async (ctx) => {
-      await assertStorageEditor(ctx);
-      ctx.audit({ details: { file_ids: ctx.body.file_ids } });
-      return embedFiles(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.file_ids, true);
-    },
-  }),
+  embedFilesRoute('regenerate', 'regenerate_file_embeddings', 'Embed files again, whatever their state (1–50 ids; storage editors)', true),
   defineRoute({
     ...member,
     method: 'post',
