@@ -1,10 +1,11 @@
 /**
- * The one read loop both blob stores share: pull chunks from the source, hash and count them, hand them to the
- * store's writer in batches of about 1 MiB with at most one write in flight (so a slow disk or S3 slows the source
- * down instead of filling memory), and stop early on the size limit or the abort signal.
+ * The one read loop both blob stores share: pull chunks from the source and count them, hand them to the store's
+ * writer in batches of about 1 MiB with at most one write in flight (so a slow disk or S3 slows the source down
+ * instead of filling memory) and to the hashing thread with at most one batch queued, and stop early on the size
+ * limit or the abort signal.
  */
-import { createHash } from 'node:crypto';
 import { BlobTooLargeError, type PutOptions } from './blob-store.js';
+import { ThreadHash } from './hash-thread.js';
 
 export interface Counted {
   size: number;
@@ -33,7 +34,9 @@ export async function pumpHashed(
   write: (chunk: Uint8Array) => Promise<void>,
 ): Promise<Counted> {
   const { maxBytes, signal } = opts;
-  const hash = createHash('sha256');
+  // Hashed in the hashing thread, batch by batch, at most one batch behind the writes.
+  const hash = new ThreadHash();
+  let hashing: Promise<void> = Promise.resolve();
   let size = 0;
   let finished = false;
   const iterator = source[Symbol.asyncIterator]();
@@ -48,6 +51,9 @@ export async function pumpHashed(
     batch = [];
     batchBytes = 0;
     await raced(inFlight, signal);
+    await raced(hashing, signal);
+    hashing = hash.update(data);
+    hashing.catch(() => undefined);
     inFlight = write(data);
     inFlight.catch(() => undefined);
   };
@@ -59,18 +65,20 @@ export async function pumpHashed(
       if (!(chunk instanceof Uint8Array)) throw new TypeError('a blob source must yield Uint8Array chunks');
       size += chunk.byteLength;
       if (maxBytes !== undefined && size > maxBytes) throw new BlobTooLargeError(maxBytes);
-      hash.update(chunk);
       batch.push(chunk);
       batchBytes += chunk.byteLength;
       if (batchBytes >= WRITE_BATCH_BYTES) await flush();
     }
     await flush();
     await raced(inFlight, signal);
+    await raced(hashing, signal);
+    const sha256 = await hash.digest();
     finished = true;
     if (signal?.aborted) throw abortReason(signal);
-    return { size, sha256: hash.digest('hex') };
+    return { size, sha256 };
   } finally {
     if (!finished) {
+      hash.drop();
       stopSource(source, iterator);
       // A failed run must not leave a write behind it: wait for the one in flight (its error is not this one's).
       await inFlight.catch(() => undefined);
