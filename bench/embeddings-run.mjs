@@ -15,6 +15,7 @@ import {
   HASHING_MODEL,
   completeItem,
   createEmbedder,
+  EXACT_SCAN_MAX_CHUNKS,
   detectVectorSupport,
   ensureVectorIndex,
   searchChunks,
@@ -32,9 +33,16 @@ const K = 10;
 const EXACT_BUDGET_MS = 60_000;
 const MIN_EXACT = 3;
 // The first rows of each load go through completeItem, the package's write path, one transaction per item; the rest
-// are written in bulk with the same rows (completeItem runs at ~100 items/s on PGlite, too slow for 100k).
+// are written in bulk with the same rows (completeItem ran at 90 to 600 items/s here: minutes for 100k).
 const VIA_COMPLETE = 500;
 const BULK_ROWS = 500;
+// PGlite's default maintenance_work_mem (64MB) does not hold the HNSW graph of 100k 384-d vectors; pgvector then
+// builds on disk, and a trial build ran for over 10 minutes before it was stopped (about 5 minutes with 1GB). A
+// server deployment would raise it for the build the same way.
+const MAINTENANCE_WORK_MEM = '1GB';
+// HNSW forced (exactScanMaxChunks: 0) at pgvector-ish narrow width and at searchChunks' default (1000), to show what
+// recall costs; the default policy row scans exactly with pgvector's distance up to EXACT_SCAN_MAX_CHUNKS chunks.
+const NARROW_EF_SEARCH = 100;
 
 const log = (line) => {
   if (isMainThread) console.error(`  · ${line}`);
@@ -135,8 +143,8 @@ async function load(db, engine, n, texts, store) {
 }
 
 /** Runs the queries one after the other (a warm-up first when `warm`); stops early after `budgetMs`. */
-async function measure(db, workspaceId, queries, useVector, { budgetMs = Infinity, warm = false, label }) {
-  const search = (vector) => searchChunks(db, { workspaceId, surface: 'table_row', vector, limit: K, useVector });
+async function measure(db, workspaceId, queries, useVector, { budgetMs = Infinity, warm = false, efSearch, exactScanMaxChunks, label }) {
+  const search = (vector) => searchChunks(db, { workspaceId, surface: 'table_row', vector, limit: K, useVector, efSearch, exactScanMaxChunks });
   if (warm) await search(queries[0]);
   const latencies = [];
   const hits = [];
@@ -190,10 +198,10 @@ async function pgliteRun({ n, texts, store, queries }) {
     await migrateToLatest(db);
     if (!(await detectVectorSupport(db))) throw new Error('PGlite: no pgvector');
     const { rows: info } = await pglite.query(
-      `SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector, current_setting('maintenance_work_mem') AS mwm,
-              current_setting('server_version') AS version`,
+      `SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector, current_setting('server_version') AS version`,
     );
     const loaded = await load(db, 'PGlite', n, texts, rows);
+    await pglite.exec(`SET maintenance_work_mem = '${MAINTENANCE_WORK_MEM}'`);
     log(`PGlite ${n}: building the HNSW index (ensureVectorIndex: fills embedding_v from real[], then CREATE INDEX)`);
     parentPort.postMessage({ phase: `PGlite ${n}: building the HNSW index` });
     const t = performance.now();
@@ -201,9 +209,11 @@ async function pgliteRun({ n, texts, store, queries }) {
     const indexMs = performance.now() - t;
     log(`PGlite ${n}: index ${outcome} in ${sec(indexMs)} s`);
     await pglite.exec('ANALYZE platform.embedding_chunks');
-    const hnsw = await measure(db, loaded.workspaceId, queryVectors, true, { warm: true, label: `PGlite ${n} HNSW` });
+    const policy = await measure(db, loaded.workspaceId, queryVectors, true, { warm: true, label: `PGlite ${n} default` });
+    const narrow = await measure(db, loaded.workspaceId, queryVectors, true, { exactScanMaxChunks: 0, efSearch: NARROW_EF_SEARCH, label: `PGlite ${n} HNSW ef ${NARROW_EF_SEARCH}` });
+    const hnsw = await measure(db, loaded.workspaceId, queryVectors, true, { exactScanMaxChunks: 0, label: `PGlite ${n} HNSW ef 1000` });
     const exact = await measure(db, loaded.workspaceId, queryVectors, false, { budgetMs: EXACT_BUDGET_MS, label: `PGlite ${n} exact` });
-    return { ...loaded, indexMs, hnsw, exact, ...info[0] };
+    return { ...loaded, indexMs, policy, narrow, hnsw, exact, ...info[0] };
   } finally {
     await pglite.close();
   }
@@ -274,10 +284,10 @@ async function main() {
   const store = new Float32Array(new SharedArrayBuffer(maxN * DIMS * 4));
   for (let i = 0; i < maxN; i += 10_000) {
     const vectors = await hashing.embed(texts.slice(i, i + 10_000));
-    vectors.forEach((v, j) => store.set(v, (i + j) * DIMS));
+    for (const [j, v] of vectors.entries()) store.set(v, (i + j) * DIMS);
   }
   const queries = new Float32Array(new SharedArrayBuffer(QUERIES * DIMS * 4));
-  (await hashing.embed(queryTexts)).forEach((v, q) => queries.set(v, q * DIMS));
+  for (const [q, v] of (await hashing.embed(queryTexts)).entries()) queries.set(v, q * DIMS);
   const hashMs = performance.now() - t;
   const queryVectors = Array.from({ length: QUERIES }, (_, q) => Array.from(queries.subarray(q * DIMS, (q + 1) * DIMS)));
   log(`${maxN + QUERIES} sentences embedded by the hashing embedder in ${sec(hashMs)} s`);
@@ -346,8 +356,19 @@ async function main() {
       const lite = await runPgliteWorker({ n, texts: texts.slice(0, n), store: store.buffer, queries: queries.buffer });
       liteInfo = lite;
       const exact = { path: 'PGlite exact (real[])', ...summary(lite.exact, tenth) };
-      const hnsw = { path: `PGlite HNSW (pgvector ${lite.pgvector})`, indexMs: lite.indexMs, ...summary(lite.hnsw, tenth) };
-      results.push({ n, loadMs: lite.loadMs, completeRate: lite.completeRate, ...exact }, { n, ...hnsw, vsExact: hnsw.p50 / exact.p50 });
+      const policy = {
+        path: n <= EXACT_SCAN_MAX_CHUNKS ? 'pgvector default (exact <=>)' : 'pgvector default (HNSW)',
+        indexMs: lite.indexMs,
+        ...summary(lite.policy, tenth),
+      };
+      const narrow = { path: `HNSW ef_search ${NARROW_EF_SEARCH}`, ...summary(lite.narrow, tenth) };
+      const hnsw = { path: `HNSW ef_search 1000 (pgv ${lite.pgvector})`, ...summary(lite.hnsw, tenth) };
+      results.push(
+        { n, loadMs: lite.loadMs, completeRate: lite.completeRate, ...exact },
+        { n, ...policy, vsExact: policy.p50 / exact.p50 },
+        { n, ...narrow, vsExact: narrow.p50 / exact.p50 },
+        { n, ...hnsw, vsExact: hnsw.p50 / exact.p50 },
+      );
     }
   } finally {
     await server.stop();
@@ -361,7 +382,7 @@ async function main() {
   console.log(`Search, top ${K} of N table rows of one workspace, ${DIMS}-d vectors from the hashing embedder (${HASHING_MODEL})`);
   console.log(`over made-up sentences (${sec(hashMs)} s to embed ${maxN + QUERIES}); ${QUERIES} queries are fresh sentences from the same generator.`);
   console.log(`Ground truth: exact top ${K} by dot product in JavaScript. PostgreSQL ${pgVersion} (${server.kind}; pgvector there: ${pgHasVector ? 'yes' : 'no'});`);
-  console.log(`PGlite (PostgreSQL ${liteInfo.version}) in a worker thread: single-threaded WASM, maintenance_work_mem ${liteInfo.mwm}.\n`);
+  console.log(`PGlite (PostgreSQL ${liteInfo.version}) in a worker thread: single-threaded WASM, maintenance_work_mem ${MAINTENANCE_WORK_MEM} for the build.\n`);
   const header = ['N', 'path', 'load s', 'index s', 'queries', 'p50 ms', 'p95 ms', 'recall@10', 'p50 vs exact scan, same engine'];
   const widths = [7, 30, 7, 8, 8, 9, 9, 10, 0];
   const line = (cells) => cells.map((c, i) => (i === 1 || i === cells.length - 1 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
@@ -386,6 +407,7 @@ async function main() {
   for (const r of results.filter((x) => x.completeRate)) {
     console.log(`write path, ${r.path.split(' ')[0]} ${r.n}: completeItem ${r.completeRate.toFixed(0)} items/s (first ${Math.min(r.n, VIA_COMPLETE)} items, one transaction each); the rest in bulk INSERTs of ${BULK_ROWS} rows`);
   }
+  console.log(`'pgvector default' is searchChunks as the service calls it: an exact scan with pgvector's distance up to ${EXACT_SCAN_MAX_CHUNKS} chunks of a surface, HNSW at ef_search 1000 above; the HNSW rows force the index. m and ef_construction are pgvector's defaults.`);
   console.log(`load s: upsertPending + completeItem/bulk writes + VACUUM ANALYZE. index s: ensureVectorIndex (fill embedding_v, build HNSW).`);
   console.log(`Exact scans stop starting queries after ${EXACT_BUDGET_MS / 1000} s (at least ${MIN_EXACT}): 'queries' says how many ran; HNSW runs all ${QUERIES}.`);
   const low = results.filter((r) => r.recall < 0.95);

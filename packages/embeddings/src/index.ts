@@ -26,5 +26,5 @@ export {
   upsertPending,
 } from './store/items.js';
 export { HNSW_MAX_DIMENSIONS, detectVectorSupport, ensureVectorIndex } from './store/pgvector.js';
-export { type SearchHit, type SearchOptions, searchChunks } from './store/search.js';
+export { EXACT_SCAN_MAX_CHUNKS, type SearchHit, type SearchOptions, searchChunks } from './store/search.js';
 export { dot, l2Normalise } from './vector.js';

@@ -193,6 +193,13 @@ describe('detectVectorSupport and ensureVectorIndex', () => {
     const plan = await pglite.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]);
     expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using embedding_chunks_embedding_v_hnsw/);
   });
+
+  it('a surface of at most EXACT_SCAN_MAX_CHUNKS is scanned exactly, not through the index', async () => {
+    const query = nearestChunks({ workspaceId: A, surface: 'file', vector: queries[0]!, limit: 10, useVector: true }, queries[0]!, 40, { exact: true });
+    const compiled = query.compile(liteDb);
+    const plan = await pglite.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${compiled.sql}`, [...compiled.parameters]);
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).not.toMatch(/embedding_chunks_embedding_v_hnsw/);
+  });
 });
 
 /**
@@ -216,7 +223,7 @@ describe('searchChunks', () => {
       const options = { workspaceId: A, surface: 'file' as const, vector: q, limit: 10 };
       const want = expected(options);
       for (const [name, db, useVector] of paths()) {
-        const hits = await searchChunks(db, { ...options, useVector, efSearch: WIDE });
+        const hits = await searchChunks(db, { ...options, useVector, efSearch: WIDE, exactScanMaxChunks: 0 });
         expect(hits.map(keyOf), `${name}, query ${qi}`).toEqual(want.map((w) => w.key));
         for (const [i, hit] of hits.entries()) {
           expect(Math.abs(hit.score - want[i]!.score), `${name} score`).toBeLessThan(1e-5);
@@ -232,6 +239,14 @@ describe('searchChunks', () => {
     expect(near[0]!.score).toBeGreaterThan(0.95);
   });
 
+  it('with pgvector, a small surface is answered exactly by default, even with a narrow index search', async () => {
+    for (const [qi, q] of queries.entries()) {
+      const options = { workspaceId: A, surface: 'file' as const, vector: q, limit: 10 };
+      const hits = await searchChunks(liteDb, { ...options, useVector: true, efSearch: 1 });
+      expect(hits.map(keyOf), `query ${qi}`).toEqual(expected(options).map((w) => w.key));
+    }
+  });
+
   it('filters by files, tables and model the same way on every path', async () => {
     const some = files.filter((_, i) => i % 5 === 0);
     const cases: Omit<SearchOptions, 'useVector'>[] = [
@@ -244,7 +259,7 @@ describe('searchChunks', () => {
     for (const options of cases) {
       const want = expected(options).map((w) => w.key);
       for (const [name, db, useVector] of paths()) {
-        const hits = await searchChunks(db, { ...options, useVector, efSearch: WIDE });
+        const hits = await searchChunks(db, { ...options, useVector, efSearch: WIDE, exactScanMaxChunks: 0 });
         expect(hits.map(keyOf), `${name} ${JSON.stringify({ ...options, vector: undefined })}`).toEqual(want);
       }
     }
@@ -302,7 +317,7 @@ describe('ensureVectorIndex with another size', () => {
     expect(tiny[0]!.score).toBeCloseTo(1, 5);
 
     // 384-d queries now scan exactly, with the same answer.
-    const options = { workspaceId: A, surface: 'file' as const, vector: queries[1]!, limit: 10, efSearch: WIDE };
+    const options = { workspaceId: A, surface: 'file' as const, vector: queries[1]!, limit: 10, efSearch: WIDE, exactScanMaxChunks: 0 };
     expect((await searchChunks(liteDb, { ...options, useVector: true })).map(keyOf)).toEqual(expected(options).map((w) => w.key));
 
     expect(await ensureVectorIndex(liteDb, DIMS)).toBe('rebuilt');

@@ -27,8 +27,14 @@ export interface SearchOptions {
    */
   useVector: boolean;
   /**
+   * With pgvector, a workspace surface of at most this many chunks is scanned exactly with pgvector's native distance
+   * (fast at that size, and exact); larger ones go through the HNSW index. Default EXACT_SCAN_MAX_CHUNKS; 0 always
+   * uses the index.
+   */
+  exactScanMaxChunks?: number;
+  /**
    * How widely the HNSW index searches (hnsw.ef_search, at most 1000): wider is nearer the exact answer and slower.
-   * Default 100. Raised to the number of candidates wanted when that is larger.
+   * Default 1000 (pgvector's limit). Raised to the number of candidates wanted when that is larger.
    */
   efSearch?: number;
 }
@@ -53,11 +59,17 @@ export interface SearchHit {
 const MIN_CANDIDATES = 100;
 const MAX_CANDIDATES = 40_000;
 /**
- * pgvector's default hnsw.ef_search is 40. Recall@10 over 10k vectors of 384-d at 100: 100% when they cluster (as
- * embeddings of text do), 64% when uniformly random (the worst case; 84% at 200, 100% at 1000). It must be at least
- * the candidates wanted, and 1000 is pgvector's limit.
+ * pgvector's default hnsw.ef_search is 40. Recall@10 over 10k vectors of 384-d at 100: 100% when they cluster,
+ * 64% when uniformly random (84% at 200, 100% at 1000); bench:embeddings on hashed sentences: 0.92 at 10k and 0.78 at
+ * 100k rows at 100, 0.91 at 100k at 400. It must be at least the candidates wanted, and 1000 is pgvector's limit.
  */
-const DEFAULT_EF_SEARCH = 100;
+const DEFAULT_EF_SEARCH = 1000;
+/**
+ * HNSW is approximate: bench:embeddings measured recall@10 of 0.92 (10k) and 0.78 (100k) at ef_search 100 on hashed
+ * sentences. A workspace's own chunks are few enough to scan exactly far more often than not, and pgvector's native
+ * distance makes that cheap, so the index is used only above this many chunks (and then at ef_search 1000).
+ */
+export const EXACT_SCAN_MAX_CHUNKS = 50_000;
 const MAX_EF_SEARCH = 1000;
 
 /**
@@ -123,6 +135,21 @@ async function exactSearch(db: Kysely<Database>, options: SearchOptions, vector:
 
 /** Nearest chunks by the HNSW index; if the first candidates cover too few items, more are asked for. */
 async function indexedSearch(trx: Kysely<Database>, options: SearchOptions, vector: number[], limit: number): Promise<SearchHit[]> {
+  const exactMax = options.exactScanMaxChunks ?? EXACT_SCAN_MAX_CHUNKS;
+  if (exactMax > 0) {
+    const { rows: counted } = await sql<{ n: string }>`
+      SELECT count(*) AS n FROM (
+        SELECT 1 FROM platform.embedding_chunks c JOIN platform.embedding_items i ON i.id = c.item_id
+        WHERE ${itemConditions(options)} AND c.embedding_v IS NOT NULL LIMIT ${exactMax + 1}) few`.execute(trx);
+    if (Number(counted[0]?.n ?? 0) <= exactMax) {
+      // Every chunk of the surface is scored, so asking for all of them at most gives the exact answer.
+      for (let candidates = Math.max(limit * 4, MIN_CANDIDATES); ; candidates *= 4) {
+        const nearest = await nearestChunks(options, vector, candidates, { exact: true }).execute(trx);
+        const hits = bestPerItem(nearest.rows, limit);
+        if (hits.length >= limit || nearest.rows.length < candidates) return hits;
+      }
+    }
+  }
   // pgvector 0.8 can continue an index scan past ef_search until the filters let enough rows through.
   const { rows } = await sql<{ iterative: boolean }>`
     SELECT string_to_array(extversion, '.')::int[] >= '{0,8}'::int[] AS iterative
@@ -151,15 +178,19 @@ function nearestChunksExact(options: SearchOptions, vector: number[], candidates
     LIMIT ${candidates}`;
 }
 
-/** The nearest chunks by the HNSW index, exported for tests that check its plan. */
-export function nearestChunks(options: SearchOptions, vector: number[], candidates: number) {
+/**
+ * The nearest chunks by the HNSW index (exported for tests that check its plan), or with `exact` by scoring every
+ * chunk with pgvector's distance (an ORDER BY the index cannot serve).
+ */
+export function nearestChunks(options: SearchOptions, vector: number[], candidates: number, opts: { exact?: boolean } = {}) {
   const query = sql`${toVectorLiteral(l2Normalise(vector))}::vector`;
   // Ordered by distance alone so that the HNSW index can deliver the order; ties are broken afterwards.
+  const order = opts.exact ? sql`(c.embedding_v <=> ${query}) + 0` : sql`c.embedding_v <=> ${query}`;
   return sql<SearchHit>`
     SELECT ${SELECTED}, 1 - (c.embedding_v <=> ${query}) AS score
     FROM platform.embedding_chunks c
     JOIN platform.embedding_items i ON i.id = c.item_id
     WHERE ${itemConditions(options)} AND c.embedding_v IS NOT NULL
-    ORDER BY c.embedding_v <=> ${query}
+    ORDER BY ${order}
     LIMIT ${candidates}`;
 }
