@@ -155,6 +155,23 @@ export async function fileStatus(
   return { counts: countsOf(files), files };
 }
 
+/** The states of the workspace's live files, counted in the database (a search needs no per-file list). */
+async function fileCounts(deps: Pick<FileDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<StatusCounts> {
+  await reportStuck(deps.db, { olderThanMs: deps.stuckAfterMs });
+  const rows = await deps.db
+    .selectFrom('platform.embedding_items as i')
+    .innerJoin('platform.files as f', 'f.id', 'i.file_id')
+    .select(['i.status', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('i.workspace_id', '=', workspaceId)
+    .where('i.surface', '=', 'file')
+    .where('f.deleted_at', 'is', null)
+    .groupBy('i.status')
+    .execute();
+  const counts = countsOf([]);
+  for (const r of rows) if (r.status in counts) counts[r.status as keyof StatusCounts] = Number(r.n);
+  return counts;
+}
+
 export interface FileHit {
   file_id: string;
   filename: string;
@@ -171,7 +188,7 @@ export async function searchFiles(
   limit: number,
 ): Promise<{ results: FileHit[]; status: StatusCounts }> {
   const embedder = deps.embedder.require();
-  const { counts } = await fileStatus(deps, workspaceId);
+  const counts = await fileCounts(deps, workspaceId);
   if (counts.completed === 0 && counts.pending + counts.processing > 0) {
     throw new ServiceError(
       'CONFLICT',

@@ -143,7 +143,16 @@ export interface TableEmbedding {
   status: 'pending' | 'processing' | 'completed' | 'failed';
 }
 
-export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<{ tables: TableEmbedding[] }> {
+interface ItemCounts {
+  table_name: string;
+  pending: number;
+  processing: number;
+  completed: number;
+  failed: number;
+}
+
+/** Items per table and state (after reporting stuck ones failed): what status and search both start from. */
+async function itemCounts(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<ItemCounts[]> {
   await reportStuck(deps.db, { olderThanMs: deps.stuckAfterMs });
   const { rows } = await sql<{ table_name: string; pending: string; processing: string; completed: string; failed: string }>`
     SELECT table_name,
@@ -154,8 +163,18 @@ export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, wo
       FROM platform.embedding_items
      WHERE workspace_id = ${workspaceId} AND surface = 'table_row'
      GROUP BY table_name ORDER BY table_name`.execute(deps.db);
+  return rows.map((r) => ({
+    table_name: r.table_name,
+    pending: Number(r.pending),
+    processing: Number(r.processing),
+    completed: Number(r.completed),
+    failed: Number(r.failed),
+  }));
+}
+
+export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<{ tables: TableEmbedding[] }> {
   const tables: TableEmbedding[] = [];
-  for (const r of rows) {
+  for (const r of await itemCounts(deps, workspaceId)) {
     let total = 0;
     try {
       const info = await loadTable(deps.db, workspaceId, r.table_name);
@@ -164,11 +183,9 @@ export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, wo
     } catch {
       // dropped since: its items are removed by its next job
     }
-    const pending = Number(r.pending);
-    const processing = Number(r.processing);
-    const failed = Number(r.failed);
+    const { pending, processing, failed } = r;
     const status = processing > 0 ? 'processing' : pending > 0 ? 'pending' : failed > 0 ? 'failed' : 'completed';
-    tables.push({ table_name: r.table_name, total_rows: total, embedded_rows: Number(r.completed), pending_rows: pending + processing, failed_rows: failed, status });
+    tables.push({ table_name: r.table_name, total_rows: total, embedded_rows: r.completed, pending_rows: pending + processing, failed_rows: failed, status });
   }
   return { tables };
 }
@@ -187,12 +204,13 @@ export async function searchTables(
   tableNames?: string[],
 ): Promise<{ results: RowHit[]; status: StatusCounts }> {
   const embedder = deps.embedder.require();
-  const { tables } = await tableStatus(deps, caller.workspaceId);
+  // Item counts only: a search does not count the tables' rows as the status endpoint does.
+  const counts = await itemCounts(deps, caller.workspaceId);
   const status: StatusCounts = { pending: 0, processing: 0, completed: 0, failed: 0, skipped: 0 };
-  for (const t of tables) {
-    status.completed += t.embedded_rows;
-    status.pending += t.pending_rows;
-    status.failed += t.failed_rows;
+  for (const t of counts) {
+    status.completed += t.completed;
+    status.pending += t.pending + t.processing;
+    status.failed += t.failed;
   }
   if (status.completed === 0 && status.pending > 0) {
     throw new ServiceError(
@@ -203,7 +221,7 @@ export async function searchTables(
   }
   const [vector] = await embedder.embed([query]);
   const omit = new Map<string, string[]>();
-  for (const t of tables) {
+  for (const t of counts) {
     try {
       const info = await loadTable(deps.db, caller.workspaceId, t.table_name);
       omit.set(t.table_name, embeddingColumns(info));

@@ -1,6 +1,7 @@
 import { type ChatTemplateRow, type Db, isUuid, newId, sql } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { MAX_CHAT_TEMPLATE_CHARS, MAX_NAME_CHARS, type Page, checkText, iso } from './limits.js';
+import { defined, deleteScoped, getScoped, listScoped } from './scoped.js';
 
 export interface ChatTemplateView {
   id: string;
@@ -38,23 +39,11 @@ const lockActivation = (db: Db, workspaceId: string) =>
 
 /** Oldest first. */
 export async function listChatTemplates(db: Db, workspaceId: string, page: Page): Promise<ChatTemplateView[]> {
-  const rows = await db
-    .selectFrom('platform.chat_templates')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  return rows.map(view);
+  return (await listScoped(db, 'platform.chat_templates', workspaceId, page)).map(view);
 }
 
 export async function getChatTemplate(db: Db, workspaceId: string, id: string): Promise<ChatTemplateView> {
-  const row = isUuid(id)
-    ? await db.selectFrom('platform.chat_templates').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst()
-    : undefined;
-  if (!row) throw notFound('Chat template');
-  return view(row);
+  return view(await getScoped(db, 'platform.chat_templates', workspaceId, id, 'Chat template'));
 }
 
 /** New templates are inactive; `activateChatTemplate` makes one the active one. */
@@ -80,10 +69,9 @@ export async function updateChatTemplate(
 ): Promise<ChatTemplateView> {
   check(patch);
   if (!isUuid(id)) throw notFound('Chat template');
-  const values = Object.fromEntries(Object.entries({ name: patch.name, content: patch.content }).filter(([, v]) => v !== undefined));
   const row = await db
     .updateTable('platform.chat_templates')
-    .set({ ...values, updated_at: new Date() })
+    .set({ ...defined({ name: patch.name, content: patch.content }), updated_at: new Date() })
     .where('id', '=', id)
     .where('workspace_id', '=', workspaceId)
     .returningAll()
@@ -93,15 +81,7 @@ export async function updateChatTemplate(
 }
 
 export async function deleteChatTemplate(db: Db, workspaceId: string, id: string): Promise<ChatTemplateView> {
-  if (!isUuid(id)) throw notFound('Chat template');
-  const row = await db
-    .deleteFrom('platform.chat_templates')
-    .where('id', '=', id)
-    .where('workspace_id', '=', workspaceId)
-    .returningAll()
-    .executeTakeFirst();
-  if (!row) throw notFound('Chat template');
-  return view(row);
+  return view(await deleteScoped(db, 'platform.chat_templates', workspaceId, id, 'Chat template'));
 }
 
 /**

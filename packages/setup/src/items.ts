@@ -1,6 +1,7 @@
 import { type Db, type PromptRuleRow, type SkillRow, isUuid, newId } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_PROMPT_RULE_CHARS, MAX_SKILL_CHARS, type Page, checkText, iso } from './limits.js';
+import { defined, deleteScoped, getScoped, listScoped } from './scoped.js';
 
 export interface PromptRuleView {
   id: string;
@@ -42,22 +43,11 @@ const skillView = (s: SkillRow): SkillView => ({
   updated_at: iso(s.updated_at),
 });
 
-const defined = <T extends object>(o: T): Partial<T> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-
 // ---- prompt rules -------------------------------------------------------------------------------------------
 
 /** Oldest first. */
 export async function listPromptRules(db: Db, workspaceId: string, page: Page): Promise<PromptRuleView[]> {
-  const rows = await db
-    .selectFrom('platform.prompt_rules')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  return rows.map(ruleView);
+  return (await listScoped(db, 'platform.prompt_rules', workspaceId, page)).map(ruleView);
 }
 
 export async function createPromptRule(db: Db, workspaceId: string, input: { content: string; createdBy: string | null }): Promise<PromptRuleView> {
@@ -85,15 +75,7 @@ export async function updatePromptRule(db: Db, workspaceId: string, id: string, 
 }
 
 export async function deletePromptRule(db: Db, workspaceId: string, id: string): Promise<PromptRuleView> {
-  if (!isUuid(id)) throw notFound('Prompt rule');
-  const row = await db
-    .deleteFrom('platform.prompt_rules')
-    .where('id', '=', id)
-    .where('workspace_id', '=', workspaceId)
-    .returningAll()
-    .executeTakeFirst();
-  if (!row) throw notFound('Prompt rule');
-  return ruleView(row);
+  return ruleView(await deleteScoped(db, 'platform.prompt_rules', workspaceId, id, 'Prompt rule'));
 }
 
 // ---- skills -------------------------------------------------------------------------------------------------
@@ -112,23 +94,11 @@ function checkSkill(s: Partial<SkillInput>): void {
 
 /** Oldest first. */
 export async function listSkills(db: Db, workspaceId: string, page: Page): Promise<SkillView[]> {
-  const rows = await db
-    .selectFrom('platform.skills')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  return rows.map(skillView);
+  return (await listScoped(db, 'platform.skills', workspaceId, page)).map(skillView);
 }
 
 export async function getSkill(db: Db, workspaceId: string, id: string): Promise<SkillView> {
-  const row = isUuid(id)
-    ? await db.selectFrom('platform.skills').selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst()
-    : undefined;
-  if (!row) throw notFound('Skill');
-  return skillView(row);
+  return skillView(await getScoped(db, 'platform.skills', workspaceId, id, 'Skill'));
 }
 
 export async function createSkill(db: Db, workspaceId: string, input: SkillInput & { createdBy: string | null }): Promise<SkillView> {
@@ -163,8 +133,5 @@ export async function updateSkill(db: Db, workspaceId: string, id: string, patch
 }
 
 export async function deleteSkill(db: Db, workspaceId: string, id: string): Promise<SkillView> {
-  if (!isUuid(id)) throw notFound('Skill');
-  const row = await db.deleteFrom('platform.skills').where('id', '=', id).where('workspace_id', '=', workspaceId).returningAll().executeTakeFirst();
-  if (!row) throw notFound('Skill');
-  return skillView(row);
+  return skillView(await deleteScoped(db, 'platform.skills', workspaceId, id, 'Skill'));
 }

@@ -8,7 +8,7 @@
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
 import type { StfFailureKind } from '../types.js';
-import { isModuleCode, MAX_STACK_BYTES } from './engine.js';
+import { disposeAll, isModuleCode, MAX_STACK_BYTES } from './engine.js';
 import { type ErrorInfo, MODULE_FILE, SCRIPT_FILE, syntaxFailure, wrapScript } from './syntax.js';
 
 export interface CompileJob {
@@ -76,16 +76,7 @@ export function compileInEngine(mod: QuickJSWASMModule, job: CompileJob): Compil
         ? { ok: false, kind: 'stack', message: NESTED_TOO_DEEPLY }
         : { ok: false, internal: `QuickJS engine failure: ${message}` };
   } finally {
-    try {
-      vm?.dispose();
-    } catch {
-      poisoned = true;
-    }
-    try {
-      rt?.dispose();
-    } catch {
-      poisoned = true;
-    }
+    if (!disposeAll(vm, rt)) poisoned = true;
   }
   return { outcome, poisoned };
 }

@@ -109,18 +109,25 @@ export function runInEngine(mod: QuickJSWASMModule, job: EngineJob, host: Engine
         poisoned = true;
       }
     }
-    try {
-      vm?.dispose();
-    } catch {
-      poisoned = true;
-    }
-    try {
-      rt?.dispose();
-    } catch {
-      poisoned = true;
-    }
+    if (!disposeAll(vm, rt)) poisoned = true;
   }
   return { outcome, poisoned };
+}
+
+/**
+ * Disposes the context, then its runtime. False when either throws: QuickJS aborts on a leaked handle, which
+ * poisons the whole WASM module.
+ */
+export function disposeAll(...things: ({ dispose(): void } | undefined)[]): boolean {
+  let clean = true;
+  for (const t of things) {
+    try {
+      t?.dispose();
+    } catch {
+      clean = false;
+    }
+  }
+  return clean;
 }
 
 /** Makes the module abort the way a leaked handle does (tests of the recovery path). Returns true when it did. */
