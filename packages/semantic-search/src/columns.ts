@@ -175,7 +175,7 @@ export async function searchColumn(
     limit,
     omitColumns: () => omit,
     fetch: async (k) => {
-      const order = pgvector ? `${emb} <=> $1::vector` : `${score} DESC`;
+      const order = pgvector ? `${emb} <=> $1::vector` : `${score} DESC NULLS LAST`;
       const r = await deps.pool.query<{ id: string; score: number }>(
         `SELECT t.id::text AS id, ${score}::float8 AS score FROM ${info.qualified} t WHERE ${emb} IS NOT NULL${liveOnly(info)} ORDER BY ${order} LIMIT ${k}`,
         [q],

@@ -1,15 +1,11 @@
-import type { Embedder } from '@wds/embeddings';
-import { ServiceError } from '@wds/errors';
+import { type Embedder, requireEmbedder } from '@wds/embeddings';
 
 /** The configured embedder, or the 503 every embedding operation answers when the operator chose `none`. */
 export class SearchEmbedder {
   constructor(readonly embedder: Embedder | null) {}
 
   require(): Embedder {
-    if (!this.embedder) {
-      throw new ServiceError('EMBEDDING_NOT_CONFIGURED', 'No embedding model is configured on this instance', 'the operator sets EMBEDDER (local, openai)');
-    }
-    return this.embedder;
+    return requireEmbedder(this.embedder);
   }
 
   /** Embeds in batches of `batch` texts. */

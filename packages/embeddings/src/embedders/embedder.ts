@@ -31,7 +31,9 @@ export type EmbedderConfig =
 
 /** The embedder, or null when embeddings are switched off (`kind: 'none'`). */
 export function requireEmbedder(embedder: Embedder | null): Embedder {
-  if (!embedder) throw new ServiceError('EMBEDDING_NOT_CONFIGURED', 'No embedding model is configured');
+  if (!embedder) {
+    throw new ServiceError('EMBEDDING_NOT_CONFIGURED', 'No embedding model is configured on this instance', 'the operator sets EMBEDDER (local, openai)');
+  }
   return embedder;
 }
 
