@@ -22,6 +22,7 @@ export function embeddingDeps(s: Services): EmbeddingDeps {
     enqueue: async (job) => {
       await s.jobs.enqueue(EMBEDDING_QUEUE, job, jobKey(job));
     },
+    writeAsWorkspace: (workspaceId, statements) => s.sql.writeAsWorkspace(workspaceId, statements),
     schemaChanged: async (workspaceId) => {
       const topic = `ws:${workspaceId}`;
       await sql.raw(InvalidationBus.notifySql(topic, (x) => `'${x.replaceAll("'", "''")}'`)).execute(s.db);

@@ -1,4 +1,5 @@
 import { loadConfig } from './config.js';
+import { keepRunningOnStrayErrors } from './last-resort.js';
 import { createLogger } from './logger.js';
 import { startServer } from './server.js';
 
@@ -11,6 +12,7 @@ const config = (() => {
   }
 })();
 const logger = createLogger(config.LOG_LEVEL);
+keepRunningOnStrayErrors(logger);
 
 try {
   const running = await startServer(config, logger);

@@ -1,6 +1,5 @@
 import { createDb, migrateToLatest } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
-import { WorkspaceSql } from '@wds/workspace-sql';
 import { randomBytes } from 'node:crypto';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
@@ -21,6 +20,7 @@ import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
+import { createWorkspaceSql } from '../src/workspace-sql-config.js';
 import type { Services } from '../src/services.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -80,7 +80,7 @@ export class Harness {
       jobs: new Background({ connectionString: url, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger: createLogger('silent') }),
       embeddings: await createEmbeddings(config, db),
       providers: createProviders(config, { db, secrets, blobs, outbound }),
-      sql: new WorkspaceSql(pool, { bus, contextTtlMs: ttl }),
+      sql: createWorkspaceSql(pool, url, config, bus),
       secrets,
       runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
       outbound,
@@ -108,6 +108,7 @@ export class Harness {
     if (this.ownsBlobDir) await rm(this.blobDir, { recursive: true, force: true }).catch(() => undefined);
     await this.services.jobs.stop();
     await Promise.all(Object.values(this.services.runtimes).map((r) => r?.close()));
+    await this.services.sql.close();
     await this.services.bus.stop();
     await this.services.db.destroy();
   }

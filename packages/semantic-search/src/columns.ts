@@ -23,6 +23,11 @@ export interface ColumnDeps {
   pgvector: boolean;
   /** Called after a column was added, so cached table catalogs are refreshed in every process. */
   schemaChanged: (workspaceId: string) => Promise<void>;
+  /**
+   * Runs statements that change a workspace table in one transaction as the workspace's own role
+   * (`WorkspaceSql.writeAsWorkspace`): the service never writes a workspace table with its own rights.
+   */
+  writeAsWorkspace: (workspaceId: string, statements: { text: string; values?: unknown[] }[]) => Promise<void>;
 }
 
 function textColumn(info: TableInfo, column: string): { column: string; embedding: string } {
@@ -58,10 +63,12 @@ export async function generateColumn(
        WHERE t.${sql.raw(quoteIdent(column))} IS NOT NULL AND btrim(t.${sql.raw(quoteIdent(column))}) <> '' LIMIT 1`.execute(deps.db);
     if (probe.rows[0]) await embedder.embed([probe.rows[0].text]);
     const type = deps.pgvector ? `vector(${dims})` : 'real[]';
-    await sql.raw(`ALTER TABLE ${info.qualified} ADD COLUMN IF NOT EXISTS ${quoteIdent(embedding)} ${type}`).execute(deps.db);
-    if (deps.pgvector) {
-      await sql.raw(`CREATE INDEX IF NOT EXISTS ${quoteIdent(`${embedding}_hnsw_${workspaceId.slice(0, 8)}`)} ON ${info.qualified} USING hnsw (${quoteIdent(embedding)} vector_cosine_ops)`).execute(deps.db);
-    }
+    await deps.writeAsWorkspace(workspaceId, [
+      { text: `ALTER TABLE ${info.qualified} ADD COLUMN IF NOT EXISTS ${quoteIdent(embedding)} ${type}` },
+      ...(deps.pgvector
+        ? [{ text: `CREATE INDEX IF NOT EXISTS ${quoteIdent(`${embedding}_hnsw_${workspaceId.slice(0, 8)}`)} ON ${info.qualified} USING hnsw (${quoteIdent(embedding)} vector_cosine_ops)` }]
+        : []),
+    ]);
     columnAdded = true;
     await deps.schemaChanged(workspaceId);
   }
@@ -85,11 +92,17 @@ export async function generateColumn(
        LIMIT ${BATCH}`.execute(deps.db);
     if (rows.length === 0) break;
     const vectors = await embedder.embed(rows.map((r) => r.text));
+    // The vectors first (as the workspace), then their record: a record without its vector never exists, and
+    // a vector without its record is only embedded again next time.
+    await deps.writeAsWorkspace(workspaceId, [
+      {
+        text: `UPDATE ${info.qualified} t SET ${emb} = v.e::${pgvector ? 'vector' : 'real[]'}
+                 FROM (SELECT unnest($1::text[]) AS id, unnest($2::text[]) AS e) v
+                WHERE t.id::text = v.id`,
+        values: [rows.map((r) => r.id), vectors.map((v) => vectorText(v, pgvector))],
+      },
+    ]);
     await deps.db.transaction().execute(async (trx) => {
-      await sql`
-        UPDATE ${sql.raw(info.qualified)} t SET ${sql.raw(emb)} = v.e::${sql.raw(pgvector ? 'vector' : 'real[]')}
-          FROM (SELECT unnest(${rows.map((r) => r.id)}::text[]) AS id, unnest(${vectors.map((v) => vectorText(v, pgvector))}::text[]) AS e) v
-         WHERE t.id::text = v.id`.execute(trx);
       await sql`
         INSERT INTO platform.embedding_items
           (id, workspace_id, surface, table_name, row_id, column_name, target_key, status, content_hash, model, dimensions, completed_at, updated_at)

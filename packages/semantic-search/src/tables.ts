@@ -28,9 +28,10 @@ export async function loadTable(db: Db, workspaceId: string, table: string): Pro
     throw new ServiceError('INVALID_TABLE', `Invalid table name: ${JSON.stringify(table)}`, 'lower-case letters, digits and _, at most 23 characters');
   }
   const physical = physicalName(workspaceId, table);
+  // Only a plain table: the service reads it with its own rights, and a view could run anything as the reader.
   const { rows } = await sql<{ name: string; type: string }>`
     SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
-      FROM pg_catalog.pg_attribute a
+      FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p')
      WHERE a.attrelid = to_regclass(${`user_data.${quoteIdent(physical)}`}) AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum`.execute(db);
   if (rows.length === 0) throw new ServiceError('BAD_REQUEST', `Table ${table} does not exist`);

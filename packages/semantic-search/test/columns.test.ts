@@ -8,11 +8,12 @@ import { SearchEmbedder, columnStatus, generateColumn, jobKey } from '../src/ind
 import { vectorText } from '../src/vectors.js';
 
 let db: ReturnType<typeof createDb>['db'];
+let pool: ReturnType<typeof createDb>['pool'];
 const ws = newId();
 const changed: string[] = [];
 
 beforeAll(async () => {
-  db = createDb(await createDatabase(inject('pgServerUrl'), { prefix: 'semantic' }), { max: 4 }).db;
+  ({ db, pool } = createDb(await createDatabase(inject('pgServerUrl'), { prefix: 'semantic' }), { max: 4 }));
   await migrateToLatest(db);
   await db.insertInto('platform.workspaces').values({ id: ws, name: 'ws' }).execute();
   await sql.raw(`CREATE SCHEMA IF NOT EXISTS user_data;
@@ -29,6 +30,17 @@ const deps = () => ({
   embedder: new SearchEmbedder(createEmbedder({ kind: 'hashing', dimensions: 16 })),
   pgvector: false,
   schemaChanged: async (id: string) => void changed.push(id),
+  // The table here is the service's own (created above without a workspace role), so it writes it directly.
+  writeAsWorkspace: async (_id: string, statements: { text: string; values?: unknown[] }[]) => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      for (const s of statements) await client.query(s.text, s.values);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  },
 });
 
 describe('column embeddings on plain PostgreSQL', () => {

@@ -23,14 +23,17 @@ export const and = (args: AnyNode[]): AnyNode | undefined => {
 export const resTarget = (val: AnyNode, name?: string): AnyNode => ({ ResTarget: { ...(name ? { name } : {}), val } });
 export const star = (): AnyNode => ({ ColumnRef: { fields: [{ A_Star: {} }] } });
 
-/** Maps each inner node object to its `{ Tag: node }` wrapper, so a node can be replaced by another kind. */
+/**
+ * Maps each inner node object to its `{ Tag: node }` wrapper, so a node can be replaced by another kind.
+ * Iterative, and lists are pushed item by item: spreading a 150 000-item IN list into push() overflows the stack.
+ */
 export function wrappers(tree: AnyNode): Map<AnyNode, AnyNode> {
   const map = new Map<AnyNode, AnyNode>();
   const stack: AnyNode[] = [tree];
   while (stack.length) {
     const v = stack.pop();
     if (Array.isArray(v)) {
-      stack.push(...v);
+      for (const item of v) stack.push(item);
     } else if (v && typeof v === 'object') {
       const keys = Object.keys(v);
       if (keys.length === 1 && /^[A-Z]/.test(keys[0] as string) && v[keys[0] as string] && typeof v[keys[0] as string] === 'object') {

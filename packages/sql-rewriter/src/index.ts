@@ -1,6 +1,18 @@
-export { loadParser, parseOne, type AnyNode, type ParsedStatement } from './parse.js';
+export {
+  loadParser,
+  parseOne,
+  parseSqlTree,
+  checkSqlText,
+  parserStatus,
+  MAX_SQL_BYTES,
+  MAX_DERIVED_SQL_BYTES,
+  type AnyNode,
+  type ParsedStatement,
+  type ParserStatus,
+} from './parse.js';
 export { analyze, type Analysis, type Operation, type StatementKind, type TableRef, type RefRole } from './analyze.js';
 export { rewrite, type Catalog, type FilterFn, type RewriteOptions, ROW_CHECK_FUNCTION, ROW_CHECK_COLUMN } from './rewrite.js';
+export { assertRoundTrip, firstDifference, onRoundTripMismatch, type MismatchReporter } from './verify.js';
 export {
   USER_SCHEMA,
   MAX_LOGICAL_LENGTH,
@@ -11,4 +23,6 @@ export {
   workspaceRole,
   toLogicalText,
 } from './names.js';
-export { ALLOWED_FUNCTIONS } from './allowlist.js';
+export { ALLOWED_COLLATIONS, ALLOWED_FUNCTIONS, ALLOWED_OPCLASSES, ALLOWED_TYPES } from './allowlist.js';
+export { RULES, type Rule, type Handler } from './rules.js';
+export { MAX_DEPTH, type NodeTag, type Path } from './walk.js';

@@ -3,6 +3,7 @@ import { deparseSync } from 'pgsql-deparser';
 import { type Analysis, type Operation, type TableRef, dropName } from './analyze.js';
 import { TRUE, and, call, col, eq, isNull, replaceWrapper, resTarget, star, str, text, wrappers } from './ast.js';
 import { guardedWhere, simpleConjuncts } from './guards.js';
+import { assertRoundTrip } from './verify.js';
 import { USER_SCHEMA, physicalName, workspacePrefix } from './names.js';
 import { type AnyNode, parseOne } from './parse.js';
 
@@ -26,9 +27,12 @@ export const ROW_CHECK_COLUMN = '__wds_check';
 /**
  * Rewrites an analysed statement for one workspace: logical → physical names, policy predicates on every table
  * reference, soft deletes, `updated_at`, system columns of new tables, scoped information_schema.
- * Mutates the analysis' tree; analyse again to rewrite the same SQL twice.
+ * Pure: the analysis is left as it was (preview and execute rewrite one parse twice). The returned text has been
+ * parsed again and is exactly the rewritten tree (see verify.ts).
  */
-export function rewrite(a: Analysis, opts: RewriteOptions): string {
+export function rewrite(analysis: Analysis, opts: RewriteOptions): string {
+  // One structuredClone of the whole analysis keeps its references into the tree pointing into the copy.
+  const a = structuredClone(analysis);
   const wrap = wrappers(a.parsed.tree);
   const filter = opts.filter ?? (() => null);
   const has = (table: string, column: string) => opts.catalog.get(table)?.has(column) ?? false;
@@ -62,12 +66,15 @@ export function rewrite(a: Analysis, opts: RewriteOptions): string {
     }));
   }
   if (a.parsed.tag === 'CreateStmt') addSystemColumns(a.parsed.stmt.CreateStmt);
+  let sql: string;
   try {
-    return deparseSync(a.parsed.tree, { pretty: false });
+    sql = deparseSync(a.parsed.tree, { pretty: false });
   } catch (err) {
     // The deparser knows fewer node kinds than the parser (e.g. SQL/JSON functions): refuse, never guess.
     throw new ServiceError('UNSUPPORTED', 'Unsupported SQL: a construct this service cannot rewrite', (err as Error).message);
   }
+  assertRoundTrip(a.parsed.tree.stmts[0].stmt, sql);
+  return sql;
 }
 
 function rewriteRead(
@@ -128,8 +135,16 @@ function rewriteWrite(
   };
   const live = has(ref.table, 'deleted_at') ? isNull(col(q, 'deleted_at')) : undefined;
   const columns = opts.catalog.get(ref.table) ?? new Set<string>();
+  // UPDATE and DELETE touch only rows the caller may also select (as PostgreSQL's RLS does for statements that
+  // read the rows): their WHERE, SET and RETURNING never see a hidden row, and counts never include one.
+  const readable = (operation: Operation) => {
+    const own = filter(ref.table, operation, q);
+    const select = filter(ref.table, 'select', q);
+    const same = own && select && JSON.stringify(own) === JSON.stringify(select);
+    return and([own, same ? undefined : select, live]);
+  };
   const protect = (userWhere: AnyNode, operation: Operation) =>
-    guardedWhere(userWhere, and([filter(ref.table, operation, q), live]), simpleConjuncts(userWhere, q, q, columns));
+    guardedWhere(userWhere, readable(operation), simpleConjuncts(userWhere, q, q, columns));
   const touch = (targetList: AnyNode[]) => {
     if (has(ref.table, 'updated_at') && !targetList.some((t) => t.ResTarget?.name === 'updated_at')) {
       targetList.push(resTarget(call(['now']), 'updated_at'));
@@ -159,7 +174,7 @@ function rewriteWrite(
       replaceWrapper(wrapper, 'UpdateStmt', update);
       if (returning) {
         const f = filter(ref.table, 'select', q);
-        if (f) appendReturning(update, call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:select`)]));
+        if (f) prependRowCheck(update, call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:select`)]));
       }
       return;
     }
@@ -167,7 +182,7 @@ function rewriteWrite(
     const conflict = stmt.onConflictClause;
     if (conflict?.action === 'ONCONFLICT_UPDATE') {
       // A soft-deleted row is never updated back to life by an upsert.
-      conflict.whereClause = guardedWhere(conflict.whereClause, and([filter(ref.table, 'update', q), live]), []);
+      conflict.whereClause = guardedWhere(conflict.whereClause, readable('update'), []);
       conflict.targetList ??= [];
       touch(conflict.targetList);
       // An upserted row is checked against the policy of what happened to it: xmax = 0 means inserted.
@@ -187,12 +202,13 @@ function rewriteWrite(
     }
   }
   if (returning) check('select');
-  if (checks.length) appendReturning(stmt, and(checks));
+  if (checks.length) prependRowCheck(stmt, and(checks));
 }
 
-function appendReturning(stmt: AnyNode, expr: AnyNode) {
+/** The row check goes first in RETURNING: the user's expressions are evaluated only for rows that passed it. */
+function prependRowCheck(stmt: AnyNode, expr: AnyNode) {
   stmt.returningClause ??= { exprs: [] };
-  stmt.returningClause.exprs.push(resTarget(expr, ROW_CHECK_COLUMN));
+  stmt.returningClause.exprs.unshift(resTarget(expr, ROW_CHECK_COLUMN));
 }
 
 function replaceInfoSchema(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: string) {

@@ -10,11 +10,13 @@ import {
   analyze,
   loadParser,
   rewrite,
-  toLogicalText,
 } from '@wds/sql-rewriter';
-import type pg from 'pg';
+import pg from 'pg';
+import type { ByteBudget } from './byte-budget.js';
+import { WorkspaceConnector } from './connections.js';
 import { type SqlContext, loadContext } from './context.js';
-import { ensureWorkspaceRole } from './roles.js';
+import { isConnectionError, mapDatabaseError, rowCapError } from './errors.js';
+import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 
 export interface SqlLimits {
@@ -89,11 +91,28 @@ function checkDdl(a: Analysis, caller: SqlCaller, ctx: SqlContext): void {
 }
 
 export interface WorkspaceSqlOptions {
+  /** The service's database URL; workspace roles log in to the same server and database. */
+  databaseUrl: string;
+  /** What workspace role passwords derive from; by default a hash of the service's own database password. */
+  roleSecret?: string | undefined;
   /** Cross-process invalidation: DDL publishes `ws:<id>`; without a bus nothing is cached. */
   bus?: InvalidationBus;
   /** How long policies and table columns may be served from memory (invalidation keeps them current). */
   contextTtlMs?: number;
+  /** Connections of user SQL, per workspace and in total; see TenantPools. */
+  pools?: Partial<Omit<TenantPoolsOptions, 'connect'>>;
+  /** Bytes a row and a whole result may have (SQL_MAX_ROW_BYTES, SQL_MAX_RESPONSE_BYTES). */
+  budget?: Partial<ByteBudget>;
 }
+
+export const DEFAULT_POOLS: Omit<TenantPoolsOptions, 'connect'> = {
+  maxPerWorkspace: 4,
+  maxTotal: 20,
+  maxQueuePerWorkspace: 64,
+  acquireTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+};
+export const DEFAULT_BUDGET: ByteBudget = { maxRowBytes: 16 * 1024 * 1024, maxResponseBytes: 64 * 1024 * 1024 };
 
 /** Several statements in one transaction, for the `sql()` calls of one STF run. */
 export interface SqlSession {
@@ -103,25 +122,38 @@ export interface SqlSession {
   end(ok: boolean): Promise<void>;
 }
 
+/**
+ * Runs workspace SQL. The service pool (`pool`) reads policies and writes audit entries; user statements run on
+ * connections logged in as the workspace's own role (see roles.ts), from per-workspace pools with an overall cap.
+ */
 export class WorkspaceSql {
-  private readonly rolesReady = new Set<string>();
   private readonly contexts: TopicCache<SqlContext> | undefined;
+  private readonly pools: TenantPools;
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly opts: WorkspaceSqlOptions = {},
+    private readonly opts: WorkspaceSqlOptions,
   ) {
     if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
+    const limits = { ...DEFAULT_POOLS, ...opts.pools };
+    const connector = new WorkspaceConnector(pool, {
+      databaseUrl: opts.databaseUrl,
+      roleSecret: opts.roleSecret,
+      budget: { ...DEFAULT_BUDGET, ...opts.budget },
+      connectTimeoutMs: Math.min(limits.acquireTimeoutMs, 10_000),
+    });
+    this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
   }
 
-  /** Opens the transaction user SQL runs in: the workspace's role, its schema only, and the time limits. */
-  private async begin(client: pg.PoolClient, caller: SqlCaller, limits: SqlLimits): Promise<void> {
-    const role = await ensureWorkspaceRole(client, caller.workspaceId, this.rolesReady);
+  /** Closes the workspace connections (idle ones now, leased ones when they are returned). */
+  close(): Promise<void> {
+    return this.pools.close();
+  }
+
+  /** Opens the transaction user SQL runs in, with the time limits; the role's own settings pin the schema. */
+  private static async begin(client: pg.Client, limits: SqlLimits): Promise<void> {
     const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
-    await client.query(
-      `BEGIN; SET LOCAL ROLE "${role}"; SET LOCAL search_path = user_data; ` +
-        `SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
-    );
+    await client.query(`BEGIN; SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`);
   }
 
   private context(caller: SqlCaller, tables: string[]): Promise<SqlContext> {
@@ -146,11 +178,11 @@ export class WorkspaceSql {
     };
     if (withPolicies) {
       try {
-        const again = analyze(sql);
-        result.policy_sql = rewrite(again, {
+        // rewrite() is pure: the same analysis serves both forms.
+        result.policy_sql = rewrite(a, {
           workspaceId: caller.workspaceId,
           catalog: ctx.catalog,
-          filter: policyFilter(again, ctx, caller.subject),
+          filter: policyFilter(a, ctx, caller.subject),
         });
       } catch (err) {
         if (!(err instanceof ServiceError) || err.code !== 'POLICY_DENIED') throw err;
@@ -161,7 +193,10 @@ export class WorkspaceSql {
     return result;
   }
 
-  /** Runs one statement; with `audit`, the `execute_sql_<kind>` entry commits in the same transaction. */
+  /**
+   * Runs one statement; with `audit`, an `execute_sql_<kind>` entry is written once it has committed (the
+   * workspace role cannot write the service's tables, so the entry is the service's own write).
+   */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     await loadParser();
     const a = analyze(sql);
@@ -172,86 +207,92 @@ export class WorkspaceSql {
       catalog: ctx.catalog,
       filter: policyFilter(a, ctx, caller.subject),
     });
-    const client = await this.pool.connect();
+    const lease = await this.pools.acquire(caller.workspaceId);
+    let broken = false;
+    let result: SqlResult;
     try {
-      await this.begin(client, caller, limits);
-      const entry = audit && {
-        workspaceId: caller.workspaceId,
-        userId: audit.userId,
-        apiKeyId: audit.apiKeyId,
-        requestId: audit.requestId,
-        action: `execute_sql_${a.kind}`,
-        resourceType: 'table',
-        resourceId: a.tables.join(',') || null,
-      };
-      const literal = (x: string) => client.escapeLiteral(x);
-      // A schema change makes every process's cached columns of this workspace stale (delivered on commit).
-      const stale = a.kind === 'ddl' ? `ws:${caller.workspaceId}` : undefined;
-      // Appended to the last round trip: back to the service role, the audit row, the notice, then COMMIT.
-      const finish = (details: Record<string, unknown>) =>
-        [
-          'RESET ROLE',
-          ...(entry ? [auditInsertSql({ ...entry, details }, literal)] : []),
-          ...(stale ? [InvalidationBus.notifySql(stale, literal)] : []),
-          'COMMIT',
-        ].join('; ');
-      const result = await this.run(client, a, executed, limits, finish);
-      if (stale) this.opts.bus?.invalidate(stale);
-      return result;
+      await WorkspaceSql.begin(lease.client, limits);
+      result = await WorkspaceSql.run(lease.client, a, executed, limits);
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
+      broken = isConnectionError(err);
+      if (!broken) await lease.client.query('ROLLBACK').catch(() => (broken = true));
       throw mapDatabaseError(err, limits);
     } finally {
-      client.release();
+      lease.release(broken);
+    }
+    // A schema change makes every process's cached columns of this workspace stale.
+    const stale = a.kind === 'ddl' ? `ws:${caller.workspaceId}` : undefined;
+    if (audit || stale) {
+      const details = { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: result.affected_rows ?? 0 }) };
+      const statements = [
+        ...(audit ? [auditInsertSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)] : []),
+        ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : []),
+      ];
+      await this.pool.query(statements.join('; '));
+      if (stale) this.opts.bus?.invalidate(stale);
+    }
+    return result;
+  }
+
+  /**
+   * The service's own writes to a workspace's tables (say, an embedding column): in one transaction on a
+   * connection of the workspace's role, so that nothing the workspace attached to its tables (a trigger, a check
+   * constraint) ever runs with the service's rights. `search_path` also has `public`, where extensions live.
+   */
+  async writeAsWorkspace(workspaceId: string, statements: { text: string; values?: unknown[] }[], timeoutMs = 300_000): Promise<void> {
+    const lease = await this.pools.acquire(workspaceId);
+    let broken = false;
+    try {
+      await WorkspaceSql.begin(lease.client, { statementTimeoutMs: timeoutMs, maxRows: 0 });
+      await lease.client.query('SET LOCAL search_path = user_data, public');
+      for (const s of statements) await lease.client.query(s.text, s.values);
+      await lease.client.query('COMMIT');
+    } catch (err) {
+      broken = isConnectionError(err);
+      if (!broken) await lease.client.query('ROLLBACK').catch(() => (broken = true));
+      throw err;
+    } finally {
+      lease.release(broken);
     }
   }
 
   /**
    * Opens a transaction for the `sql()` calls of one STF run, under the caller's subject (the STF in a workflow,
-   * the user for instant-run). A failing statement is rolled back to its savepoint and throws; the session goes on.
+   * the user for instant-run). It holds one of the workspace's connections until `end`. A failing statement is
+   * rolled back to its savepoint and throws; the session goes on.
    */
   async openSession(caller: SqlCaller, limits: SqlLimits): Promise<SqlSession> {
     await loadParser();
-    const client = await this.pool.connect();
+    const lease = await this.pools.acquire(caller.workspaceId);
+    const client = lease.client;
     let open = true;
+    let broken = false;
     let n = 0;
     try {
-      await this.begin(client, caller, limits);
+      await WorkspaceSql.begin(client, limits);
     } catch (err) {
-      client.release();
-      throw err;
+      lease.release(true);
+      throw mapDatabaseError(err, limits);
     }
     return {
       query: async (sql) => {
         if (!open) throw new ServiceError('EXECUTION_ERROR', 'The SQL session of this run has ended');
+        if (broken) throw new ServiceError('SERVICE_UNAVAILABLE', 'The database connection of this run was lost');
+        await loadParser(); // at once, unless an earlier statement broke a parser instance (then a fresh one)
         const a = analyze(sql);
         if (a.kind === 'ddl') throw new ServiceError('DDL_FORBIDDEN', 'STF code cannot change the schema', 'DDL is refused inside STF runs');
         const ctx = await this.context(caller, a.tables);
         const executed = rewrite(a, { workspaceId: caller.workspaceId, catalog: ctx.catalog, filter: policyFilter(a, ctx, caller.subject) });
         const savepoint = `wds_s${++n}`;
-        await client.query(`SAVEPOINT ${savepoint}`);
         try {
-          let result: Record<string, unknown>[] | number;
-          if (a.kind === 'select' && !a.writes) {
-            const cursor = `wds_c${n}`;
-            await client.query({ text: `DECLARE ${cursor} NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
-            const [r] = (await client.query({
-              text: `FETCH FORWARD ${limits.maxRows + 1} FROM ${cursor}; CLOSE ${cursor}`,
-              types: userValueTypes,
-            })) as unknown as pg.QueryResult[];
-            if (!r || r.rows.length > limits.maxRows) throw rowCapError(limits);
-            result = r.rows;
-          } else {
-            const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
-            if (a.returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
-            result = a.returning
-              ? r.rows.map(({ [ROW_CHECK_COLUMN]: _check, ...rest }) => rest)
-              : (r.rowCount ?? 0);
-          }
+          await client.query(`SAVEPOINT ${savepoint}`);
+          const r = await WorkspaceSql.run(client, a, executed, limits, `wds_c${n}`);
           await client.query(`RELEASE SAVEPOINT ${savepoint}`);
-          return result;
+          if (a.kind === 'select' && !a.writes) return r.rows ?? [];
+          return a.returning ? (r.rows ?? []) : (r.affected_rows ?? 0);
         } catch (err) {
-          await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => {});
+          broken ||= isConnectionError(err);
+          if (!broken) await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => (broken = true));
           throw mapDatabaseError(err, limits);
         }
       },
@@ -259,28 +300,30 @@ export class WorkspaceSql {
         if (!open) return;
         open = false;
         try {
-          await client.query(ok ? 'COMMIT' : 'ROLLBACK');
+          if (!broken) await client.query(ok ? 'COMMIT' : 'ROLLBACK');
+        } catch (err) {
+          broken = true;
+          throw mapDatabaseError(err, limits);
         } finally {
-          client.release();
+          lease.release(broken);
         }
       },
     };
   }
 
-  private async run(
-    client: pg.PoolClient,
-    a: Analysis,
-    executed: string,
-    limits: SqlLimits,
-    finish: (details: Record<string, unknown>) => string,
-  ): Promise<SqlResult> {
+  /**
+   * Runs the rewritten statement inside the open transaction and commits it (unless `cursor` is given: then it is
+   * one statement of a longer session). The user statement always goes through the extended protocol, which
+   * refuses a second statement; a read goes through a cursor so that the row cap is checked before rows pile up.
+   */
+  private static async run(client: pg.Client, a: Analysis, executed: string, limits: SqlLimits, cursor?: string): Promise<SqlResult> {
     const base = { kind: a.kind, tables: a.tables, executed_sql: executed };
-    // The user statement always goes through the extended protocol, which refuses a second statement.
+    const commit = cursor ? '' : '; COMMIT';
     if (a.kind === 'select' && !a.writes) {
-      await client.query({ text: `DECLARE wds_cursor NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
-      // A read-only transaction: fetching and committing in one round trip is safe.
+      const name = cursor ?? 'wds_cursor';
+      await client.query({ text: `DECLARE ${name} NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
       const [r] = (await client.query({
-        text: `FETCH FORWARD ${limits.maxRows + 1} FROM wds_cursor; ${finish({ tables: a.tables })}`,
+        text: `FETCH FORWARD ${limits.maxRows + 1} FROM ${name}; CLOSE ${name}${commit}`,
         types: userValueTypes,
       })) as unknown as pg.QueryResult[];
       if (!r || r.rows.length > limits.maxRows) throw rowCapError(limits);
@@ -288,50 +331,13 @@ export class WorkspaceSql {
     }
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
     if (a.returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
-    await client.query(finish({ tables: a.tables, ...(a.kind === 'ddl' ? {} : { affected_rows: r.rowCount ?? 0 }) }));
+    if (!cursor) await client.query('COMMIT');
     if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
     const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
     if (a.kind === 'select') out.rows = r.rows;
-    else if (a.returning) {
-      out.rows = r.rows.map((row) => {
-        const { [ROW_CHECK_COLUMN]: _check, ...rest } = row;
-        return rest;
-      });
-    }
+    else if (a.returning) out.rows = r.rows.map(({ [ROW_CHECK_COLUMN]: _check, ...rest }) => rest);
     return out;
   }
-}
-
-const rowCapError = (limits: SqlLimits) =>
-  new ServiceError(
-    'EXECUTION_ERROR',
-    `The result has more than ${limits.maxRows} rows (row cap)`,
-    'add a LIMIT or a narrower WHERE; the cap is SQL_MAX_ROWS',
-  );
-
-/** Database errors become EXECUTION_ERROR with physical names turned back into logical ones. */
-function mapDatabaseError(err: unknown, limits: SqlLimits): unknown {
-  if (err instanceof ServiceError) return err;
-  const e = err as { code?: string; message?: string; detail?: string; hint?: string };
-  if (typeof e?.code !== 'string' || typeof e.message !== 'string') return err;
-  if (e.code === 'WDS01') {
-    const what = e.message.replace(/^row check failed: /, '');
-    const [table, operation] = what.split(':');
-    return new ServiceError(
-      'POLICY_DENIED',
-      'Denied by policy',
-      `a row of table "${table}" would be outside your ${operation} policy; nothing was changed`,
-    );
-  }
-  if (e.code === '57014') {
-    return new ServiceError(
-      'EXECUTION_ERROR',
-      `The statement ran longer than ${limits.statementTimeoutMs} ms (statement timeout)`,
-      'the limit is SQL_STATEMENT_TIMEOUT_MS',
-    );
-  }
-  const details = [e.detail, e.hint].filter(Boolean).map((s) => toLogicalText(s as string)).join(' ');
-  return new ServiceError('EXECUTION_ERROR', toLogicalText(e.message), details || `SQLSTATE ${e.code}`);
 }
 
 export { loadContext };

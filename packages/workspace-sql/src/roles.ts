@@ -1,31 +1,67 @@
+import { createHash, createHmac } from 'node:crypto';
 import { USER_SCHEMA, workspaceRole } from '@wds/sql-rewriter';
 import type pg from 'pg';
 
 /**
- * Each workspace has its own PostgreSQL role that owns its tables and runs its SQL. Even if the rewriter
- * let something through, that role cannot read another workspace's tables or the service schema.
+ * Each workspace has its own PostgreSQL LOGIN role that owns its tables, and its SQL runs on connections logged
+ * in as that role — never on a service session that switches roles. The role is no superuser, cannot create
+ * roles or databases, and is a member of no other role, so even text that escaped the rewriter cannot reach
+ * another role (`SET ROLE`, `RESET ROLE`, `SET SESSION AUTHORIZATION` and `set_config('role', …)` all fail),
+ * read the `platform` schema or another workspace's tables.
  */
-export async function ensureWorkspaceRole(
-  client: pg.PoolClient,
-  workspaceId: string,
-  /** Roles known to be set up in this database (roles are per cluster, schema grants per database). */
-  ensured: Set<string> = new Set(),
-): Promise<string> {
+
+/** Serialises role and grant changes in one database: concurrent GRANTs on one schema fail with "tuple concurrently updated". */
+const ROLE_LOCK_KEY = 0x77_64_73_72; // 'wdsr'
+
+/** Workspace passwords are derived, so every process of the service computes the same one without storing it. */
+export const rolePassword = (secret: string, role: string): string =>
+  createHmac('sha256', secret).update(`wds-workspace-role:${role}`).digest('base64url');
+
+/** The derivation secret when none is configured: a hash of the service's own database password. */
+export const secretFromUrl = (url: string): string => {
+  const password = decodeURIComponent(new URL(url).password);
+  return createHash('sha256').update(`wds-role-secret:${password}`).digest('base64url');
+};
+
+/**
+ * Creates the workspace's role (or brings an existing one up to date: LOGIN, password, settings) and grants it
+ * the workspace schema. Idempotent and safe to call from several processes at once.
+ */
+export async function ensureWorkspaceRole(service: pg.PoolClient | pg.Client, workspaceId: string, password: string): Promise<string> {
   const role = workspaceRole(workspaceId);
-  if (ensured.has(role)) return role;
   const ident = `"${role}"`; // [a-z0-9_] only, from a UUID
-  await client.query('BEGIN');
+  const secret = `'${password}'`; // base64url only
+  await service.query('BEGIN');
   try {
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [role]);
-    const { rowCount } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
-    if (!rowCount) await client.query(`CREATE ROLE ${ident} NOLOGIN`);
-    await client.query(`GRANT ${ident} TO CURRENT_USER`);
-    await client.query(`GRANT USAGE, CREATE ON SCHEMA ${USER_SCHEMA} TO ${ident}`);
-    await client.query('COMMIT');
+    await service.query('SELECT pg_advisory_xact_lock($1)', [ROLE_LOCK_KEY]);
+    const { rowCount } = await service.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+    // CREATE ROLE's defaults are NOSUPERUSER NOREPLICATION NOBYPASSRLS (only a superuser may even name those).
+    await service.query(
+      rowCount
+        ? `ALTER ROLE ${ident} LOGIN NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${secret}`
+        : `CREATE ROLE ${ident} LOGIN NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${secret}`,
+    );
+    await assertConfined(service, role);
+    // Settings on the role itself: a session of it starts in the workspace schema whatever it was told.
+    await service.query(`ALTER ROLE ${ident} SET search_path = ${USER_SCHEMA}`);
+    // The service manages the workspace's tables too (embeddings, drops); membership goes this way only.
+    await service.query(`GRANT ${ident} TO CURRENT_USER`);
+    await service.query(`GRANT USAGE, CREATE ON SCHEMA ${USER_SCHEMA} TO ${ident}`);
+    await service.query('COMMIT');
   } catch (err) {
-    await client.query('ROLLBACK');
+    await service.query('ROLLBACK').catch(() => {});
     throw err;
   }
-  ensured.add(role);
   return role;
+}
+
+/** Refuses a role that could reach further than its workspace (say, created by hand with more rights). */
+async function assertConfined(service: pg.PoolClient | pg.Client, role: string): Promise<void> {
+  const { rows } = await service.query(
+    `SELECT r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls
+              OR EXISTS (SELECT 1 FROM pg_auth_members m WHERE m.member = r.oid) AS escapes
+       FROM pg_roles r WHERE r.rolname = $1`,
+    [role],
+  );
+  if (rows[0]?.escapes !== false) throw new Error(`workspace role ${role} has rights beyond its workspace; refusing to use it`);
 }

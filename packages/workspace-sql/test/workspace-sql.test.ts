@@ -3,16 +3,24 @@ import { createDb, migrateToLatest, newId } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { WorkspaceSql, ensureWorkspaceRole, userValueTypes } from '../src/index.js';
+import { WorkspaceConnector, WorkspaceSql, ensureWorkspaceRole, userValueTypes } from '../src/index.js';
 
 let pool: pg.Pool;
+let url: string;
+const open: WorkspaceSql[] = [];
+/** A WorkspaceSql on the test database, closed after the file. */
+const workspaceSql = () => {
+  const s = new WorkspaceSql(pool, { databaseUrl: url });
+  open.push(s);
+  return s;
+};
 let destroy: () => Promise<void>;
 const A = newId();
 const B = newId();
 const owner = newId();
 
 beforeAll(async () => {
-  const url = await createDatabase(inject('pgServerUrl'), { prefix: 'wsql' });
+  url = await createDatabase(inject('pgServerUrl'), { prefix: 'wsql' });
   const { db, pool: p } = createDb(url, { max: 4 });
   await migrateToLatest(db);
   await db.insertInto('platform.users').values({ id: owner, email: `${owner}@x.io`, name: 'o' }).execute();
@@ -20,34 +28,81 @@ beforeAll(async () => {
   pool = p;
   destroy = () => db.destroy();
 });
-afterAll(() => destroy());
+afterAll(async () => {
+  await Promise.all(open.map((s) => s.close()));
+  await destroy();
+});
 
 const admin = (workspaceId: string) => ({ workspaceId, ddlGroupId: null, isAdmin: true, subject: { kind: 'user' as const, userId: owner } });
 const limits = { statementTimeoutMs: 2000, maxRows: 100 };
 
 describe('the workspace role: the second wall', () => {
-  it('cannot read another workspace table even when handed its physical name directly', async () => {
-    const sql = new WorkspaceSql(pool);
-    await sql.execute(admin(B), 'CREATE TABLE secrets (v text)', limits);
+  /** A raw session of workspace A's role, as if text had escaped the rewriter. */
+  const escaped = async () => new WorkspaceConnector(pool, { databaseUrl: url, budget: { maxRowBytes: 1 << 20, maxResponseBytes: 1 << 22 } }).connect(A);
+  const bTable = () => `user_data.ws_${B.replace(/-/g, '_')}_secrets`;
+
+  it('a session of the workspace role is logged in as that role and cannot reach any other', async () => {
+    await workspaceSql().execute(admin(B), 'CREATE TABLE secrets (v text)', limits);
+    await pool.query(`INSERT INTO ${bTable()} (v) VALUES ('B_SECRET')`);
+    const client = await escaped();
+    try {
+      const { rows } = await client.query('SELECT current_user AS c, session_user AS s, current_setting($1) AS p', ['search_path']);
+      expect(rows[0]).toEqual({ c: `wds_ws_${A.replace(/-/g, '')}`, s: `wds_ws_${A.replace(/-/g, '')}`, p: 'user_data' });
+      const attempts = [
+        'SET ROLE postgres',
+        `SET ROLE "wds_ws_${B.replace(/-/g, '')}"`,
+        "SELECT set_config('role', 'postgres', false)",
+        "SELECT set_config('role', 'postgres', true)",
+        'SET SESSION AUTHORIZATION postgres',
+        "SELECT set_config('session_authorization', 'postgres', false)",
+        `SELECT * FROM ${bTable()}`,
+        `INSERT INTO ${bTable()} (v) VALUES ('x')`,
+        `DROP TABLE ${bTable()}`,
+        'SELECT * FROM platform.users',
+        'SELECT * FROM platform.workspaces',
+        "SELECT pg_read_file('/etc/hostname')",
+        "SELECT pg_ls_dir('.')",
+        "COPY (SELECT 1) TO PROGRAM 'true'",
+        "COPY (SELECT 1) TO '/tmp/wds-escaped'",
+        "SELECT lo_import('/etc/hostname')",
+        'CREATE ROLE wds_escaped_role',
+        `ALTER ROLE "wds_ws_${A.replace(/-/g, '')}" SUPERUSER`,
+        `ALTER ROLE "wds_ws_${A.replace(/-/g, '')}" CREATEROLE`,
+        `GRANT "wds_ws_${B.replace(/-/g, '')}" TO "wds_ws_${A.replace(/-/g, '')}"`,
+        'CREATE DATABASE wds_escaped',
+        'CREATE SCHEMA wds_escaped',
+      ];
+      for (const sql of attempts) {
+        await expect(client.query(sql), sql).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|0LP01|22023|42P01)$/) });
+      }
+      // RESET ROLE is allowed and changes nothing: the session's own role is the only one it has.
+      await client.query('RESET ROLE');
+      expect((await client.query('SELECT current_user AS c')).rows[0].c).toBe(`wds_ws_${A.replace(/-/g, '')}`);
+      const roles = await client.query('SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user');
+      expect(roles.rows[0]).toEqual({ rolsuper: false, rolcreaterole: false, rolcreatedb: false });
+      const member = await client.query('SELECT count(*)::int AS n FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = current_user');
+      expect(member.rows[0].n).toBe(0);
+    } finally {
+      await client.end();
+    }
+    expect((await pool.query(`SELECT v FROM ${bTable()}`)).rows).toEqual([{ v: 'B_SECRET' }]);
+  });
+
+  it('refuses a workspace role that has rights beyond its workspace', async () => {
+    const ws = newId();
+    const role = `wds_ws_${ws.replace(/-/g, '')}`;
+    await pool.query(`CREATE ROLE "${role}" NOLOGIN`);
+    await pool.query(`GRANT pg_read_server_files TO "${role}"`);
     const client = await pool.connect();
     try {
-      await client.query(`INSERT INTO user_data.ws_${B.replace(/-/g, '_')}_secrets (v) VALUES ('B_SECRET')`);
-      const roleA = await ensureWorkspaceRole(client, A);
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL ROLE "${roleA}"`);
-      await expect(client.query(`SELECT * FROM user_data.ws_${B.replace(/-/g, '_')}_secrets`)).rejects.toThrow(/permission denied/);
-      await client.query('ROLLBACK');
-      await client.query('BEGIN');
-      await client.query(`SET LOCAL ROLE "${roleA}"`);
-      await expect(client.query('SELECT * FROM platform.users')).rejects.toThrow(/permission denied/);
-      await client.query('ROLLBACK');
+      await expect(ensureWorkspaceRole(client, ws, 'pw')).rejects.toThrow(/rights beyond its workspace/);
     } finally {
       client.release();
     }
   });
 
   it('DDL creates tables owned by the workspace role', async () => {
-    const sql = new WorkspaceSql(pool);
+    const sql = workspaceSql();
     await sql.execute(admin(A), 'CREATE TABLE notes (v text)', limits);
     const { rows } = await pool.query(
       `SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relname = $1`,
@@ -90,7 +145,7 @@ describe('sessions (the sql() calls of one STF run)', () => {
   const setup = async () => {
     const ws = newId();
     await pool.query('INSERT INTO platform.workspaces (id, name) VALUES ($1, $2)', [ws, 's']);
-    const sql = new WorkspaceSql(pool);
+    const sql = workspaceSql();
     await sql.execute(admin(ws), 'CREATE TABLE items (owner_id uuid, title text)', limits);
     const group = newId();
     const stf = newId();

@@ -1,9 +1,11 @@
+import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 import { autoEmbedRows } from '../embedding-work.js';
 import { defineRoute } from '../http/route.js';
 import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
 
-const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(1_000_000));
+// Characters here; the parser's own limit counts UTF-8 bytes (MAX_SQL_BYTES) and holds for every entry point.
+const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(MAX_SQL_BYTES));
 
 export const sqlRoutes = [
   defineRoute({

@@ -1,0 +1,19 @@
+import type { InvalidationBus } from '@wds/cache';
+import { WorkspaceSql } from '@wds/workspace-sql';
+import type pg from 'pg';
+import type { Config } from './config.js';
+
+/** User SQL: per-workspace LOGIN roles on `databaseUrl`'s server, with the pool and byte limits of the configuration. */
+export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: Config, bus: InvalidationBus): WorkspaceSql =>
+  new WorkspaceSql(pool, {
+    databaseUrl,
+    bus,
+    contextTtlMs: config.CACHE_TTL_MS,
+    pools: {
+      maxTotal: config.SQL_POOL_MAX,
+      maxPerWorkspace: config.SQL_WORKSPACE_CONNECTIONS,
+      maxQueuePerWorkspace: config.SQL_WORKSPACE_QUEUE,
+      acquireTimeoutMs: config.SQL_ACQUIRE_TIMEOUT_MS,
+    },
+    budget: { maxRowBytes: config.SQL_MAX_ROW_BYTES, maxResponseBytes: config.SQL_MAX_RESPONSE_BYTES },
+  });

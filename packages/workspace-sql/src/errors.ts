@@ -1,0 +1,80 @@
+import { ServiceError } from '@wds/errors';
+import { toLogicalText } from '@wds/sql-rewriter';
+import { isByteBudgetError } from './byte-budget.js';
+
+export interface ErrorLimits {
+  statementTimeoutMs: number;
+  maxRows: number;
+}
+
+export const rowCapError = (limits: ErrorLimits) =>
+  new ServiceError(
+    'EXECUTION_ERROR',
+    `The result has more than ${limits.maxRows} rows (row cap)`,
+    'add a LIMIT or a narrower WHERE; the cap is SQL_MAX_ROWS',
+  );
+
+/** True when the error says the connection itself is gone (not a statement error): the client must be discarded. */
+export const isConnectionError = (err: unknown): boolean => {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    // SQLSTATE class 08 (connection exception), 57P01..57P03 (the server ended the session), socket errors.
+    return code.startsWith('08') || /^57P0[1-3]$/.test(code) || code.startsWith('E') || code === 'WDS_BYTE_BUDGET';
+  }
+  return typeof message === 'string' && /connection|terminated|not queryable|socket/i.test(message);
+};
+
+/**
+ * Database errors become EXECUTION_ERROR with physical names turned back into logical ones. The server's DETAIL
+ * is never passed on: it can carry row data ("Failing row contains (…)", "Key (…)=(…) conflicts with existing key").
+ */
+export function mapDatabaseError(err: unknown, limits: ErrorLimits): unknown {
+  if (err instanceof ServiceError) return err;
+  const budget = isByteBudgetError(err);
+  if (budget) {
+    switch (budget.kind) {
+      case 'row':
+        return new ServiceError(
+          'EXECUTION_ERROR',
+          `A row of the result is larger than ${budget.limit} bytes`,
+          'select fewer or shorter values (substr, left); the limit is SQL_MAX_ROW_BYTES',
+        );
+      case 'response':
+        return new ServiceError(
+          'EXECUTION_ERROR',
+          `The result is larger than ${budget.limit} bytes`,
+          'add a LIMIT, select fewer columns or page through the rows; the limit is SQL_MAX_RESPONSE_BYTES',
+        );
+      default:
+        // Say an error message that quotes a huge value: the message itself is the problem, not the result.
+        return new ServiceError('EXECUTION_ERROR', `The database answered with a message larger than ${budget.limit} bytes`, 'SQL_MAX_ROW_BYTES');
+    }
+  }
+  const e = err as { code?: string; message?: string; hint?: string; constraint?: string };
+  if (isConnectionError(err)) {
+    return new ServiceError('SERVICE_UNAVAILABLE', 'The database connection was lost while the statement ran', 'try again');
+  }
+  if (typeof e?.code !== 'string' || typeof e.message !== 'string') return err;
+  if (e.code === 'WDS01') {
+    const what = e.message.replace(/^row check failed: /, '');
+    const [table, operation] = what.split(':');
+    return new ServiceError(
+      'POLICY_DENIED',
+      'Denied by policy',
+      `a row of table "${table}" would be outside your ${operation} policy; nothing was changed`,
+    );
+  }
+  if (e.code === '57014') {
+    return new ServiceError(
+      'EXECUTION_ERROR',
+      `The statement ran longer than ${limits.statementTimeoutMs} ms (statement timeout)`,
+      'the limit is SQL_STATEMENT_TIMEOUT_MS',
+    );
+  }
+  const details = [
+    `SQLSTATE ${e.code}`,
+    e.constraint ? `constraint ${toLogicalText(e.constraint)}` : undefined,
+    e.hint ? toLogicalText(e.hint) : undefined,
+  ];
+  return new ServiceError('EXECUTION_ERROR', toLogicalText(e.message), details.filter(Boolean).join('; '));
+}

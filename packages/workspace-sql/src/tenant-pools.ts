@@ -1,0 +1,334 @@
+import { ServiceError } from '@wds/errors';
+import type pg from 'pg';
+
+/**
+ * Connections per workspace. Each workspace's SQL runs on connections logged in as that workspace's own role, so a
+ * connection can only ever be reused by the workspace that opened it. One workspace's load waits on its own slots
+ * (`maxPerWorkspace`), never on another's; the overall cap (`maxTotal`) is shared in fair turns.
+ */
+export interface TenantPoolsOptions {
+  /**
+   * Opens a connected client logged in as the workspace's role (the caller supplies credentials, stream, settings,
+   * and a connection timeout: a hanging connect holds its slot until it settles).
+   */
+  connect(workspaceId: string): Promise<pg.Client>;
+  /** Connections (= concurrent statements or open STF sessions) one workspace may hold. SQL_WORKSPACE_CONNECTIONS. */
+  maxPerWorkspace: number;
+  /** Open connections across all workspaces: leased, idle and connecting. SQL_POOL_MAX. */
+  maxTotal: number;
+  /** Waiting acquires one workspace may have; one more is refused at once. SQL_WORKSPACE_QUEUE. */
+  maxQueuePerWorkspace: number;
+  /** How long an acquire may wait (in the queue and while connecting) before it is refused. SQL_ACQUIRE_TIMEOUT_MS. */
+  acquireTimeoutMs: number;
+  /** Idle connections are closed after this long. */
+  idleTimeoutMs: number;
+}
+
+export interface Lease {
+  readonly client: pg.Client;
+  /**
+   * Returns the connection; later calls do nothing. With `broken`, after any error seen on the client, or when the
+   * client is not back outside a transaction, it is closed instead. Release only when no query is running on it.
+   */
+  release(broken?: boolean): void;
+}
+
+export interface WorkspacePoolStats {
+  leased: number;
+  idle: number;
+  connecting: number;
+  waiting: number;
+}
+
+export interface TenantPoolsStats extends WorkspacePoolStats {
+  /** leased + idle + connecting; never above `maxTotal`. */
+  open: number;
+  workspaces: Record<string, WorkspacePoolStats>;
+}
+
+interface Tenant {
+  id: string;
+  leased: number;
+  connecting: number;
+  /** Least recently used first; reuse takes the last. */
+  idle: Conn[];
+  waiters: Waiter[];
+  /** Turn number of its last served acquire: among equals, the waiting workspace served longest ago goes next. */
+  served: number;
+}
+
+interface Conn {
+  client: pg.Client;
+  tenant: Tenant;
+  /** `new`: just opened, about to be lent or parked. */
+  state: 'new' | 'leased' | 'idle' | 'closed';
+  /** An error or an unexpected end was seen: never reuse. */
+  broken: boolean;
+  idleTimer?: NodeJS.Timeout;
+}
+
+interface Waiter {
+  tenant: Tenant;
+  /** Out of the queue, its connection being opened. */
+  connecting: boolean;
+  settled: boolean;
+  resolve(lease: Lease): void;
+  reject(err: unknown): void;
+  timer?: NodeJS.Timeout;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+export class TenantPools {
+  private readonly tenants = new Map<string, Tenant>();
+  /** Every idle connection, least recently used first: the one to close when another workspace needs a slot. */
+  private readonly idle = new Set<Conn>();
+  private open = 0;
+  private turn = 0;
+  private closed = false;
+
+  constructor(private readonly opts: TenantPoolsOptions) {
+    if (opts.maxPerWorkspace < 1 || opts.maxTotal < 1 || opts.maxQueuePerWorkspace < 0) {
+      throw new RangeError('TenantPools: maxPerWorkspace and maxTotal must be at least 1, maxQueuePerWorkspace at least 0');
+    }
+  }
+
+  /** A connection of the workspace: at once, after waiting its turn, or a 429 ServiceError (queue full, timeout). */
+  acquire(workspaceId: string, signal?: AbortSignal): Promise<Lease> {
+    if (this.closed) return Promise.reject(closedError());
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const t = this.tenant(workspaceId);
+    return new Promise<Lease>((resolve, reject) => {
+      const w: Waiter = { tenant: t, connecting: false, settled: false, resolve, reject };
+      w.timer = setTimeout(() => this.settle(w, timeoutError(w.connecting, this.opts.acquireTimeoutMs)), this.opts.acquireTimeoutMs);
+      if (signal) {
+        w.signal = signal;
+        w.onAbort = () => this.settle(w, signal.reason);
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      t.waiters.push(w);
+      this.pump();
+      // Still queued (at the end: the pump only takes from the front) and over the limit: refused at once.
+      if (t.waiters.at(-1) === w && t.waiters.length > this.opts.maxQueuePerWorkspace) {
+        this.settle(w, queueFullError(this.opts));
+      }
+    });
+  }
+
+  stats(): TenantPoolsStats {
+    const all: TenantPoolsStats = { open: this.open, leased: 0, idle: 0, connecting: 0, waiting: 0, workspaces: {} };
+    for (const t of this.tenants.values()) {
+      const s = { leased: t.leased, idle: t.idle.length, connecting: t.connecting, waiting: t.waiters.length };
+      all.workspaces[t.id] = s;
+      all.leased += s.leased;
+      all.idle += s.idle;
+      all.connecting += s.connecting;
+      all.waiting += s.waiting;
+    }
+    return all;
+  }
+
+  /** Refuses new acquires, rejects waiters and closes idle connections; leased ones close as they are released. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.tenants.values()) for (const w of [...t.waiters]) this.settle(w, closedError());
+    await Promise.all([...this.idle].map((c) => this.discard(c)));
+  }
+
+  /**
+   * Hands out every connection that can be handed out now, one waiter per step. When slots are scarce the next is a
+   * waiter of the workspace holding the fewest connections, and among equals the one served longest ago: waiting
+   * workspaces take turns, many waiters of one cannot starve another, and a workspace at its fair share keeps reusing
+   * its own connections instead of trading them (each trade is a close and a new login).
+   * Without contention this is just "the next waiter of the workspace that released".
+   */
+  private pump(): void {
+    while (!this.closed) {
+      let next: Tenant | undefined;
+      for (const t of this.tenants.values()) {
+        if (this.canServe(t) && (next === undefined || before(t, next))) next = t;
+      }
+      if (!next) return;
+      const w = next.waiters.shift()!;
+      next.served = ++this.turn;
+      const own = next.idle.at(-1);
+      if (own) {
+        this.unpark(own);
+        this.lend(own, w);
+      } else {
+        // At the cap, the least recently used idle connection (another workspace's) makes room.
+        const room = this.open >= this.opts.maxTotal ? this.discard(this.idle.values().next().value!) : undefined;
+        this.openFor(next, w, room);
+      }
+    }
+  }
+
+  private canServe(t: Tenant): boolean {
+    if (t.waiters.length === 0 || held(t) >= this.opts.maxPerWorkspace) return false;
+    return t.idle.length > 0 || this.open < this.opts.maxTotal || this.idle.size > 0;
+  }
+
+  /** Opens a connection for a waiter taken from the queue; `room` is the close of an evicted one, awaited first. */
+  private openFor(t: Tenant, w: Waiter, room: Promise<void> | undefined): void {
+    t.connecting++;
+    this.open++;
+    w.connecting = true;
+    void (async () => {
+      let client: pg.Client;
+      try {
+        await room;
+        client = await this.opts.connect(t.id);
+      } catch (err) {
+        t.connecting--;
+        this.open--;
+        this.settle(w, unreachableError(err));
+        this.tidy(t);
+        this.pump();
+        return;
+      }
+      t.connecting--;
+      const conn = this.adopt(client, t);
+      if (this.closed) {
+        void this.discard(conn);
+        this.settle(w, closedError());
+      } else if (!w.settled) {
+        this.lend(conn, w);
+      } else {
+        // Its acquire gave up (timeout, abort) meanwhile: the connection serves the next one.
+        this.park(conn);
+        this.pump();
+      }
+    })();
+  }
+
+  /** Listens for errors from the first moment: a dead backend must never become an unhandled 'error' event. */
+  private adopt(client: pg.Client, tenant: Tenant): Conn {
+    const conn: Conn = { client, tenant, state: 'new', broken: false };
+    const lost = () => {
+      conn.broken = true;
+      if (conn.state !== 'idle') return; // leased: closed on release; closed: nothing to do
+      void this.discard(conn);
+      this.pump();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    // A FATAL error (e.g. pg_terminate_backend) fails the running query before the socket closes: never reuse it.
+    client.connection.on('errorMessage', (e: { severity?: string }) => {
+      if (e.severity === 'FATAL' || e.severity === 'PANIC') conn.broken = true;
+    });
+    return conn;
+  }
+
+  private lend(conn: Conn, w: Waiter): void {
+    const t = conn.tenant;
+    conn.state = 'leased';
+    t.leased++;
+    let released = false;
+    const lease: Lease = {
+      client: conn.client,
+      release: (broken = false) => {
+        if (released) return;
+        released = true;
+        t.leased--;
+        // A connection left inside a transaction would hand its state to the next statement.
+        const reusable = !broken && !conn.broken && !this.closed && conn.client.getTransactionStatus() === 'I';
+        if (reusable) this.park(conn);
+        else void this.discard(conn);
+        this.pump();
+      },
+    };
+    this.settle(w, null, lease);
+  }
+
+  private park(conn: Conn): void {
+    conn.state = 'idle';
+    conn.tenant.idle.push(conn);
+    this.idle.add(conn);
+    conn.idleTimer = setTimeout(() => {
+      void this.discard(conn);
+      this.pump();
+    }, this.opts.idleTimeoutMs);
+    conn.idleTimer.unref();
+  }
+
+  private unpark(conn: Conn): void {
+    const idle = conn.tenant.idle;
+    idle.splice(idle.indexOf(conn), 1);
+    this.idle.delete(conn);
+    clearTimeout(conn.idleTimer);
+  }
+
+  /** Closes a connection that is idle or was just taken back; resolves when it is gone. */
+  private discard(conn: Conn): Promise<void> {
+    if (conn.state === 'closed') return Promise.resolve();
+    if (conn.state === 'idle') this.unpark(conn);
+    conn.state = 'closed';
+    this.open--;
+    this.tidy(conn.tenant);
+    return conn.client.end().catch(() => {});
+  }
+
+  /** Ends a waiter exactly once: with the lease, or with `err` (which also takes it out of the queue). */
+  private settle(w: Waiter, err: unknown, lease?: Lease): void {
+    if (w.settled) return;
+    w.settled = true;
+    clearTimeout(w.timer);
+    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    const queue = w.tenant.waiters;
+    const i = queue.indexOf(w);
+    if (i >= 0) queue.splice(i, 1);
+    this.tidy(w.tenant);
+    if (lease) w.resolve(lease);
+    else w.reject(err);
+  }
+
+  private tenant(id: string): Tenant {
+    let t = this.tenants.get(id);
+    if (!t) {
+      t = { id, leased: 0, connecting: 0, idle: [], waiters: [], served: 0 };
+      this.tenants.set(id, t);
+    }
+    return t;
+  }
+
+  /** Forgets a workspace with nothing open or waiting, so many workspaces do not accumulate. */
+  private tidy(t: Tenant): void {
+    if (t.leased + t.connecting + t.idle.length + t.waiters.length === 0) this.tenants.delete(t.id);
+  }
+}
+
+const held = (t: Tenant) => t.leased + t.connecting;
+const before = (a: Tenant, b: Tenant) => held(a) < held(b) || (held(a) === held(b) && a.served < b.served);
+
+const closedError = () => new ServiceError('SERVICE_UNAVAILABLE', 'The service is shutting down', 'the SQL connection pools are closed');
+
+const queueFullError = (o: TenantPoolsOptions) =>
+  new ServiceError(
+    'TOO_MANY_REQUESTS',
+    'Too many SQL statements of this workspace are waiting for a connection',
+    `at most ${o.maxPerWorkspace} run at a time (SQL_WORKSPACE_CONNECTIONS) and ${o.maxQueuePerWorkspace} may wait ` +
+      '(SQL_WORKSPACE_QUEUE); retry later',
+  );
+
+const timeoutError = (connecting: boolean, ms: number) =>
+  connecting
+    ? new ServiceError('SERVICE_UNAVAILABLE', 'The database is not reachable', `no connection within ${ms} ms (SQL_ACQUIRE_TIMEOUT_MS)`)
+    : new ServiceError(
+        'TOO_MANY_REQUESTS',
+        `No database connection became free within ${ms} ms`,
+        "the workspace's statements (SQL_WORKSPACE_CONNECTIONS at a time) or all workspaces (SQL_POOL_MAX) kept " +
+          'every connection busy for SQL_ACQUIRE_TIMEOUT_MS; retry later',
+      );
+
+function unreachableError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  const e = new ServiceError(
+    'SERVICE_UNAVAILABLE',
+    'The database is not reachable',
+    typeof code === 'string' ? `could not open a connection (${code})` : 'could not open a connection',
+  );
+  e.cause = err;
+  return e;
+}
