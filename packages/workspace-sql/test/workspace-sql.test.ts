@@ -192,3 +192,28 @@ describe('sessions (the sql() calls of one STF run)', () => {
     await again.end(true);
   });
 });
+
+describe('fair sharing', () => {
+  it('an STF session holds one of its workspace\u2019s slots; that workspace waits or gets 429, another does not', async () => {
+    const sql = new WorkspaceSql(pool, { databaseUrl: url, pools: { maxPerWorkspace: 1, maxQueuePerWorkspace: 0 } });
+    open.push(sql);
+    const s = await sql.openSession(admin(A), limits);
+    await expect(sql.execute(admin(A), 'SELECT 1 AS one', limits)).rejects.toMatchObject({ code: 'TOO_MANY_REQUESTS', status: 429 });
+    await expect(sql.openSession(admin(A), limits)).rejects.toMatchObject({ code: 'TOO_MANY_REQUESTS' });
+    expect((await sql.execute(admin(B), 'SELECT 1 AS one', limits)).rows).toEqual([{ one: 1 }]);
+    await s.end(true);
+    expect((await sql.execute(admin(A), 'SELECT 1 AS one', limits)).rows).toEqual([{ one: 1 }]);
+  });
+
+  it('a lost connection costs its statement a 503, and the next statement gets a fresh connection', async () => {
+    const sql = workspaceSql();
+    const s = await sql.openSession(admin(A), limits);
+    expect(await s.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1 AND application_name = 'wds-sql'`, [
+      `wds_ws_${A.replace(/-/g, '')}`,
+    ]);
+    await expect(s.query('SELECT 1 AS one')).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    await s.end(false).catch(() => undefined);
+    expect((await sql.execute(admin(A), 'SELECT 2 AS two', limits)).rows).toEqual([{ two: 2 }]);
+  });
+});
