@@ -27,27 +27,69 @@ export interface Mismatch {
 
 /** Compares two parse trees, ignoring positions; iterative, so a 150k-item IN list cannot overflow the stack. */
 export function firstDifference(a: AnyNode, b: AnyNode): Mismatch | undefined {
+  // The fast walk answers the common case (equal) without building paths; only a difference is walked again.
+  return sameTree(a, b) ? undefined : { path: pathOfDifference(a, b) };
+}
+
+function sameTree(a: AnyNode, b: AnyNode): boolean {
+  const xs: AnyNode[] = [a];
+  const ys: AnyNode[] = [b];
+  while (xs.length > 0) {
+    const x = xs.pop();
+    const y = ys.pop();
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
+    if (Array.isArray(x)) {
+      if (!Array.isArray(y) || x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) {
+        xs.push(x[i]);
+        ys.push(y[i]);
+      }
+      continue;
+    }
+    if (Array.isArray(y)) return false;
+    let n = 0;
+    for (const k in x) {
+      if (!meaningful(k, x[k])) continue;
+      n++;
+      if (!meaningful(k, y[k])) return false;
+      if (k === 'args' && isBoolExpr(x) && isBoolExpr(y)) {
+        xs.push(flatArgs(x));
+        ys.push(flatArgs(y));
+      } else {
+        xs.push(x[k]);
+        ys.push(y[k]);
+      }
+    }
+    for (const k in y) if (meaningful(k, y[k])) n--;
+    if (n !== 0) return false;
+  }
+  return true;
+}
+
+/** The key path of the first difference (slow: builds a path string per node; runs only after sameTree failed). */
+function pathOfDifference(a: AnyNode, b: AnyNode): string {
   const stack: [AnyNode, AnyNode, string][] = [[a, b, '']];
   while (stack.length > 0) {
     const [x, y, path] = stack.pop() as [AnyNode, AnyNode, string];
     if (x === y) continue;
-    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return { path };
-    if (Array.isArray(x) !== Array.isArray(y)) return { path };
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return path;
+    if (Array.isArray(x) !== Array.isArray(y)) return path;
     if (Array.isArray(x)) {
-      if (x.length !== y.length) return { path };
+      if (x.length !== y.length) return path;
       for (let i = 0; i < x.length; i++) stack.push([x[i], y[i], `${path}.${i}`]);
       continue;
     }
     const kx = Object.keys(x).filter((k) => meaningful(k, x[k]));
     const ky = Object.keys(y).filter((k) => meaningful(k, y[k]));
-    if (kx.length !== ky.length) return { path: `${path}{${diffKeys(kx, ky)}}` };
+    if (kx.length !== ky.length) return `${path}{${diffKeys(kx, ky)}}`;
     for (const k of kx) {
-      if (!Object.hasOwn(y, k)) return { path: `${path}.${k}` };
+      if (!meaningful(k, y[k])) return `${path}.${k}`;
       if (k === 'args' && isBoolExpr(x) && isBoolExpr(y)) stack.push([flatArgs(x), flatArgs(y), `${path}.args`]);
       else stack.push([x[k], y[k], `${path}.${k}`]);
     }
   }
-  return undefined;
+  return '(no difference)';
 }
 
 /** An empty list prints like an absent one (`now()` has `args: []` when built, none when parsed). */

@@ -70,10 +70,17 @@ function policyFilter(a: Analysis, ctx: SqlContext, subject: Subject): FilterFn 
     if (!d.allowed) throw new ServiceError('POLICY_DENIED', 'Denied by policy', describeDenial(d, table, operation));
     filters.set(`${table}:${operation}`, d);
   }
+  // The rewriter asks for a filter several times per table (WHERE guard, row checks): compile each once.
+  const compiled = new Map<string, ReturnType<FilterFn>>();
   return (table, operation, qualifier) => {
-    const d = filters.get(`${table}:${operation}`);
-    if (!d?.allowed || !d.filter) return null;
-    return compileFilter(d.filter, { qualifier, userId: subject.userId });
+    const key = `${table}:${operation}:${qualifier}`;
+    let node = compiled.get(key);
+    if (node === undefined) {
+      const d = filters.get(`${table}:${operation}`);
+      node = d?.allowed && d.filter ? compileFilter(d.filter, { qualifier, userId: subject.userId }) : null;
+      compiled.set(key, node);
+    }
+    return node;
   };
 }
 
