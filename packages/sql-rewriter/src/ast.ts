@@ -1,27 +1,38 @@
+import type { Node } from '@pgsql/types';
 import type { AnyNode } from './parse.js';
 
-/** Small constructors for the libpg-query JSON AST, so the rewriter builds nodes instead of splicing text. */
-export const str = (sval: string): AnyNode => ({ String: { sval } });
-export const col = (qualifier: string | null, name: string): AnyNode => ({
+/**
+ * Small constructors for the libpg-query JSON AST, so the rewriter builds nodes instead of splicing text. Typed
+ * with @pgsql/types, and shaped exactly as the parser shapes them (no empty lists, false as an empty payload):
+ * the round-trip check compares what was built with what the printed text parses back to.
+ */
+export const str = (sval: string): Node => ({ String: { sval } });
+export const col = (qualifier: string | null, name: string): Node => ({
   ColumnRef: { fields: qualifier ? [str(qualifier), str(name)] : [str(name)] },
 });
-export const call = (name: string[], args: AnyNode[] = []): AnyNode => ({
-  FuncCall: { funcname: name.map(str), args, funcformat: 'COERCE_EXPLICIT_CALL' },
+export const call = (name: string[], args: Node[] = []): Node => ({
+  FuncCall: { funcname: name.map(str), ...(args.length ? { args } : {}), funcformat: 'COERCE_EXPLICIT_CALL' },
 });
-export const text = (s: string): AnyNode => ({ A_Const: { sval: { sval: s } } });
-export const TRUE: AnyNode = { A_Const: { boolval: { boolval: true } } };
-export const eq = (lexpr: AnyNode, rexpr: AnyNode): AnyNode => ({
+export const text = (s: string): Node => ({ A_Const: { sval: { sval: s } } });
+export const TRUE: Node = { A_Const: { boolval: { boolval: true } } };
+export const FALSE: Node = { A_Const: { boolval: {} } };
+export const ZERO: Node = { A_Const: { ival: {} } };
+export const eq = (lexpr: Node, rexpr: Node): Node => ({
   A_Expr: { kind: 'AEXPR_OP', name: [str('=')], lexpr, rexpr },
 });
-export const isNull = (arg: AnyNode): AnyNode => ({ NullTest: { arg, nulltesttype: 'IS_NULL' } });
-export const and = (args: AnyNode[]): AnyNode | undefined => {
-  const parts = args.filter((a) => a !== undefined && a !== null);
+export const isNull = (arg: Node): Node => ({ NullTest: { arg, nulltesttype: 'IS_NULL' } });
+export const and = (args: (Node | null | undefined)[]): Node | undefined => {
+  const parts = args.filter((a): a is Node => a !== undefined && a !== null);
   if (parts.length === 0) return undefined;
   if (parts.length === 1) return parts[0];
   return { BoolExpr: { boolop: 'AND_EXPR', args: parts } };
 };
-export const resTarget = (val: AnyNode, name?: string): AnyNode => ({ ResTarget: { ...(name ? { name } : {}), val } });
-export const star = (): AnyNode => ({ ColumnRef: { fields: [{ A_Star: {} }] } });
+export const resTarget = (val: Node, name?: string): Node => ({ ResTarget: { ...(name ? { name } : {}), val } });
+export const star = (): Node => ({ ColumnRef: { fields: [{ A_Star: {} }] } });
+/** `CASE WHEN <when> THEN <then> ELSE <otherwise> END`. */
+export const caseWhen = (when: Node, then: Node, otherwise: Node): Node => ({
+  CaseExpr: { args: [{ CaseWhen: { expr: when, result: then } }], defresult: otherwise },
+});
 
 /**
  * Maps each inner node object to its `{ Tag: node }` wrapper, so a node can be replaced by another kind.

@@ -1,4 +1,4 @@
-import { and } from './ast.js';
+import { FALSE, and, caseWhen } from './ast.js';
 import type { AnyNode } from './parse.js';
 
 /**
@@ -64,12 +64,8 @@ export function simpleConjuncts(where: AnyNode, qualifier: string, inner: string
   return parts.filter((p) => isSimple(p, qualifier, columns)).map((p) => requalify(p, inner));
 }
 
-const FALSE: AnyNode = { A_Const: { boolval: {} } };
-
 /** `CASE WHEN <guard> THEN <expr> ELSE false END`: `expr` only ever sees rows that passed `guard`. */
-export const guarded = (guard: AnyNode, expr: AnyNode): AnyNode => ({
-  CaseExpr: { args: [{ CaseWhen: { expr: guard, result: expr } }], defresult: FALSE },
-});
+export const guarded = (guard: AnyNode, expr: AnyNode): AnyNode => caseWhen(guard, expr, FALSE);
 
 /** The WHERE of a filtered write: copies for the index, the filter, and the user's WHERE behind the filter. */
 export function guardedWhere(userWhere: AnyNode, filter: AnyNode | undefined, copies: AnyNode[]): AnyNode | undefined {

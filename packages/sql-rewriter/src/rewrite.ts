@@ -1,7 +1,7 @@
 import { ServiceError } from '@wds/errors';
 import { deparseSync } from 'pgsql-deparser';
 import { type Analysis, type Operation, type TableRef, dropName } from './analyze.js';
-import { TRUE, and, call, col, eq, isNull, replaceWrapper, resTarget, star, str, text, wrappers } from './ast.js';
+import { TRUE, ZERO, and, call, caseWhen, col, eq, isNull, replaceWrapper, resTarget, star, str, text, wrappers } from './ast.js';
 import { guardedWhere, simpleConjuncts } from './guards.js';
 import { assertRoundTrip, firstDifference } from './verify.js';
 import { USER_SCHEMA, physicalName, workspacePrefix } from './names.js';
@@ -105,7 +105,7 @@ function rewriteRead(
           { RangeVar: { schemaname: USER_SCHEMA, relname: physical, inh: rv.inh ?? true, relpersistence: 'p', alias: { aliasname: ref.table } } },
         ],
         whereClause: and([where, ...copies]),
-        limitOffset: { A_Const: { ival: {} } },
+        limitOffset: ZERO,
         limitOption: 'LIMIT_OPTION_COUNT',
         op: 'SETOP_NONE',
       },
@@ -189,12 +189,7 @@ function rewriteWrite(
       const ins = filter(ref.table, 'insert', q);
       const upd = filter(ref.table, 'update', q);
       if (ins || upd) {
-        const expr = {
-          CaseExpr: {
-            args: [{ CaseWhen: { expr: eq(col(q, 'xmax'), { A_Const: { ival: {} } }), result: ins ?? TRUE } }],
-            defresult: upd ?? TRUE,
-          },
-        };
+        const expr = caseWhen(eq(col(q, 'xmax'), ZERO), ins ?? TRUE, upd ?? TRUE);
         checks.push(call([USER_SCHEMA, ROW_CHECK_FUNCTION], [expr, text(`${ref.table}:insert/update`)]));
       }
     } else {
