@@ -1,21 +1,15 @@
 import { auditInsertSql } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
-import { type Subject, compileFilter, decide, describeDenial } from '@wds/policy-engine';
-import {
-  type Analysis,
-  type FilterFn,
-  ROW_CHECK_COLUMN,
-  type StatementKind,
-  analyze,
-  loadParser,
-  rewrite,
-} from '@wds/sql-rewriter';
+import type { Subject } from '@wds/policy-engine';
+import { ROW_CHECK_COLUMN, type StatementKind } from '@wds/sql-rewriter';
 import pg from 'pg';
 import type { ByteBudget } from './byte-budget.js';
 import { WorkspaceConnector } from './connections.js';
 import { type SqlContext, loadContext } from './context.js';
 import { isConnectionError, mapDatabaseError, rowCapError } from './errors.js';
+import { AnalysisWorker } from './offload.js';
+import { type StatementSummary, analyseStatement, decideAll } from './statement.js';
 import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 
@@ -62,29 +56,7 @@ export interface PreviewResult {
   policy_denied?: string;
 }
 
-/** Decides every (table, operation) the statement needs; the first denial ends the request. */
-function policyFilter(a: Analysis, ctx: SqlContext, subject: Subject): FilterFn {
-  const filters = new Map<string, ReturnType<typeof decide>>();
-  for (const { table, operation } of a.access) {
-    const d = decide({ policies: ctx.policies, groups: ctx.groups, subject, table, operation });
-    if (!d.allowed) throw new ServiceError('POLICY_DENIED', 'Denied by policy', describeDenial(d, table, operation));
-    filters.set(`${table}:${operation}`, d);
-  }
-  // The rewriter asks for a filter several times per table (WHERE guard, row checks): compile each once.
-  const compiled = new Map<string, ReturnType<FilterFn>>();
-  return (table, operation, qualifier) => {
-    const key = `${table}:${operation}:${qualifier}`;
-    let node = compiled.get(key);
-    if (node === undefined) {
-      const d = filters.get(`${table}:${operation}`);
-      node = d?.allowed && d.filter ? compileFilter(d.filter, { qualifier, userId: subject.userId }) : null;
-      compiled.set(key, node);
-    }
-    return node;
-  };
-}
-
-function checkDdl(a: Analysis, caller: SqlCaller, ctx: SqlContext): void {
+function checkDdl(a: StatementSummary, caller: SqlCaller, ctx: SqlContext): void {
   if (a.kind !== 'ddl') return;
   const s = caller.subject;
   const allowed = s.kind === 'user' && (caller.isAdmin || ctx.ddlUserIds.includes(s.userId));
@@ -136,6 +108,8 @@ export interface SqlSession {
 export class WorkspaceSql {
   private readonly contexts: TopicCache<SqlContext> | undefined;
   private readonly pools: TenantPools;
+  /** Long statements are analysed and rewritten here, off the event loop (statement.ts, OFFLOAD_BYTES). */
+  private readonly worker = new AnalysisWorker();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -152,9 +126,9 @@ export class WorkspaceSql {
     this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
   }
 
-  /** Closes the workspace connections (idle ones now, leased ones when they are returned). */
-  close(): Promise<void> {
-    return this.pools.close();
+  /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
+  async close(): Promise<void> {
+    await Promise.all([this.pools.close(), this.worker.close()]);
   }
 
   /** Opens the transaction user SQL runs in, with the time limits; the role's own settings pin the schema. */
@@ -171,33 +145,49 @@ export class WorkspaceSql {
   }
 
   async preview(caller: SqlCaller, sql: string, withPolicies: boolean): Promise<PreviewResult> {
-    await loadParser();
-    const a = analyze(sql);
-    const ctx = await this.context(caller, a.tables);
-    const transformed = rewrite(a, { workspaceId: caller.workspaceId, catalog: ctx.catalog });
-    const result: PreviewResult = {
-      proposal_id: crypto.randomUUID(),
-      original_sql: sql,
-      transformed_sql: transformed,
-      operation: a.kind,
-      affected_tables: a.tables,
-      requires_approval: a.kind !== 'select' || a.writes,
-    };
-    if (withPolicies) {
-      try {
-        // rewrite() is pure: the same analysis serves both forms.
-        result.policy_sql = rewrite(a, {
-          workspaceId: caller.workspaceId,
-          catalog: ctx.catalog,
-          filter: policyFilter(a, ctx, caller.subject),
-        });
-      } catch (err) {
-        if (!(err instanceof ServiceError) || err.code !== 'POLICY_DENIED') throw err;
-        result.policy_sql = null;
-        result.policy_denied = err.details ?? err.message;
+    const a = await analyseStatement(sql, this.worker);
+    try {
+      const ctx = await this.context(caller, a.tables);
+      const input = { workspaceId: caller.workspaceId, catalog: ctx.catalog, userId: caller.subject.userId };
+      const result: PreviewResult = {
+        proposal_id: crypto.randomUUID(),
+        original_sql: sql,
+        transformed_sql: await a.rewrite(input),
+        operation: a.kind,
+        affected_tables: a.tables,
+        requires_approval: a.kind !== 'select' || a.writes,
+      };
+      if (withPolicies) {
+        try {
+          // The same analysis serves both forms (rewriting is pure).
+          result.policy_sql = await a.rewrite({ ...input, decisions: decideAll(a.access, ctx, caller.subject) });
+        } catch (err) {
+          if (!(err instanceof ServiceError) || err.code !== 'POLICY_DENIED') throw err;
+          result.policy_sql = null;
+          result.policy_denied = err.details ?? err.message;
+        }
       }
+      return result;
+    } finally {
+      a.release();
     }
-    return result;
+  }
+
+  /** Analysis, policies and DDL rights, rewrite: the statement as it will run for the caller. */
+  private async prepare(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<{ a: StatementSummary; executed: string }> {
+    const a = await analyseStatement(sql, this.worker);
+    try {
+      if (a.kind === 'ddl' && !allowDdl) {
+        throw new ServiceError('DDL_FORBIDDEN', 'STF code cannot change the schema', 'DDL is refused inside STF runs');
+      }
+      const ctx = await this.context(caller, a.tables);
+      checkDdl(a, caller, ctx);
+      const decisions = decideAll(a.access, ctx, caller.subject);
+      const executed = await a.rewrite({ workspaceId: caller.workspaceId, catalog: ctx.catalog, decisions, userId: caller.subject.userId });
+      return { a, executed };
+    } finally {
+      a.release();
+    }
   }
 
   /**
@@ -205,15 +195,7 @@ export class WorkspaceSql {
    * workspace role cannot write the service's tables, so the entry is the service's own write).
    */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
-    await loadParser();
-    const a = analyze(sql);
-    const ctx = await this.context(caller, a.tables);
-    checkDdl(a, caller, ctx);
-    const executed = rewrite(a, {
-      workspaceId: caller.workspaceId,
-      catalog: ctx.catalog,
-      filter: policyFilter(a, ctx, caller.subject),
-    });
+    const { a, executed } = await this.prepare(caller, sql, true);
     const lease = await this.pools.acquire(caller.workspaceId);
     let broken = false;
     let result: SqlResult;
@@ -269,7 +251,6 @@ export class WorkspaceSql {
    * rolled back to its savepoint and throws; the session goes on.
    */
   async openSession(caller: SqlCaller, limits: SqlLimits): Promise<SqlSession> {
-    await loadParser();
     const lease = await this.pools.acquire(caller.workspaceId);
     const client = lease.client;
     let open = true;
@@ -285,11 +266,7 @@ export class WorkspaceSql {
       query: async (sql) => {
         if (!open) throw new ServiceError('EXECUTION_ERROR', 'The SQL session of this run has ended');
         if (broken) throw new ServiceError('SERVICE_UNAVAILABLE', 'The database connection of this run was lost');
-        await loadParser(); // at once, unless an earlier statement broke a parser instance (then a fresh one)
-        const a = analyze(sql);
-        if (a.kind === 'ddl') throw new ServiceError('DDL_FORBIDDEN', 'STF code cannot change the schema', 'DDL is refused inside STF runs');
-        const ctx = await this.context(caller, a.tables);
-        const executed = rewrite(a, { workspaceId: caller.workspaceId, catalog: ctx.catalog, filter: policyFilter(a, ctx, caller.subject) });
+        const { a, executed } = await this.prepare(caller, sql, false);
         const savepoint = `wds_s${++n}`;
         try {
           await client.query(`SAVEPOINT ${savepoint}`);
@@ -323,7 +300,7 @@ export class WorkspaceSql {
    * one statement of a longer session). The user statement always goes through the extended protocol, which
    * refuses a second statement; a read goes through a cursor so that the row cap is checked before rows pile up.
    */
-  private static async run(client: pg.Client, a: Analysis, executed: string, limits: SqlLimits, cursor?: string): Promise<SqlResult> {
+  private static async run(client: pg.Client, a: StatementSummary, executed: string, limits: SqlLimits, cursor?: string): Promise<SqlResult> {
     const base = { kind: a.kind, tables: a.tables, executed_sql: executed };
     const commit = cursor ? '' : '; COMMIT';
     if (a.kind === 'select' && !a.writes) {
