@@ -1,3 +1,4 @@
+import type { DeleteStmt, InsertStmt, RangeVar, SelectStmt, UpdateStmt } from '@pgsql/types';
 import { ServiceError } from '@wds/errors';
 import { classify, dropName } from './classify.js';
 import { isLogicalName } from './names.js';
@@ -18,8 +19,8 @@ export type StatementKind = 'select' | 'insert' | 'update' | 'delete' | 'ddl';
 export type RefRole = 'read' | 'insert' | 'update' | 'delete' | 'ddl' | 'info_schema';
 
 export interface TableRef {
-  /** The RangeVar node itself (mutated in place by the rewriter). */
-  node: AnyNode;
+  /** The RangeVar node itself (the rewriter mutates a copy of it). */
+  node: RangeVar;
   role: RefRole;
   /** Logical name (for info_schema: `tables` or `columns`). */
   table: string;
@@ -27,7 +28,7 @@ export interface TableRef {
    * For write targets: the InsertStmt, UpdateStmt or DeleteStmt. For a read that is the only FROM item of a
    * SELECT: that SelectStmt (its simple predicates may be copied next to the policy filter, see rewrite).
    */
-  owner?: AnyNode;
+  owner?: InsertStmt | UpdateStmt | DeleteStmt | SelectStmt;
 }
 
 export interface Analysis {
@@ -117,9 +118,10 @@ function operationsOf(ref: TableRef): Operation[] {
       return ['select'];
     case 'insert': {
       // An upsert reads the conflicting row; RETURNING shows the new one.
-      const upsert = ref.owner?.onConflictClause?.action === 'ONCONFLICT_UPDATE';
+      const insert = ref.owner as InsertStmt | undefined;
+      const upsert = insert?.onConflictClause?.action === 'ONCONFLICT_UPDATE';
       const ops: Operation[] = upsert ? ['insert', 'update'] : ['insert'];
-      if (upsert || ref.owner?.returningClause?.exprs?.length) ops.push('select');
+      if (upsert || insert?.returningClause?.exprs?.length) ops.push('select');
       return ops;
     }
     case 'update':

@@ -1,5 +1,9 @@
 import type { Node } from '@pgsql/types';
-import type { AnyNode } from './parse.js';
+import type { NodeTag } from './walk.js';
+
+/** The payload of `n` when it is a `{ [tag]: payload }` node of that tag, typed by @pgsql/types. */
+export const as = <K extends NodeTag>(n: Node | undefined | null, tag: K): Extract<Node, Record<K, unknown>>[K] | undefined =>
+  n && tag in n ? (n as unknown as Record<K, Extract<Node, Record<K, unknown>>[K]>)[tag] : undefined;
 
 /**
  * Small constructors for the libpg-query JSON AST, so the rewriter builds nodes instead of splicing text. Typed
@@ -34,30 +38,33 @@ export const caseWhen = (when: Node, then: Node, otherwise: Node): Node => ({
   CaseExpr: { args: [{ CaseWhen: { expr: when, result: then } }], defresult: otherwise },
 });
 
+/** Each node payload object of a tree, mapped to its `{ Tag: payload }` wrapper. */
+export type Wrappers = Map<object, Node>;
+
 /**
  * Maps each inner node object to its `{ Tag: node }` wrapper, so a node can be replaced by another kind.
  * Iterative, and lists are pushed item by item: spreading a 150 000-item IN list into push() overflows the stack.
  */
-export function wrappers(tree: AnyNode): Map<AnyNode, AnyNode> {
-  const map = new Map<AnyNode, AnyNode>();
-  const stack: AnyNode[] = [tree];
+export function wrappers(tree: unknown): Wrappers {
+  const map: Wrappers = new Map();
+  const stack: unknown[] = [tree];
   while (stack.length) {
     const v = stack.pop();
     if (Array.isArray(v)) {
       for (const item of v) stack.push(item);
     } else if (v && typeof v === 'object') {
       const keys = Object.keys(v);
-      if (keys.length === 1 && /^[A-Z]/.test(keys[0] as string) && v[keys[0] as string] && typeof v[keys[0] as string] === 'object') {
-        map.set(v[keys[0] as string], v);
-      }
-      for (const k of keys) stack.push(v[k]);
+      const only = keys.length === 1 ? (v as Record<string, unknown>)[keys[0] as string] : undefined;
+      if (only && typeof only === 'object' && /^[A-Z]/.test(keys[0] as string)) map.set(only, v as Node);
+      for (const k of keys) stack.push((v as Record<string, unknown>)[k]);
     }
   }
   return map;
 }
 
-/** Replaces a node wrapper's content in place: `{ A: x }` becomes `{ B: y }`. */
-export function replaceWrapper(wrapper: AnyNode, tag: string, node: AnyNode): void {
-  for (const k of Object.keys(wrapper)) delete wrapper[k];
-  wrapper[tag] = node;
+/** Replaces a node wrapper's content in place: `{ A: x }` becomes `{ B: y }` (every reference sees the new node). */
+export function replaceWrapper(wrapper: Node, replacement: Node): void {
+  const w = wrapper as Record<string, unknown>;
+  for (const k of Object.keys(w)) delete w[k];
+  Object.assign(w, replacement);
 }

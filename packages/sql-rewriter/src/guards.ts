@@ -1,5 +1,5 @@
-import { FALSE, and, caseWhen } from './ast.js';
-import type { AnyNode } from './parse.js';
+import { FALSE, and, as, caseWhen } from './ast.js';
+import type { Node } from '@pgsql/types';
 
 /**
  * Policy filters must run before any user expression sees a row: a cast or a division evaluated on a hidden row
@@ -12,36 +12,36 @@ import type { AnyNode } from './parse.js';
 
 const COMPARISONS = new Set(['=', '<>', '<', '<=', '>', '>=']);
 
-const isConstant = (n: AnyNode): boolean =>
-  n?.A_Const !== undefined || (n?.TypeCast !== undefined && n.TypeCast.arg?.A_Const !== undefined);
+const isConstant = (n: Node | undefined): boolean => as(n, 'A_Const') !== undefined || as(as(n, 'TypeCast')?.arg, 'A_Const') !== undefined;
 
 /** The column a predicate side names, if it names one of `table`'s columns through `qualifier` (or unqualified). */
-function columnOf(n: AnyNode, qualifier: string, columns: ReadonlySet<string>): string | undefined {
-  const fields: AnyNode[] | undefined = n?.ColumnRef?.fields;
-  if (!fields || fields.some((f) => f.String === undefined)) return undefined;
-  const names = fields.map((f) => f.String.sval as string);
+function columnOf(n: Node | undefined, qualifier: string, columns: ReadonlySet<string>): string | undefined {
+  const names = as(n, 'ColumnRef')?.fields?.map((f) => as(f, 'String')?.sval);
+  if (!names || names.some((x) => x === undefined)) return undefined;
   const col = names.length === 1 ? names[0] : names.length === 2 && names[0] === qualifier ? names[1] : undefined;
   return col !== undefined && columns.has(col) ? col : undefined;
 }
 
-function requalify(n: AnyNode, inner: string): AnyNode {
+/** A copy of the simple predicate `n` whose column is qualified with `inner`. */
+function requalify(n: Node, inner: string): Node {
   const copy = structuredClone(n);
-  const visit = (x: AnyNode) => {
-    if (x?.ColumnRef) {
-      const fields = x.ColumnRef.fields;
-      x.ColumnRef.fields = [{ String: { sval: inner } }, fields[fields.length - 1]];
-    }
+  const visit = (x: Node | undefined) => {
+    const ref = as(x, 'ColumnRef');
+    const last = ref?.fields?.at(-1);
+    if (ref && last) ref.fields = [{ String: { sval: inner } }, last];
   };
-  visit(copy.A_Expr?.lexpr);
-  visit(copy.A_Expr?.rexpr);
-  visit(copy.NullTest?.arg);
+  const e = as(copy, 'A_Expr');
+  visit(e?.lexpr);
+  visit(e?.rexpr);
+  visit(as(copy, 'NullTest')?.arg);
   return copy;
 }
 
-function isSimple(p: AnyNode, qualifier: string, columns: ReadonlySet<string>): boolean {
-  const e = p.A_Expr;
+function isSimple(p: Node, qualifier: string, columns: ReadonlySet<string>): boolean {
+  const e = as(p, 'A_Expr');
   if (e) {
-    const op = e.name?.length === 1 ? e.name[0].String?.sval : undefined;
+    const op = e.name?.length === 1 ? as(e.name[0], 'String')?.sval : undefined;
+    if (op === undefined) return false;
     if (e.kind === 'AEXPR_OP' && COMPARISONS.has(op)) {
       return (
         (columnOf(e.lexpr, qualifier, columns) !== undefined && isConstant(e.rexpr)) ||
@@ -49,26 +49,28 @@ function isSimple(p: AnyNode, qualifier: string, columns: ReadonlySet<string>): 
       );
     }
     if (e.kind === 'AEXPR_IN' && (op === '=' || op === '<>')) {
-      const items: AnyNode[] | undefined = e.rexpr?.List?.items;
+      const items = as(e.rexpr, 'List')?.items;
       return columnOf(e.lexpr, qualifier, columns) !== undefined && !!items && items.every(isConstant);
     }
     return false;
   }
-  return p.NullTest !== undefined && columnOf(p.NullTest.arg, qualifier, columns) !== undefined;
+  const test = as(p, 'NullTest');
+  return test !== undefined && columnOf(test.arg, qualifier, columns) !== undefined;
 }
 
 /** Copies of the simple top-level conjuncts of `where` about the table, qualified with `inner`. */
-export function simpleConjuncts(where: AnyNode, qualifier: string, inner: string, columns: ReadonlySet<string>): AnyNode[] {
+export function simpleConjuncts(where: Node | undefined, qualifier: string, inner: string, columns: ReadonlySet<string>): Node[] {
   if (!where) return [];
-  const parts: AnyNode[] = where.BoolExpr?.boolop === 'AND_EXPR' ? where.BoolExpr.args : [where];
+  const bool = as(where, 'BoolExpr');
+  const parts = bool?.boolop === 'AND_EXPR' ? (bool.args ?? []) : [where];
   return parts.filter((p) => isSimple(p, qualifier, columns)).map((p) => requalify(p, inner));
 }
 
 /** `CASE WHEN <guard> THEN <expr> ELSE false END`: `expr` only ever sees rows that passed `guard`. */
-export const guarded = (guard: AnyNode, expr: AnyNode): AnyNode => caseWhen(guard, expr, FALSE);
+export const guarded = (guard: Node, expr: Node): Node => caseWhen(guard, expr, FALSE);
 
 /** The WHERE of a filtered write: copies for the index, the filter, and the user's WHERE behind the filter. */
-export function guardedWhere(userWhere: AnyNode, filter: AnyNode | undefined, copies: AnyNode[]): AnyNode | undefined {
+export function guardedWhere(userWhere: Node | undefined, filter: Node | undefined, copies: Node[]): Node | undefined {
   if (!filter) return userWhere;
   if (!userWhere) return filter;
   return and([...copies, filter, guarded(filter, userWhere)]);

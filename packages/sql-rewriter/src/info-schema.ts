@@ -1,11 +1,11 @@
 import { ServiceError } from '@wds/errors';
 import type { TableRef } from './analyze.js';
-import { replaceWrapper } from './ast.js';
+import { type Wrappers, replaceWrapper } from './ast.js';
 import { USER_SCHEMA, workspacePrefix } from './names.js';
-import { type AnyNode, parseOne } from './parse.js';
+import { parseOne } from './parse.js';
 
 /** The information_schema pass: `tables` and `columns` become subqueries over this workspace's tables only. */
-export function replaceInfoSchema(ref: TableRef, wrap: Map<AnyNode, AnyNode>, workspaceId: string) {
+export function replaceInfoSchema(ref: TableRef, wrap: Wrappers, workspaceId: string) {
   const prefix = workspacePrefix(workspaceId);
   const from = `FROM information_schema.${ref.table} c WHERE c.table_schema = '${USER_SCHEMA}' AND starts_with(c.table_name::text, '${prefix}')`;
   const strip = (e: string) => `substr(${e}::text, ${prefix.length + 1})`;
@@ -16,6 +16,6 @@ export function replaceInfoSchema(ref: TableRef, wrap: Map<AnyNode, AnyNode>, wo
       : `SELECT c.table_catalog::text AS table_catalog, 'public'::text AS table_schema, ${strip('c.table_name')} AS table_name, c.column_name::text AS column_name, c.ordinal_position::int AS ordinal_position, regexp_replace(replace(c.column_default::text, '${USER_SCHEMA}.', ''), 'ws_[0-9a-f_]{36}_', '', 'g') AS column_default, c.is_nullable::text AS is_nullable, c.data_type::text AS data_type, c.character_maximum_length::int AS character_maximum_length, c.numeric_precision::int AS numeric_precision, c.numeric_scale::int AS numeric_scale, c.udt_name::text AS udt_name ${from}`;
   const wrapper = wrap.get(ref.node);
   if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'information_schema reference without a node wrapper');
-  replaceWrapper(wrapper, 'RangeSubselect', { subquery: parseOne(sql).stmt, alias: ref.node.alias ?? { aliasname: ref.table } });
+  replaceWrapper(wrapper, { RangeSubselect: { subquery: parseOne(sql).stmt, alias: ref.node.alias ?? { aliasname: ref.table } } });
 }
 

@@ -1,9 +1,9 @@
 import { ServiceError } from '@wds/errors';
 import type { Operation, TableRef } from './analyze.js';
-import { TRUE, ZERO, and, call, caseWhen, col, eq, isNull, replaceWrapper, resTarget, star, text } from './ast.js';
+import type { DeleteStmt, InsertStmt, Node, ReturningClause, UpdateStmt } from '@pgsql/types';
+import { TRUE, type Wrappers, ZERO, and, as, call, caseWhen, col, eq, isNull, replaceWrapper, resTarget, star, text } from './ast.js';
 import { guardedWhere, simpleConjuncts } from './guards.js';
 import { USER_SCHEMA, physicalName } from './names.js';
-import type { AnyNode } from './parse.js';
 import { firstDifference } from './verify.js';
 import type { FilterFn, RewriteOptions } from './rewrite.js';
 
@@ -19,15 +19,15 @@ export const ROW_CHECK_COLUMN = '__wds_check';
 
 export function rewriteRead(
   ref: TableRef,
-  wrap: Map<AnyNode, AnyNode>,
+  wrap: Wrappers,
   workspaceId: string,
   columns: ReadonlySet<string> | undefined,
-  preds: (AnyNode | null | undefined)[],
+  preds: (Node | null | undefined)[],
 ) {
   const rv = ref.node;
   const physical = physicalName(workspaceId, ref.table);
   const alias = rv.alias ?? { aliasname: ref.table };
-  const where = and(preds as AnyNode[]);
+  const where = and(preds);
   if (!where) {
     Object.assign(rv, { schemaname: USER_SCHEMA, relname: physical, alias });
     return;
@@ -36,39 +36,42 @@ export function rewriteRead(
   // used (joins, also outer; subqueries, CTEs, set operations, LATERAL) and runs before any user expression.
   const wrapper = wrap.get(rv);
   if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'table reference without a node wrapper');
-  const copies = ref.owner && columns ? simpleConjuncts(ref.owner.whereClause, alias.aliasname, ref.table, columns) : [];
-  replaceWrapper(wrapper, 'RangeSubselect', {
-    subquery: {
-      SelectStmt: {
-        targetList: [resTarget(star())],
-        fromClause: [
-          { RangeVar: { schemaname: USER_SCHEMA, relname: physical, inh: rv.inh ?? true, relpersistence: 'p', alias: { aliasname: ref.table } } },
-        ],
-        whereClause: and([where, ...copies]),
-        limitOffset: ZERO,
-        limitOption: 'LIMIT_OPTION_COUNT',
-        op: 'SETOP_NONE',
+  const owner = ref.owner;
+  const copies = owner && 'whereClause' in owner && columns ? simpleConjuncts(owner.whereClause, alias.aliasname ?? ref.table, ref.table, columns) : [];
+  replaceWrapper(wrapper, {
+    RangeSubselect: {
+      subquery: {
+        SelectStmt: {
+          targetList: [resTarget(star())],
+          fromClause: [
+            { RangeVar: { schemaname: USER_SCHEMA, relname: physical, inh: rv.inh ?? true, relpersistence: 'p', alias: { aliasname: ref.table } } },
+          ],
+          ...whereOf(and([where, ...copies])),
+          limitOffset: ZERO,
+          limitOption: 'LIMIT_OPTION_COUNT',
+          op: 'SETOP_NONE',
+        },
       },
+      alias,
     },
-    alias,
   });
 }
 
+const whereOf = (whereClause: Node | undefined) => (whereClause ? { whereClause } : {});
+
 export function rewriteWrite(
   ref: TableRef,
-  wrap: Map<AnyNode, AnyNode>,
+  wrap: Wrappers,
   opts: RewriteOptions,
   filter: FilterFn,
   has: (table: string, column: string) => boolean,
 ) {
   const rv = ref.node;
-  const stmt = ref.owner as AnyNode;
   const q = rv.alias?.aliasname ?? ref.table;
   rv.alias ??= { aliasname: ref.table };
   rv.schemaname = USER_SCHEMA;
   rv.relname = physicalName(opts.workspaceId, ref.table);
-  const returning = (stmt.returningClause?.exprs?.length ?? 0) > 0;
-  const checks: AnyNode[] = [];
+  const checks: Node[] = [];
   const check = (operation: Operation) => {
     const f = filter(ref.table, operation, q);
     if (f) checks.push(call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:${operation}`)]));
@@ -83,46 +86,52 @@ export function rewriteWrite(
     const same = own && select && firstDifference(own, select) === undefined;
     return and([own, same ? undefined : select, live]);
   };
-  const protect = (userWhere: AnyNode, operation: Operation) =>
+  const protect = (userWhere: Node | undefined, operation: Operation) =>
     guardedWhere(userWhere, readable(operation), simpleConjuncts(userWhere, q, q, columns));
-  const touch = (targetList: AnyNode[]) => {
-    if (has(ref.table, 'updated_at') && !targetList.some((t) => t.ResTarget?.name === 'updated_at')) {
+  const touch = (targetList: Node[]) => {
+    if (has(ref.table, 'updated_at') && !targetList.some((t) => as(t, 'ResTarget')?.name === 'updated_at')) {
       targetList.push(resTarget(call(['now']), 'updated_at'));
     }
   };
 
+  let stmt: UpdateStmt | DeleteStmt | InsertStmt;
   if (ref.role === 'update') {
-    stmt.whereClause = protect(stmt.whereClause, 'update');
-    stmt.targetList ??= [];
-    touch(stmt.targetList);
+    const update = ref.owner as UpdateStmt;
+    Object.assign(update, whereOf(protect(update.whereClause, 'update')));
+    update.targetList ??= [];
+    touch(update.targetList);
     check('update');
+    stmt = update;
   } else if (ref.role === 'delete') {
-    stmt.whereClause = protect(stmt.whereClause, 'delete');
+    const del = ref.owner as DeleteStmt;
+    Object.assign(del, whereOf(protect(del.whereClause, 'delete')));
+    stmt = del;
     if (live) {
       // Soft delete: DELETE becomes UPDATE … SET deleted_at = now().
-      const wrapper = wrap.get(stmt);
+      const wrapper = wrap.get(del);
       if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'DELETE without a node wrapper');
-      const update: AnyNode = {
+      const update: UpdateStmt = {
         relation: rv,
         targetList: [resTarget(call(['now']), 'deleted_at')],
-        ...(stmt.usingClause ? { fromClause: stmt.usingClause } : {}),
-        whereClause: stmt.whereClause,
-        ...(stmt.returningClause ? { returningClause: stmt.returningClause } : {}),
-        ...(stmt.withClause ? { withClause: stmt.withClause } : {}),
+        ...(del.usingClause ? { fromClause: del.usingClause } : {}),
+        ...whereOf(del.whereClause),
+        ...(del.returningClause ? { returningClause: del.returningClause } : {}),
+        ...(del.withClause ? { withClause: del.withClause } : {}),
       };
-      touch(update.targetList);
-      replaceWrapper(wrapper, 'UpdateStmt', update);
-      if (returning) {
+      touch(update.targetList as Node[]);
+      replaceWrapper(wrapper, { UpdateStmt: update });
+      if (hasReturning(del)) {
         const f = filter(ref.table, 'select', q);
         if (f) prependRowCheck(update, call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:select`)]));
       }
       return;
     }
   } else {
-    const conflict = stmt.onConflictClause;
+    const insert = ref.owner as InsertStmt;
+    const conflict = insert.onConflictClause;
     if (conflict?.action === 'ONCONFLICT_UPDATE') {
       // A soft-deleted row is never updated back to life by an upsert.
-      conflict.whereClause = guardedWhere(conflict.whereClause, readable('update'), []);
+      Object.assign(conflict, whereOf(guardedWhere(conflict.whereClause, readable('update'), [])));
       conflict.targetList ??= [];
       touch(conflict.targetList);
       // An upserted row is checked against the policy of what happened to it: xmax = 0 means inserted.
@@ -135,14 +144,18 @@ export function rewriteWrite(
     } else {
       check('insert');
     }
+    stmt = insert;
   }
-  if (returning) check('select');
-  if (checks.length) prependRowCheck(stmt, and(checks));
+  if (hasReturning(stmt)) check('select');
+  const all = and(checks);
+  if (all) prependRowCheck(stmt, all);
 }
+
+const hasReturning = (stmt: { returningClause?: ReturningClause }): boolean => (stmt.returningClause?.exprs?.length ?? 0) > 0;
 
 /** The row check goes first in RETURNING: the user's expressions are evaluated only for rows that passed it. */
-function prependRowCheck(stmt: AnyNode, expr: AnyNode) {
+function prependRowCheck(stmt: { returningClause?: ReturningClause }, expr: Node) {
   stmt.returningClause ??= { exprs: [] };
+  stmt.returningClause.exprs ??= [];
   stmt.returningClause.exprs.unshift(resTarget(expr, ROW_CHECK_COLUMN));
 }
-

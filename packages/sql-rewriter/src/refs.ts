@@ -1,7 +1,6 @@
 import type { CommonTableExpr, Node, RangeVar, WithClause } from '@pgsql/types';
-import type { Analysis, RefRole } from './analyze.js';
+import type { Analysis, RefRole, TableRef } from './analyze.js';
 import { assertLogicalName } from './names.js';
-import type { AnyNode } from './parse.js';
 import { schemaDenied, unsupported } from './qualified-names.js';
 import type { Path } from './walk.js';
 
@@ -30,13 +29,13 @@ export function visibleCtes(path: Path): Set<string> {
 
 /** The rule of a RangeVar: how the statement uses the table, which logical table it is, or a refusal. */
 export function checkRangeVar(path: Path, a: Analysis): void {
-  const rv = path.node as RangeVar & AnyNode;
+  const rv = path.node as RangeVar;
   const parent = path.parent;
   const key = path.field;
   if (rv.catalogname) throw schemaDenied(rv.catalogname);
 
   let role: RefRole;
-  let owner: AnyNode | undefined;
+  let owner: TableRef['owner'];
   switch (parent?.tag) {
     case 'SelectStmt':
       if (key !== 'fromClause') throw unsupported(`a table reference in ${key}`);

@@ -4,7 +4,7 @@ import { type Analysis, type Operation, dropName } from './analyze.js';
 import { col, isNull, str, wrappers } from './ast.js';
 import { replaceInfoSchema } from './info-schema.js';
 import { USER_SCHEMA, physicalName } from './names.js';
-import type { AnyNode } from './parse.js';
+import type { Node } from '@pgsql/types';
 import { rewriteRead, rewriteWrite } from './policies.js';
 import { addSystemColumns } from './system-columns.js';
 import { assertRoundTrip } from './verify.js';
@@ -13,7 +13,7 @@ import { assertRoundTrip } from './verify.js';
 export type Catalog = ReadonlyMap<string, ReadonlySet<string>>;
 
 /** The row filter of a (table, operation), as an expression over columns qualified by `qualifier`; null is TRUE. */
-export type FilterFn = (table: string, operation: Operation, qualifier: string) => AnyNode | null;
+export type FilterFn = (table: string, operation: Operation, qualifier: string) => Node | null;
 
 export interface RewriteOptions {
   workspaceId: string;
@@ -63,7 +63,7 @@ export function rewrite(analysis: Analysis, opts: RewriteOptions): string {
   }
   for (const { node, field, what } of a.objectNames) node[field] = physicalName(opts.workspaceId, node[field], what);
   for (const drop of a.dropLists) {
-    drop.objects = (drop.objects ?? []).map((obj: AnyNode) => ({
+    drop.objects = (drop.objects ?? []).map((obj: Node) => ({
       List: { items: [str(USER_SCHEMA), str(physicalName(opts.workspaceId, dropName(obj)))] },
     }));
   }
