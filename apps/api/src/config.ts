@@ -35,6 +35,7 @@ export const ConfigSchema = v.object({
   SQL_WORKSPACE_CONNECTIONS: int(4, 1, 100),
   SQL_WORKSPACE_QUEUE: int(64, 0, 10_000),
   SQL_ACQUIRE_TIMEOUT_MS: int(30_000, 100, 600_000),
+  SQL_ROLE_SECRET: v.optional(v.pipe(v.string(), v.minLength(16, 'SQL_ROLE_SECRET must have at least 16 characters'))),
   SECRETS_KEY: v.optional(v.pipe(v.string(), v.trim(), v.base64('SECRETS_KEY must be base64 of 32 bytes'))),
   STF_JS_WORKERS: int(2, 1, 64),
   STF_TIMEOUT_MS: int(10_000, 100, 300_000),

@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: Config, bus: InvalidationBus): WorkspaceSql =>
   new WorkspaceSql(pool, {
     databaseUrl,
+    roleSecret: config.SQL_ROLE_SECRET ?? config.SECRETS_KEY,
     bus,
     contextTtlMs: config.CACHE_TTL_MS,
     pools: {

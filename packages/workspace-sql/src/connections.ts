@@ -1,12 +1,12 @@
 import { workspaceRole } from '@wds/sql-rewriter';
 import pg from 'pg';
 import { type ByteBudget, budgetedStream } from './byte-budget.js';
-import { ensureWorkspaceRole, rolePassword, secretFromUrl } from './roles.js';
+import { ensureWorkspaceRole, rolePassword, roleSecret } from './roles.js';
 
 export interface WorkspaceConnectorOptions {
   /** The service's database URL: workspace roles log in to the same server and database. */
   databaseUrl: string;
-  /** What role passwords derive from; by default a hash of the service's own password. */
+  /** What role passwords derive from (SQL_ROLE_SECRET or SECRETS_KEY); by default the service's own DB password. */
   roleSecret?: string | undefined;
   budget: ByteBudget;
   /** A login that takes longer fails (it holds a connection slot meanwhile). */
@@ -28,7 +28,7 @@ export class WorkspaceConnector {
     private readonly service: pg.Pool,
     private readonly opts: WorkspaceConnectorOptions,
   ) {
-    this.secret = opts.roleSecret ?? secretFromUrl(opts.databaseUrl);
+    this.secret = roleSecret(opts.databaseUrl, opts.roleSecret);
   }
 
   async connect(workspaceId: string): Promise<pg.Client> {

@@ -17,10 +17,17 @@ const ROLE_LOCK_KEY = 0x77_64_73_72; // 'wdsr'
 export const rolePassword = (secret: string, role: string): string =>
   createHmac('sha256', secret).update(`wds-workspace-role:${role}`).digest('base64url');
 
-/** The derivation secret when none is configured: a hash of the service's own database password. */
-export const secretFromUrl = (url: string): string => {
-  const password = decodeURIComponent(new URL(url).password);
-  return createHash('sha256').update(`wds-role-secret:${password}`).digest('base64url');
+/**
+ * The derivation secret: a hash of `configured` (SQL_ROLE_SECRET or SECRETS_KEY), else of the service's own database
+ * password. Without either the passwords would be guessable by anyone who can reach the database: refuse.
+ */
+export const roleSecret = (databaseUrl: string, configured?: string): string => {
+  const password = decodeURIComponent(new URL(databaseUrl).password);
+  const seed = configured || password;
+  if (!seed) {
+    throw new Error('workspace role passwords need a secret: DATABASE_URL has no password, so set SQL_ROLE_SECRET (or SECRETS_KEY)');
+  }
+  return createHash('sha256').update(`wds-role-secret:${seed}`).digest('base64url');
 };
 
 /**

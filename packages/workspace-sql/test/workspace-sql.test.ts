@@ -3,7 +3,7 @@ import { createDb, migrateToLatest, newId } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { WorkspaceConnector, WorkspaceSql, ensureWorkspaceRole, userValueTypes } from '../src/index.js';
+import { WorkspaceConnector, WorkspaceSql, ensureWorkspaceRole, rolePassword, roleSecret, userValueTypes } from '../src/index.js';
 
 let pool: pg.Pool;
 let url: string;
@@ -215,5 +215,15 @@ describe('fair sharing', () => {
     await expect(s.query('SELECT 1 AS one')).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
     await s.end(false).catch(() => undefined);
     expect((await sql.execute(admin(A), 'SELECT 2 AS two', limits)).rows).toEqual([{ two: 2 }]);
+  });
+});
+
+describe('workspace role passwords', () => {
+  it('derive from the configured secret or the service password, never from nothing', () => {
+    const a = roleSecret('postgres://svc:pw1@127.0.0.1:5432/db');
+    expect(roleSecret('postgres://svc:pw2@127.0.0.1:5432/db')).not.toBe(a);
+    expect(roleSecret('postgres://svc@127.0.0.1:5432/db', 'a-configured-secret-value')).not.toBe(a);
+    expect(() => roleSecret('postgres://svc@127.0.0.1:5432/db')).toThrow(/SQL_ROLE_SECRET/);
+    expect(rolePassword(a, 'wds_ws_1')).not.toBe(rolePassword(a, 'wds_ws_2'));
   });
 });
