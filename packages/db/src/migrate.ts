@@ -7,6 +7,7 @@ import * as m0004 from './migrations/0004_workflows_and_effects.js';
 import * as m0005 from './migrations/0005_content.js';
 import * as m0006 from './migrations/0006_embeddings.js';
 import * as m0007 from './migrations/0007_drive_sync.js';
+import * as m0008 from './migrations/0008_sql_walls.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '0005_content': m0005,
   '0006_embeddings': m0006,
   '0007_drive_sync': m0007,
+  '0008_sql_walls': m0008,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -28,13 +28,20 @@ export async function loadTable(db: Db, workspaceId: string, table: string): Pro
     throw new ServiceError('INVALID_TABLE', `Invalid table name: ${JSON.stringify(table)}`, 'lower-case letters, digits and _, at most 23 characters');
   }
   const physical = physicalName(workspaceId, table);
-  // Only a plain table: the service reads it with its own rights, and a view could run anything as the reader.
-  const { rows } = await sql<{ name: string; type: string }>`
-    SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
-      FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p')
+  // Only a plain table of built-in column types: the service reads it with its own rights, and a view, or a cast or
+  // output function of a type some workspace defined, could run anything as the reader.
+  const { rows } = await sql<{ name: string; type: string; builtin: boolean }>`
+    SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+           (t.typnamespace = 'pg_catalog'::regnamespace
+            OR t.typnamespace = (SELECT e.extnamespace FROM pg_catalog.pg_extension e WHERE e.extname = 'vector')) AS builtin
+      FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p')
+      JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
      WHERE a.attrelid = to_regclass(${`user_data.${quoteIdent(physical)}`}) AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum`.execute(db);
   if (rows.length === 0) throw new ServiceError('BAD_REQUEST', `Table ${table} does not exist`);
+  const foreign = rows.find((r) => !r.builtin);
+  if (foreign) throw new ServiceError('BAD_REQUEST', `Column ${foreign.name} of ${table} has a type this service does not read (${foreign.type})`);
   const columns = new Map(rows.map((r) => [r.name, r.type]));
   if (!columns.has('id')) throw new ServiceError('BAD_REQUEST', `Table ${table} has no id column`, 'embeddings identify rows by id');
   return { logical: table, qualified: `user_data.${quoteIdent(physical)}`, columns, hasDeletedAt: columns.has('deleted_at') };

@@ -1,4 +1,4 @@
-import type { DeleteStmt, InsertStmt, RangeVar, SelectStmt, UpdateStmt } from '@pgsql/types';
+import type { DeleteStmt, FuncCall, InsertStmt, RangeVar, SelectStmt, UpdateStmt } from '@pgsql/types';
 import { ServiceError } from '@wds/errors';
 import { classify, dropName } from './classify.js';
 import { isLogicalName } from './names.js';
@@ -47,6 +47,8 @@ export interface Analysis {
   objectNames: { node: AnyNode; field: string; what: string }[];
   /** DROP TABLE / DROP INDEX name lists to map. */
   dropLists: AnyNode[];
+  /** Unqualified calls of the service's own functions in user_data (uuidv7), to qualify. */
+  serviceCalls: FuncCall[];
 }
 
 /**
@@ -74,7 +76,7 @@ function analyzeUnguarded(sql: string): Analysis {
   const kind = classify(tag, node);
 
   const returning = (node?.returningClause?.exprs?.length ?? 0) > 0;
-  const a: Analysis = { parsed, kind, writes: false, returning, refs: [], tables: [], access: [], objectNames: [], dropLists: [] };
+  const a: Analysis = { parsed, kind, writes: false, returning, refs: [], tables: [], access: [], objectNames: [], dropLists: [], serviceCalls: [] };
   walk(parsed.tree, 'ParseResult', (path) => applyRule(path, a));
   if (a.refs.length > MAX_TABLE_REFERENCES) {
     // Each reference becomes a filtered subquery: a million of them would print (and re-parse) as tens of MB.

@@ -67,6 +67,7 @@ export function rewrite(analysis: Analysis, opts: RewriteOptions): string {
       List: { items: [str(USER_SCHEMA), str(physicalName(opts.workspaceId, dropName(obj)))] },
     }));
   }
+  for (const call of a.serviceCalls) call.funcname = [str(USER_SCHEMA), str('uuidv7')];
   if (a.parsed.tag === 'CreateStmt') addSystemColumns(a.parsed.stmt.CreateStmt);
   let sql: string;
   try {

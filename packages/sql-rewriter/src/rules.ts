@@ -318,7 +318,12 @@ export const RULES: Record<NodeTag, Rule> = {
   // Expressions.
   A_Expr: (path) => checkOperatorName((path.node as A_Expr).name), // also ANY/ALL, NULLIF, IN, LIKE, BETWEEN, …
   SubLink: (path) => checkOperatorName((path.node as SubLink).operName), // x op ANY (SELECT …)
-  FuncCall: (path) => checkFunctionName((path.node as FuncCall).funcname),
+  FuncCall: (path, a) => {
+    const call = path.node as FuncCall;
+    checkFunctionName(call.funcname);
+    // Ours, in user_data (PostgreSQL < 18 has none): qualified by the rewriter, since sessions search pg_catalog only.
+    if (call.funcname?.length === 1 && (call.funcname[0] as { String?: { sval?: string } }).String?.sval === 'uuidv7') a.serviceCalls.push(call);
+  },
   NamedArgExpr: 'pass', // f(a => 1): the function itself is checked
   TypeCast: 'pass', // its TypeName is checked
   TypeName: checkType,

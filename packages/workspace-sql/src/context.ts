@@ -1,5 +1,6 @@
 import type { Policy, PolicyGroup } from '@wds/policy-engine';
-import { physicalName, workspacePrefix } from '@wds/sql-rewriter';
+import { ServiceError } from '@wds/errors';
+import { physicalName, workspacePrefix, workspaceRole } from '@wds/sql-rewriter';
 import type pg from 'pg';
 
 export interface SqlContext {
@@ -27,6 +28,9 @@ export async function loadContext(
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
         WHERE c.relnamespace = 'user_data'::regnamespace AND c.relname = ANY($1::text[])
           AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+      (SELECT coalesce(json_agg(c.relname), '[]') FROM pg_catalog.pg_class c
+        WHERE c.relnamespace = 'user_data'::regnamespace AND c.relname = ANY($1::text[])
+          AND c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = $5)) AS foreign,
       (SELECT coalesce(json_agg(json_build_object('id', p.id, 'name', p.name, 'policy_group_id', p.policy_group_id,
               'mode', p.mode, 'table_name', p.table_name, 'operation', p.operation, 'condition', p.condition)), '[]')
          FROM platform.policies p WHERE p.workspace_id = $2 AND p.table_name = ANY($3::text[])) AS policies,
@@ -35,10 +39,15 @@ export async function loadContext(
         WHERE g.workspace_id = $2
           AND g.id IN (SELECT policy_group_id FROM platform.policies WHERE workspace_id = $2 AND table_name = ANY($3::text[]))) AS groups,
       (SELECT g.user_ids FROM platform.policy_groups g WHERE g.id = $4 AND g.workspace_id = $2) AS ddl_user_ids`,
-    values: [physical, workspaceId, tables, ddlGroupId],
+    values: [physical, workspaceId, tables, ddlGroupId, workspaceRole(workspaceId)],
   });
   const row = rows[0];
   const prefix = workspacePrefix(workspaceId);
+  if (row.foreign.length > 0) {
+    // Only possible if something bypassed the rewriter elsewhere and squatted this workspace's name: never use it.
+    const logical = (row.foreign as string[]).map((t) => t.slice(prefix.length)).join(', ');
+    throw new ServiceError('EXECUTION_ERROR', `Table ${logical} is not owned by this workspace`, 'ask the operator to remove it');
+  }
   const catalog = new Map<string, Set<string>>();
   for (const { t, c } of row.columns as { t: string; c: string }[]) {
     const logical = t.slice(prefix.length);

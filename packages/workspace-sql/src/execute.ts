@@ -134,7 +134,9 @@ export class WorkspaceSql {
   /** Opens the transaction user SQL runs in, with the time limits; the role's own settings pin the schema. */
   private static async begin(client: pg.Client, limits: SqlLimits): Promise<void> {
     const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
-    await client.query(`BEGIN; SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`);
+    await client.query(
+      `BEGIN; SET LOCAL search_path = pg_catalog; SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
+    );
   }
 
   private context(caller: SqlCaller, tables: string[]): Promise<SqlContext> {
@@ -226,14 +228,14 @@ export class WorkspaceSql {
   /**
    * The service's own writes to a workspace's tables (say, an embedding column): in one transaction on a
    * connection of the workspace's role, so that nothing the workspace attached to its tables (a trigger, a check
-   * constraint) ever runs with the service's rights. `search_path` also has `public`, where extensions live.
+   * constraint) ever runs with the service's rights.
    */
   async writeAsWorkspace(workspaceId: string, statements: { text: string; values?: unknown[] }[], timeoutMs = 300_000): Promise<void> {
     const lease = await this.pools.acquire(workspaceId);
     let broken = false;
     try {
       await WorkspaceSql.begin(lease.client, { statementTimeoutMs: timeoutMs, maxRows: 0 });
-      await lease.client.query('SET LOCAL search_path = user_data, public');
+      await lease.client.query('SET LOCAL search_path = public'); // where extensions' types live (pgvector)
       for (const s of statements) await lease.client.query(s.text, s.values);
       await lease.client.query('COMMIT');
     } catch (err) {

@@ -34,6 +34,8 @@ export class AnalysisWorker {
     return {
       ...summary,
       rewrite: async (input: RewriteInput) => {
+        // Handles are the worker's own: a worker started since (after a crash) holds other statements.
+        if (released || worker !== this.#worker) throw analyserLost('the SQL analyser restarted before this statement was rewritten');
         const catalog = [...input.catalog].map(([t, cols]) => [t, [...cols]] as [string, string[]]);
         const r = await this.#call((id) => ({ op: 'rewrite', id, handle, input: { ...input, catalog } }));
         if (!('sql' in r)) throw new Error('analysis worker: unexpected answer');
@@ -81,13 +83,7 @@ export class AnalysisWorker {
       const pending = [...this.#pending.values()];
       this.#pending.clear();
       for (const p of pending) {
-        p.reject(
-          new ServiceError(
-            'SERVICE_UNAVAILABLE',
-            'The SQL analyser stopped while it worked on this statement',
-            `a statement in flight needed more than its memory or failed (${String((err as Error)?.message ?? err).slice(0, 200)}); try again, with a shorter statement`,
-          ),
-        );
+        p.reject(analyserLost(`a statement in flight needed more than its memory or failed (${String((err as Error)?.message ?? err).slice(0, 200)})`));
       }
     };
     worker.on('error', lost);
@@ -97,9 +93,12 @@ export class AnalysisWorker {
   }
 }
 
+const analyserLost = (why: string) =>
+  new ServiceError('SERVICE_UNAVAILABLE', 'The SQL analyser stopped while it worked on this statement', `${why}; try again`);
+
 function toServiceError(e: { code?: string; message: string; details?: string }): Error {
   if (e.code && e.code in ERROR_STATUS) return new ServiceError(e.code as ErrorCode, e.message, e.details);
-  return new Error(`analysis worker: ${e.message}`);
+  return analyserLost(`the analyser failed: ${e.message.slice(0, 200)}`);
 }
 
 /** dist/offload-worker.js next to this file (built), or the built copy when this runs from src (tests). */

@@ -49,8 +49,11 @@ export async function ensureWorkspaceRole(service: pg.PoolClient | pg.Client, wo
         : `CREATE ROLE ${ident} LOGIN NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${secret}`,
     );
     await assertConfined(service, role);
-    // Settings on the role itself: a session of it starts in the workspace schema whatever it was told.
-    await service.query(`ALTER ROLE ${ident} SET search_path = ${USER_SCHEMA}`);
+    // Settings on the role itself, whatever it may have set for itself: a session resolves unqualified names in
+    // pg_catalog only. The rewriter qualifies every workspace object (user_data.…), so nothing another workspace
+    // created in the shared schema can shadow a built-in function or operator (the CVE-2018-1058 pattern).
+    await service.query(`ALTER ROLE ${ident} RESET ALL`);
+    await service.query(`ALTER ROLE ${ident} SET search_path = pg_catalog`);
     // The service manages the workspace's tables too (embeddings, drops); membership goes this way only.
     await service.query(`GRANT ${ident} TO CURRENT_USER`);
     await service.query(`GRANT USAGE, CREATE ON SCHEMA ${USER_SCHEMA} TO ${ident}`);

@@ -77,3 +77,32 @@ describe('the analysis worker', () => {
     }
   });
 });
+
+describe('analysis handles', () => {
+  it('a statement analysed by a worker that has since stopped is never rewritten by its successor', async () => {
+    const worker = new AnalysisWorker();
+    try {
+      const first = await worker.analyse(longIn(OFFLOAD_BYTES * 2));
+      await worker.close();
+      // The next worker numbers its analyses from the start again: the old handle must not reach them.
+      const second = await worker.analyse(longIn(OFFLOAD_BYTES * 2, "SELECT 'other tenant' WHERE 1"));
+      await expect(first.rewrite({ workspaceId: A, catalog: new Map(), userId: null })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      expect(await second.rewrite({ workspaceId: B, catalog: new Map(), userId: null })).toContain('other tenant');
+      second.release();
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('a (table, operation) without a decision is an error, never "no filter"', async () => {
+    const worker = new AnalysisWorker();
+    try {
+      const statement = await worker.analyse(longIn(OFFLOAD_BYTES * 2, 'SELECT 1 FROM docs WHERE 1'));
+      await expect(statement.rewrite({ workspaceId: A, catalog: new Map(), decisions: {}, userId: null })).rejects.toMatchObject({
+        code: 'INTERNAL_ERROR',
+      });
+    } finally {
+      await worker.close();
+    }
+  });
+});

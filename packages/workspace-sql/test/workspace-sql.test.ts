@@ -47,7 +47,7 @@ describe('the workspace role: the second wall', () => {
     const client = await escaped();
     try {
       const { rows } = await client.query('SELECT current_user AS c, session_user AS s, current_setting($1) AS p', ['search_path']);
-      expect(rows[0]).toEqual({ c: `wds_ws_${A.replace(/-/g, '')}`, s: `wds_ws_${A.replace(/-/g, '')}`, p: 'user_data' });
+      expect(rows[0]).toEqual({ c: `wds_ws_${A.replace(/-/g, '')}`, s: `wds_ws_${A.replace(/-/g, '')}`, p: 'pg_catalog' });
       const attempts = [
         'SET ROLE postgres',
         `SET ROLE "wds_ws_${B.replace(/-/g, '')}"`,
@@ -225,5 +225,78 @@ describe('workspace role passwords', () => {
     expect(roleSecret('postgres://svc@127.0.0.1:5432/db', 'a-configured-secret-value')).not.toBe(a);
     expect(() => roleSecret('postgres://svc@127.0.0.1:5432/db')).toThrow(/SQL_ROLE_SECRET/);
     expect(rolePassword(a, 'wds_ws_1')).not.toBe(rolePassword(a, 'wds_ws_2'));
+  });
+});
+
+describe('the second wall: nothing one workspace puts in the shared schema reaches another', () => {
+  const policyFor = async (ws: string, table: string) => {
+    const group = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, ws, 'g', [owner]]);
+    for (const op of ['select', 'insert']) {
+      await pool.query(
+        `INSERT INTO platform.policies (id, workspace_id, policy_group_id, name, mode, table_name, operation) VALUES ($1, $2, $3, 'p', 'allow', $4, $5)`,
+        [newId(), ws, group, table, op],
+      );
+    }
+  };
+  const fresh = async () => {
+    const ws = newId();
+    await pool.query('INSERT INTO platform.workspaces (id, name) VALUES ($1, $2)', [ws, 'w']);
+    return ws;
+  };
+
+  it('a workspace role cannot create functions (no trusted language), so nothing can shadow a built-in', async () => {
+    const client = await new WorkspaceConnector(pool, { databaseUrl: url, budget: { maxRowBytes: 1 << 20, maxResponseBytes: 1 << 22 } }).connect(A);
+    try {
+      for (const lang of ['sql', 'plpgsql']) {
+        await expect(
+          client.query(`CREATE FUNCTION user_data.lower(varchar) RETURNS text LANGUAGE ${lang} AS $$ SELECT 'x' $$`),
+        ).rejects.toMatchObject({ code: '42501' });
+      }
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('even a function planted in user_data is never resolved: sessions search pg_catalog only', async () => {
+    const ws = await fresh();
+    const sql = workspaceSql();
+    await sql.execute(admin(ws), 'CREATE TABLE names (v varchar(20))', limits);
+    await policyFor(ws, 'names');
+    await sql.execute(admin(ws), "INSERT INTO names (v) VALUES ('ADA')", limits);
+    // As a managed database might allow (the service is no superuser there): an exact-match overload of lower().
+    await pool.query(`CREATE FUNCTION user_data.lower(varchar) RETURNS text LANGUAGE sql AS $$ SELECT 'TROJAN'::text $$`);
+    try {
+      expect((await sql.execute(admin(ws), 'SELECT lower(v) AS l FROM names', limits)).rows).toEqual([{ l: 'ada' }]);
+    } finally {
+      await pool.query('DROP FUNCTION user_data.lower(varchar)');
+    }
+  });
+
+  it('uuidv7() is the service\u2019s own, qualified by the rewriter', async () => {
+    const ws = await fresh();
+    const sql = workspaceSql();
+    const r = await sql.execute(admin(ws), 'CREATE TABLE ids (x uuid DEFAULT uuidv7(), n int)', limits);
+    expect(r.executed_sql).toContain('DEFAULT user_data.uuidv7()');
+    await policyFor(ws, 'ids');
+    expect((await sql.execute(admin(ws), 'SELECT uuidv7() IS NOT NULL AS ok', limits)).rows).toEqual([{ ok: true }]);
+  });
+
+  it('a table squatting a workspace\u2019s physical name is never used by that workspace', async () => {
+    const ws = await fresh();
+    const squatter = `wds_squatter_${newId().slice(-12)}`;
+    await pool.query(`CREATE ROLE ${squatter} NOLOGIN`);
+    await pool.query(`CREATE TABLE user_data.ws_${ws.replace(/-/g, '_')}_orders (card text)`);
+    await pool.query(`ALTER TABLE user_data.ws_${ws.replace(/-/g, '_')}_orders OWNER TO ${squatter}`);
+    await policyFor(ws, 'orders');
+    await expect(workspaceSql().execute(admin(ws), "INSERT INTO orders (card) VALUES ('4111')", limits)).rejects.toMatchObject({
+      code: 'EXECUTION_ERROR',
+      message: expect.stringContaining('not owned by this workspace'),
+    });
+  });
+
+  it('the row check is VOLATILE: PostgreSQL never folds a constant-false check of zero rows into a denial', async () => {
+    const { rows } = await pool.query(`SELECT provolatile FROM pg_proc WHERE proname = 'wds_row_check'`);
+    expect(rows).toEqual([{ provolatile: 'v' }]);
   });
 });
