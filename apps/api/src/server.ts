@@ -87,7 +87,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     jobs: new Background({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger }),
     embeddings: await createEmbeddings(config, db),
     providers: createProviders(config, { db, secrets, blobs, outbound }),
-    sql: createWorkspaceSql(pool, databaseUrl, config, bus),
+    sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger),
     secrets,
     runtimes,
     outbound,

@@ -2,9 +2,10 @@ import type { InvalidationBus } from '@wds/cache';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import type pg from 'pg';
 import type { Config } from './config.js';
+import type { Logger } from './logger.js';
 
 /** User SQL: per-workspace LOGIN roles on `databaseUrl`'s server, with the pool and byte limits of the configuration. */
-export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: Config, bus: InvalidationBus): WorkspaceSql =>
+export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: Config, bus: InvalidationBus, logger: Logger): WorkspaceSql =>
   new WorkspaceSql(pool, {
     databaseUrl,
     roleSecret: config.SQL_ROLE_SECRET ?? config.SECRETS_KEY,
@@ -17,4 +18,5 @@ export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: C
       acquireTimeoutMs: config.SQL_ACQUIRE_TIMEOUT_MS,
     },
     budget: { maxRowBytes: config.SQL_MAX_ROW_BYTES, maxResponseBytes: config.SQL_MAX_RESPONSE_BYTES },
+    onAfterCommitError: (err, statement) => logger.error({ err, ...statement }, 'a committed statement has no audit entry'),
   });

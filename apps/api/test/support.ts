@@ -80,7 +80,7 @@ export class Harness {
       jobs: new Background({ connectionString: url, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger: createLogger('silent') }),
       embeddings: await createEmbeddings(config, db),
       providers: createProviders(config, { db, secrets, blobs, outbound }),
-      sql: createWorkspaceSql(pool, url, config, bus),
+      sql: createWorkspaceSql(pool, url, config, bus, createLogger('silent')),
       secrets,
       runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
       outbound,

@@ -3,6 +3,10 @@ import type { CompareOperator, Condition, ConditionValue, FieldCondition } from 
 
 const COLUMN = /^[a-z_][a-z0-9_]*$/;
 const MAX_COLUMN = 63;
+/** Values of one `$in` list. */
+export const MAX_IN_ITEMS = 100;
+/** Characters of one string value in a condition. */
+export const MAX_VALUE_CHARS = 1000;
 const COMPARE: readonly CompareOperator[] = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte'];
 const OPERATORS = [...COMPARE, '$in', '$null'] as const;
 const OPERATOR_LIST = OPERATORS.join(', ');
@@ -30,6 +34,7 @@ function parseValue(v: unknown, path: string): ConditionValue {
   if (typeof v === 'string') {
     if (v === '$user_id') return { $var: 'user_id' };
     if (PLACEHOLDER.test(v)) throw fail(path, `unknown placeholder ${JSON.stringify(v)} (the only one is "$user_id")`);
+    if (v.length > MAX_VALUE_CHARS) throw fail(path, `at most ${MAX_VALUE_CHARS} characters`);
     return v;
   }
   if (v === null) throw fail(path, 'null is not a value here (use {"$null": true})');
@@ -57,6 +62,8 @@ function parseField(v: unknown, path: string): FieldCondition {
   if ('$in' in v) {
     const list = v.$in;
     if (!Array.isArray(list)) throw fail(`${path}.$in`, 'expected an array of strings, numbers or booleans');
+    // The filter is injected into every reference to the table: a huge list would make every statement huge.
+    if (list.length > MAX_IN_ITEMS) throw fail(`${path}.$in`, `at most ${MAX_IN_ITEMS} values`);
     out.$in = list.map((x, i) => parseValue(x, `${path}.$in[${i}]`));
   }
   if ('$null' in v) {

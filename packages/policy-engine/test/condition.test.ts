@@ -1,6 +1,6 @@
 import { ServiceError } from '@wds/errors';
 import { describe, expect, it } from 'vitest';
-import { conditionColumns, parseCondition } from '../src/index.js';
+import { MAX_IN_ITEMS, MAX_VALUE_CHARS, conditionColumns, parseCondition } from '../src/index.js';
 
 const details = (input: unknown): string | undefined => {
   try {
@@ -81,5 +81,15 @@ describe('parseCondition rejects with path and reason', () => {
     ['placeholder typo', { owner_id: { $ne: '$userid' } }, 'condition.owner_id.$ne: unknown placeholder "$userid" (the only one is "$user_id")'],
   ])('%s', (_name, input, expected) => {
     expect(details(input)).toBe(expected);
+  });
+});
+
+describe('bounded conditions (a filter is injected into every reference to its table)', () => {
+  it('refuses more than MAX_IN_ITEMS values in $in and strings longer than MAX_VALUE_CHARS', () => {
+    const ok = Array.from({ length: MAX_IN_ITEMS }, (_, i) => `v${i}`);
+    expect(() => parseCondition({ status: { $in: ok } })).not.toThrow();
+    expect(details({ status: { $in: [...ok, 'one more'] } })).toContain('at most 100 values');
+    expect(() => parseCondition({ title: 'x'.repeat(MAX_VALUE_CHARS) })).not.toThrow();
+    expect(details({ title: 'x'.repeat(MAX_VALUE_CHARS + 1) })).toContain('at most 1000 characters');
   });
 });

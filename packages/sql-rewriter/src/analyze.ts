@@ -8,7 +8,7 @@ import { applyRule } from './rules.js';
 import { tooDeep, walk } from './walk.js';
 
 /** Table references one statement may have (PostgreSQL plans a few dozen joins well; this bounds the rewrite). */
-export const MAX_TABLE_REFERENCES = 1000;
+export const MAX_TABLE_REFERENCES = 250;
 
 /** Row-level operations, as policies name them. */
 export type Operation = 'select' | 'insert' | 'update' | 'delete';

@@ -37,7 +37,11 @@ export function rewriteRead(
   const wrapper = wrap.get(rv);
   if (!wrapper) throw new ServiceError('INTERNAL_ERROR', 'table reference without a node wrapper');
   const owner = ref.owner;
-  const copies = owner && 'whereClause' in owner && columns ? simpleConjuncts(owner.whereClause, alias.aliasname ?? ref.table, ref.table, columns) : [];
+  // Column aliases (`orders AS o(x, y)`) rename the columns the user's WHERE sees: then nothing is copied.
+  const copies =
+    owner && 'whereClause' in owner && columns && !alias.colnames?.length
+      ? simpleConjuncts(owner.whereClause, alias.aliasname ?? ref.table, ref.table, columns)
+      : [];
   replaceWrapper(wrapper, {
     RangeSubselect: {
       subquery: {

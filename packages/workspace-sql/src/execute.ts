@@ -10,6 +10,7 @@ import { type SqlContext, loadContext } from './context.js';
 import { isConnectionError, mapDatabaseError, rowCapError } from './errors.js';
 import { AnalysisWorker } from './offload.js';
 import { type StatementSummary, analyseStatement, decideAll } from './statement.js';
+import { runCountingRows } from './discard-rows.js';
 import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 
@@ -82,6 +83,8 @@ export interface WorkspaceSqlOptions {
   pools?: Partial<Omit<TenantPoolsOptions, 'connect'>>;
   /** Bytes a row and a whole result may have (SQL_MAX_ROW_BYTES, SQL_MAX_RESPONSE_BYTES). */
   budget?: Partial<ByteBudget>;
+  /** The audit entry (or invalidation notice) of a committed statement could not be written. */
+  onAfterCommitError?: (err: unknown, statement: { workspaceId: string; kind: StatementKind }) => void;
 }
 
 export const DEFAULT_POOLS: Omit<TenantPoolsOptions, 'connect'> = {
@@ -219,7 +222,8 @@ export class WorkspaceSql {
         ...(audit ? [auditInsertSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)] : []),
         ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : []),
       ];
-      await this.pool.query(statements.join('; '));
+      // The statement has committed: a failure here must not tell the caller it failed (it is logged instead).
+      await this.pool.query(statements.join('; ')).catch((err) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind }));
       if (stale) this.opts.bus?.invalidate(stale);
     }
     return result;
@@ -264,35 +268,49 @@ export class WorkspaceSql {
       lease.release(true);
       throw mapDatabaseError(err, limits);
     }
+    // One statement at a time, in call order: savepoints nest, so interleaved calls would roll back each other's work,
+    // and `end` must not return the connection while a statement still runs on it.
+    let queue: Promise<unknown> = Promise.resolve();
+    const inTurn = <T>(work: () => Promise<T>): Promise<T> => {
+      const next = queue.then(work);
+      queue = next.catch(() => {});
+      return next;
+    };
+    const query = async (sql: string) => {
+      const { a, executed } = await this.prepare(caller, sql, false);
+      if (!open) throw new ServiceError('EXECUTION_ERROR', 'The SQL session of this run has ended');
+      if (broken) throw new ServiceError('SERVICE_UNAVAILABLE', 'The database connection of this run was lost');
+      const savepoint = `wds_s${++n}`;
+      try {
+        await client.query(`SAVEPOINT ${savepoint}`);
+        const r = await WorkspaceSql.run(client, a, executed, limits, `wds_c${n}`);
+        await client.query(`RELEASE SAVEPOINT ${savepoint}`);
+        if (a.kind === 'select' && !a.writes) return r.rows ?? [];
+        return a.returning ? (r.rows ?? []) : (r.affected_rows ?? 0);
+      } catch (err) {
+        broken ||= isConnectionError(err);
+        if (!broken) await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => (broken = true));
+        throw mapDatabaseError(err, limits);
+      }
+    };
     return {
-      query: async (sql) => {
-        if (!open) throw new ServiceError('EXECUTION_ERROR', 'The SQL session of this run has ended');
-        if (broken) throw new ServiceError('SERVICE_UNAVAILABLE', 'The database connection of this run was lost');
-        const { a, executed } = await this.prepare(caller, sql, false);
-        const savepoint = `wds_s${++n}`;
-        try {
-          await client.query(`SAVEPOINT ${savepoint}`);
-          const r = await WorkspaceSql.run(client, a, executed, limits, `wds_c${n}`);
-          await client.query(`RELEASE SAVEPOINT ${savepoint}`);
-          if (a.kind === 'select' && !a.writes) return r.rows ?? [];
-          return a.returning ? (r.rows ?? []) : (r.affected_rows ?? 0);
-        } catch (err) {
-          broken ||= isConnectionError(err);
-          if (!broken) await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => (broken = true));
-          throw mapDatabaseError(err, limits);
-        }
+      query: (sql) => {
+        if (!open) return Promise.reject(new ServiceError('EXECUTION_ERROR', 'The SQL session of this run has ended'));
+        return inTurn(() => query(sql));
       },
-      end: async (ok) => {
-        if (!open) return;
+      end: (ok) => {
+        if (!open) return Promise.resolve();
         open = false;
-        try {
-          if (!broken) await client.query(ok ? 'COMMIT' : 'ROLLBACK');
-        } catch (err) {
-          broken = true;
-          throw mapDatabaseError(err, limits);
-        } finally {
-          lease.release(broken);
-        }
+        return inTurn(async () => {
+          try {
+            if (!broken) await client.query(ok ? 'COMMIT' : 'ROLLBACK');
+          } catch (err) {
+            broken = true;
+            throw mapDatabaseError(err, limits);
+          } finally {
+            lease.release(broken);
+          }
+        });
       },
     };
   }
@@ -315,10 +333,16 @@ export class WorkspaceSql {
       if (!r || r.rows.length > limits.maxRows) throw rowCapError(limits);
       return { ...base, rows: r.rows };
     }
+    if (a.kind !== 'select' && !a.returning) {
+      // Nothing to show: the rows (our row checks) are counted, never kept.
+      const affected = await runCountingRows(client, executed);
+      if (!cursor) await client.query('COMMIT');
+      return { ...base, affected_rows: a.kind === 'ddl' ? 0 : affected };
+    }
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
-    if (a.returning && r.rows.length > limits.maxRows) throw rowCapError(limits);
+    // A RETURNING of the user's own, or a SELECT whose CTE writes: rows to show, so the row cap holds.
+    if (r.rows.length > limits.maxRows) throw rowCapError(limits);
     if (!cursor) await client.query('COMMIT');
-    if (a.kind === 'ddl') return { ...base, affected_rows: 0 };
     const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
     if (a.kind === 'select') out.rows = r.rows;
     else if (a.returning) out.rows = r.rows.map(({ [ROW_CHECK_COLUMN]: _check, ...rest }) => rest);

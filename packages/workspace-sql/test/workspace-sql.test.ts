@@ -300,3 +300,58 @@ describe('the second wall: nothing one workspace puts in the shared schema reach
     expect(rows).toEqual([{ provolatile: 'v' }]);
   });
 });
+
+describe('writes', () => {
+  it('a policy-checked write of many rows answers its count without keeping a row per written row', async () => {
+    const ws = newId();
+    await pool.query('INSERT INTO platform.workspaces (id, name) VALUES ($1, $2)', [ws, 'w']);
+    const sql = workspaceSql();
+    await sql.execute(admin(ws), 'CREATE TABLE big (n int)', limits);
+    await pool.query(`INSERT INTO user_data.ws_${ws.replace(/-/g, '_')}_big (n) SELECT g FROM generate_series(1, 20000) g`);
+    const group = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, ws, 'g', [owner]]);
+    for (const op of ['select', 'update']) {
+      await pool.query(
+        `INSERT INTO platform.policies (id, workspace_id, policy_group_id, name, mode, table_name, operation, condition)
+         VALUES ($1, $2, $3, 'p', 'allow', 'big', $4, $5)`,
+        [newId(), ws, group, op, JSON.stringify({ n: { $gte: 0 } })],
+      );
+    }
+    const r = await sql.execute(admin(ws), 'UPDATE big SET n = n + 1', limits);
+    // The row check is in the executed RETURNING, evaluated for every row; none of its rows comes back.
+    expect(r.executed_sql).toContain('wds_row_check');
+    expect(r).toMatchObject({ kind: 'update', affected_rows: 20000 });
+    expect(r.rows).toBeUndefined();
+    await expect(sql.execute(admin(ws), 'UPDATE big SET n = -1 WHERE n = 2', limits)).rejects.toMatchObject({ code: 'POLICY_DENIED' });
+  });
+});
+
+describe('STF sessions under concurrent sql() calls', () => {
+  it('statements run one at a time in call order, and end waits for them', async () => {
+    const ws = newId();
+    await pool.query('INSERT INTO platform.workspaces (id, name) VALUES ($1, $2)', [ws, 'w']);
+    const sql = workspaceSql();
+    await sql.execute(admin(ws), 'CREATE TABLE log (n int)', limits);
+    const group = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, ws, 'g', [owner]]);
+    for (const op of ['select', 'insert']) {
+      await pool.query(
+        `INSERT INTO platform.policies (id, workspace_id, policy_group_id, name, mode, table_name, operation) VALUES ($1, $2, $3, 'p', 'allow', 'log', $4)`,
+        [newId(), ws, group, op],
+      );
+    }
+    const s = await sql.openSession(admin(ws), limits);
+    // Fired together: the failing one in the middle must roll back only itself.
+    const results = await Promise.allSettled([
+      s.query('INSERT INTO log (n) VALUES (1)'),
+      s.query('SELECT 1 / 0'),
+      s.query('INSERT INTO log (n) VALUES (3)'),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const ending = s.end(true);
+    await expect(s.query('SELECT 1')).rejects.toMatchObject({ code: 'EXECUTION_ERROR' });
+    await ending;
+    const { rows } = await pool.query(`SELECT n FROM user_data.ws_${ws.replace(/-/g, '_')}_log ORDER BY n`);
+    expect(rows).toEqual([{ n: 1 }, { n: 3 }]);
+  });
+});
