@@ -150,7 +150,7 @@ export class WorkspaceSql {
   }
 
   async preview(caller: SqlCaller, sql: string, withPolicies: boolean): Promise<PreviewResult> {
-    const a = await analyseStatement(sql, this.worker);
+    const a = await analyseStatement(sql, caller.workspaceId, this.worker);
     try {
       const ctx = await this.context(caller, a.tables);
       const input = { workspaceId: caller.workspaceId, catalog: ctx.catalog, userId: caller.subject.userId };
@@ -180,7 +180,7 @@ export class WorkspaceSql {
 
   /** Analysis, policies and DDL rights, rewrite: the statement as it will run for the caller. */
   private async prepare(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<{ a: StatementSummary; executed: string }> {
-    const a = await analyseStatement(sql, this.worker);
+    const a = await analyseStatement(sql, caller.workspaceId, this.worker);
     try {
       if (a.kind === 'ddl' && !allowDdl) {
         throw new ServiceError('DDL_FORBIDDEN', 'STF code cannot change the schema', 'DDL is refused inside STF runs');

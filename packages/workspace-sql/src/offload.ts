@@ -9,6 +9,10 @@ import type { AnalysedStatement, RewriteInput } from './statement.js';
 export interface AnalysisWorkerOptions {
   /** Heap of the worker: a statement that needs more ends the worker (and gets an error), never the process. */
   maxHeapMb?: number;
+  /** Long statements one workspace may have in the worker at once (analysed and not yet released). */
+  maxPerWorkspace?: number;
+  /** Long statements in the worker at once, all workspaces together (each analysis can hold ~100 MB). */
+  maxTotal?: number;
 }
 
 type Pending = { resolve: (m: FromWorker) => void; reject: (err: unknown) => void };
@@ -22,11 +26,40 @@ export class AnalysisWorker {
   #worker: Worker | undefined;
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
+  /** Analyses in the worker (started and not released), by workspace, and in total. */
+  readonly #inFlight = new Map<string, number>();
+  #total = 0;
 
   constructor(private readonly opts: AnalysisWorkerOptions = {}) {}
 
-  async analyse(sql: string): Promise<AnalysedStatement> {
-    const answer = await this.#call((id) => ({ op: 'analyse', id, sql }));
+  /** Analyses `sql` for `workspaceId` (whose share of the worker it counts against until released). */
+  async analyse(sql: string, workspaceId = ''): Promise<AnalysedStatement> {
+    const mine = this.#inFlight.get(workspaceId) ?? 0;
+    if (mine >= (this.opts.maxPerWorkspace ?? 2) || this.#total >= (this.opts.maxTotal ?? 8)) {
+      throw new ServiceError(
+        'TOO_MANY_REQUESTS',
+        'Too many long statements are being analysed',
+        'statements over 32 KiB are analysed one or two per workspace at a time; retry when one has finished',
+      );
+    }
+    this.#inFlight.set(workspaceId, mine + 1);
+    this.#total++;
+    let counted = true;
+    const uncount = () => {
+      if (!counted) return;
+      counted = false;
+      this.#total--;
+      const n = (this.#inFlight.get(workspaceId) ?? 1) - 1;
+      if (n > 0) this.#inFlight.set(workspaceId, n);
+      else this.#inFlight.delete(workspaceId);
+    };
+    let answer: FromWorker;
+    try {
+      answer = await this.#call((id) => ({ op: 'analyse', id, sql }));
+    } catch (err) {
+      uncount();
+      throw err;
+    }
     if (!('summary' in answer)) throw new Error('analysis worker: unexpected answer');
     const { handle, summary } = answer;
     const worker = this.#worker;
@@ -42,6 +75,7 @@ export class AnalysisWorker {
         return r.sql;
       },
       release: () => {
+        uncount();
         // Only the worker that holds the analysis can drop it; a replaced worker took its analyses with it.
         if (released || worker !== this.#worker) return;
         released = true;

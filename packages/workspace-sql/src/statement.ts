@@ -39,8 +39,8 @@ export const summarize = (a: Analysis): StatementSummary => ({
  * Analyses `sql`: in this thread when it is short (microseconds), in the analysis worker when it is long (a
  * statement near the 1 MiB limit costs seconds of CPU, which would stall every other tenant's requests).
  */
-export async function analyseStatement(sql: string, worker: AnalysisWorker | undefined): Promise<AnalysedStatement> {
-  if (worker && sql.length > OFFLOAD_BYTES / 4 && Buffer.byteLength(sql) > OFFLOAD_BYTES) return worker.analyse(sql);
+export async function analyseStatement(sql: string, workspaceId: string, worker: AnalysisWorker | undefined): Promise<AnalysedStatement> {
+  if (worker && sql.length > OFFLOAD_BYTES / 4 && Buffer.byteLength(sql) > OFFLOAD_BYTES) return worker.analyse(sql, workspaceId);
   await loadParser(); // at once, unless an earlier statement broke a parser instance (then a fresh one)
   const a = analyze(sql);
   return { ...summarize(a), rewrite: async (input) => rewriteWith(a, input), release: () => {} };

@@ -106,3 +106,20 @@ describe('analysis handles', () => {
     }
   });
 });
+
+describe('sharing the analysis worker', () => {
+  it('one workspace holds at most two long statements in it; another workspace still gets in', async () => {
+    const worker = new AnalysisWorker({ maxPerWorkspace: 2, maxTotal: 8 });
+    try {
+      const held = [await worker.analyse(longIn(OFFLOAD_BYTES * 2), A), await worker.analyse(longIn(OFFLOAD_BYTES * 2), A)];
+      await expect(worker.analyse(longIn(OFFLOAD_BYTES * 2), A)).rejects.toMatchObject({ code: 'TOO_MANY_REQUESTS', status: 429 });
+      const other = await worker.analyse(longIn(OFFLOAD_BYTES * 2), B);
+      other.release();
+      held[0]?.release();
+      (await worker.analyse(longIn(OFFLOAD_BYTES * 2), A)).release();
+      held[1]?.release();
+    } finally {
+      await worker.close();
+    }
+  });
+});
