@@ -9,7 +9,7 @@ import { ServiceError } from '@wds/errors';
 import type pg from 'pg';
 import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
 import type { SearchEmbedder } from './embedder.js';
-import { EMBEDDING_SUFFIX, embeddingColumns, isEmbeddingType, isTextType, liveOnly, loadTable, quoteIdent, type TableInfo } from './tables.js';
+import { EMBEDDING_SUFFIX, embeddingColumns, isEmbeddingType, isTextType, liveOnly, loadTable, quoteIdent, type TableInfo, withTable } from './tables.js';
 import { similaritySql, vectorText } from './vectors.js';
 import { visibleTop } from './visible.js';
 
@@ -58,9 +58,11 @@ export async function generateColumn(
   let columnAdded = false;
   if (existing === undefined) {
     // The embedder is tried before the table changes, so a failing provider leaves the table as it was.
-    const probe = await sql<{ text: string }>`
+    const probe = await withTable(deps.db, workspaceId, table, (trx) =>
+      sql<{ text: string }>`
       SELECT t.${sql.raw(quoteIdent(column))} AS text FROM ${sql.raw(info.qualified)} t
-       WHERE t.${sql.raw(quoteIdent(column))} IS NOT NULL AND btrim(t.${sql.raw(quoteIdent(column))}) <> '' LIMIT 1`.execute(deps.db);
+       WHERE t.${sql.raw(quoteIdent(column))} IS NOT NULL AND btrim(t.${sql.raw(quoteIdent(column))}) <> '' LIMIT 1`.execute(trx),
+    );
     if (probe.rows[0]) await embedder.embed([probe.rows[0].text]);
     const type = deps.pgvector ? `vector(${dims})` : 'real[]';
     await deps.writeAsWorkspace(workspaceId, [
@@ -80,7 +82,8 @@ export async function generateColumn(
   // Rows are read in id order in batches; each batch is embedded and written before the next is read.
   let after: string | null = null;
   for (;;) {
-    const { rows }: { rows: { id: string; text: string; hash: string }[] } = await sql<{ id: string; text: string; hash: string }>`
+    const { rows }: { rows: { id: string; text: string; hash: string }[] } = await withTable(deps.db, workspaceId, table, (trx) =>
+      sql<{ id: string; text: string; hash: string }>`
       SELECT t.id::text AS id, t.${sql.raw(col)} AS text, md5(t.${sql.raw(col)}) AS hash
         FROM ${sql.raw(info.qualified)} t
         LEFT JOIN platform.embedding_items i
@@ -89,7 +92,8 @@ export async function generateColumn(
          AND (t.${sql.raw(emb)} IS NULL OR i.content_hash IS DISTINCT FROM md5(t.${sql.raw(col)}))
          AND (${after}::text IS NULL OR t.id::text > ${after})
        ORDER BY t.id::text
-       LIMIT ${BATCH}`.execute(deps.db);
+       LIMIT ${BATCH}`.execute(trx),
+    );
     if (rows.length === 0) break;
     const vectors = await embedder.embed(rows.map((r) => r.text));
     // The vectors first (as the workspace), then their record: a record without its vector never exists, and
@@ -130,8 +134,11 @@ export interface ColumnStatus {
   pending_rows: number;
 }
 
-export async function columnStatus(db: Db, workspaceId: string, table: string): Promise<{ table_name: string; columns: ColumnStatus[] }> {
-  const info = await loadTable(db, workspaceId, table);
+export function columnStatus(db: Db, workspaceId: string, table: string): Promise<{ table_name: string; columns: ColumnStatus[] }> {
+  return withTable(db, workspaceId, table, (trx, info) => countColumns(trx, workspaceId, table, info));
+}
+
+async function countColumns(db: Db, workspaceId: string, table: string, info: TableInfo): Promise<{ table_name: string; columns: ColumnStatus[] }> {
   const columns: ColumnStatus[] = [];
   for (const embedding of embeddingColumns(info)) {
     const column = embedding.slice(0, -EMBEDDING_SUFFIX.length);
@@ -177,9 +184,10 @@ export async function searchColumn(
   }
   const pgvector = (type as string).startsWith('vector');
   const [vector] = await embedder.embed([query]);
-  const q = vectorText(vector as number[], pgvector);
+  // Numbers, commas and brackets only (vectorText), so the query vector is written into the SQL as a literal.
+  const literal = `'${vectorText(vector as number[], pgvector)}'`;
   const emb = `t.${quoteIdent(embedding)}`;
-  const score = similaritySql(emb, '$1', pgvector);
+  const score = similaritySql(emb, literal, pgvector);
   const omit = embeddingColumns(info);
   const found = await visibleTop({
     sql: deps.sql,
@@ -188,10 +196,13 @@ export async function searchColumn(
     limit,
     omitColumns: () => omit,
     fetch: async (k) => {
-      const order = pgvector ? `${emb} <=> $1::vector` : `${score} DESC NULLS LAST`;
-      const r = await deps.pool.query<{ id: string; score: number }>(
-        `SELECT t.id::text AS id, ${score}::float8 AS score FROM ${info.qualified} t WHERE ${emb} IS NOT NULL${liveOnly(info)} ORDER BY ${order} LIMIT ${k}`,
-        [q],
+      const order = pgvector ? `${emb} <=> ${literal}::vector` : `${score} DESC NULLS LAST`;
+      const r = await withTable(deps.db, caller.workspaceId, table, (trx) =>
+        sql
+          .raw<{ id: string; score: number }>(
+            `SELECT t.id::text AS id, ${score}::float8 AS score FROM ${info.qualified} t WHERE ${emb} IS NOT NULL${liveOnly(info)} ORDER BY ${order} LIMIT ${Math.floor(k)}`,
+          )
+          .execute(trx),
       );
       return r.rows.map((row) => ({ table, rowId: row.id, score: row.score }));
     },

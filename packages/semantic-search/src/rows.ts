@@ -12,7 +12,7 @@ import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
 import type { SearchEmbedder } from './embedder.js';
 import type { Enqueue } from './jobs.js';
 import type { StatusCounts } from './status.js';
-import { embeddingColumns, liveOnly, loadTable, type TableInfo } from './tables.js';
+import { embeddingColumns, liveOnly, loadTable, type TableInfo, withTable } from './tables.js';
 import { visibleTop } from './visible.js';
 
 const BATCH = 64;
@@ -39,7 +39,11 @@ const rowText = (info: TableInfo, alias = 't'): string => `${rowJson(info, alias
 const targetKey = (table: string) => `'${table}:' || t.id::text`;
 
 /** New or changed rows → pending (all rows with `force`); items of rows gone or soft-deleted → removed. */
-async function reconcile(db: Db, workspaceId: string, info: TableInfo, force: boolean): Promise<void> {
+function reconcile(db: Db, workspaceId: string, table: string, force: boolean): Promise<void> {
+  return withTable(db, workspaceId, table, (trx, info) => reconcileLocked(trx, workspaceId, info, force));
+}
+
+async function reconcileLocked(db: Db, workspaceId: string, info: TableInfo, force: boolean): Promise<void> {
   const text = rowText(info);
   await sql`
     INSERT INTO platform.embedding_items (id, workspace_id, surface, table_name, row_id, target_key, status, updated_at)
@@ -63,7 +67,7 @@ export async function embedTables(deps: RowDeps, workspaceId: string, tables: st
   const infos: TableInfo[] = [];
   for (const t of [...new Set(tables)]) infos.push(await loadTable(deps.db, workspaceId, t));
   for (const info of infos) {
-    await reconcile(deps.db, workspaceId, info, force);
+    await reconcile(deps.db, workspaceId, info.logical, force);
     await deps.enqueue({ kind: 'table', workspaceId, table: info.logical });
   }
   const status = await tableStatus(deps, workspaceId);
@@ -90,7 +94,7 @@ export async function runTableJob(deps: RowDeps, workspaceId: string, table: str
                WHERE workspace_id = ${workspaceId} AND surface = 'table_row' AND table_name = ${table}
                  AND status IN ('processing', 'failed')`.execute(deps.db);
   }
-  await reconcile(deps.db, workspaceId, info, false);
+  await reconcile(deps.db, workspaceId, table, false);
   const text = rowText(info);
   for (;;) {
     const claimed = await sql<{ id: string; row_id: string }>`
@@ -101,16 +105,18 @@ export async function runTableJob(deps: RowDeps, workspaceId: string, table: str
       RETURNING id, row_id`.execute(deps.db);
     if (claimed.rows.length === 0) {
       // Rows changed while this job ran (their own job was not queued while this one was) are caught here.
-      await reconcile(deps.db, workspaceId, info, false);
+      await reconcile(deps.db, workspaceId, table, false);
       const more = await sql<{ n: string }>`SELECT count(*) AS n FROM platform.embedding_items
         WHERE workspace_id = ${workspaceId} AND surface = 'table_row' AND table_name = ${table} AND status = 'pending'`.execute(deps.db);
       if (Number(more.rows[0]?.n ?? 0) === 0) return;
       continue;
     }
-    const rows = await sql<{ id: string; doc: Record<string, unknown>; hash: string }>`
+    const rows = await withTable(deps.db, workspaceId, table, (trx) =>
+      sql<{ id: string; doc: Record<string, unknown>; hash: string }>`
       SELECT t.id::text AS id, ${sql.raw(rowJson(info))} AS doc, md5(${sql.raw(text)}) AS hash
         FROM ${sql.raw(info.qualified)} t
-       WHERE t.id::text = ANY(${claimed.rows.map((r) => r.row_id)}::text[])${sql.raw(liveOnly(info))}`.execute(deps.db);
+       WHERE t.id::text = ANY(${claimed.rows.map((r) => r.row_id)}::text[])${sql.raw(liveOnly(info))}`.execute(trx),
+    );
     const byRow = new Map(rows.rows.map((r) => [r.id, r]));
     const work = claimed.rows.map((c) => ({ item: c.id, row: byRow.get(c.row_id), chunks: [] as string[] }));
     // "name: Ada\ntags: x, y" reads better to a model than JSON punctuation.
@@ -177,8 +183,9 @@ export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, wo
   for (const r of await itemCounts(deps, workspaceId)) {
     let total = 0;
     try {
-      const info = await loadTable(deps.db, workspaceId, r.table_name);
-      const c = await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.raw(info.qualified)} t WHERE TRUE${sql.raw(liveOnly(info))}`.execute(deps.db);
+      const c = await withTable(deps.db, workspaceId, r.table_name, (trx, info) =>
+        sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.raw(info.qualified)} t WHERE TRUE${sql.raw(liveOnly(info))}`.execute(trx),
+      );
       total = Number(c.rows[0]?.n ?? 0);
     } catch {
       // dropped since: its items are removed by its next job

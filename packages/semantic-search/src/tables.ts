@@ -58,3 +58,21 @@ export function embeddingColumns(info: TableInfo): string[] {
 
 /** `AND t.deleted_at IS NULL` when the table soft-deletes. */
 export const liveOnly = (info: TableInfo, alias = 't'): string => (info.hasDeletedAt ? ` AND ${alias}.deleted_at IS NULL` : '');
+
+/**
+ * Runs `read` in a transaction that first locks the table (ACCESS SHARE: it can no longer be dropped, renamed or
+ * replaced, say by a view) and then checks it again, so nothing can be swapped in between the check and the read.
+ * The service reads workspace tables with its own rights; this is what keeps those reads to plain tables.
+ */
+export async function withTable<T>(db: Db, workspaceId: string, table: string, read: (trx: Db, info: TableInfo) => Promise<T>): Promise<T> {
+  const qualified = `user_data.${quoteIdent(physicalName(workspaceId, table))}`;
+  return db.transaction().execute(async (trx) => {
+    try {
+      await sql.raw(`LOCK TABLE ${qualified} IN ACCESS SHARE MODE`).execute(trx);
+    } catch (err) {
+      if ((err as { code?: string }).code === '42P01') throw new ServiceError('BAD_REQUEST', `Table ${table} does not exist`);
+      throw err;
+    }
+    return read(trx, await loadTable(trx, workspaceId, table));
+  });
+}

@@ -6,6 +6,7 @@ import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SearchEmbedder, columnStatus, generateColumn, jobKey } from '../src/index.js';
 import { vectorText } from '../src/vectors.js';
+import { withTable } from '../src/tables.js';
 
 let db: ReturnType<typeof createDb>['db'];
 let pool: ReturnType<typeof createDb>['pool'];
@@ -73,5 +74,27 @@ describe('helpers', () => {
     expect(vectorText([0.5, -1], true)).toBe('[0.5,-1]');
     expect(jobKey({ kind: 'table', workspaceId: 'w', table: 't' })).toBe('table:w:t');
     expect(jobKey({ kind: 'file', workspaceId: 'w', itemId: 'i' })).toBeUndefined();
+  });
+});
+
+describe('reading a workspace table with the service\u2019s rights', () => {
+  it('holds the table for the length of the read (nothing can be swapped in) and never reads a view', async () => {
+    const notes = `user_data."${physicalName(ws, 'notes')}"`;
+    const n = await withTable(db, ws, 'notes', async (trx, info) => {
+      const other = await pool.connect();
+      try {
+        // PostgreSQL's own lock timeout, not a timing assertion: DROP needs the lock the read holds.
+        await other.query(`SET lock_timeout = '50ms'`);
+        await expect(other.query(`DROP TABLE ${notes}`)).rejects.toMatchObject({ code: '55P03' });
+      } finally {
+        other.release();
+      }
+      const { rows } = await sql<{ c: number }>`SELECT count(*)::int AS c FROM ${sql.raw(info.qualified)} t`.execute(trx);
+      return rows[0]?.c;
+    });
+    expect(n).toBe(5);
+    await sql.raw(`CREATE VIEW user_data."${physicalName(ws, 'looks_like')}" AS SELECT gen_random_uuid() AS id, 'x'::text AS body`).execute(db);
+    await expect(withTable(db, ws, 'looks_like', async () => 'read')).rejects.toThrow(/does not exist/);
+    await expect(withTable(db, ws, 'missing', async () => 'read')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 });
