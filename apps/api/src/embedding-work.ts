@@ -11,7 +11,6 @@ export type EmbeddingDeps = FileDeps & RowDeps & ColumnDeps & SearchDeps;
 export function embeddingDeps(s: Services): EmbeddingDeps {
   return {
     db: s.db,
-    pool: s.pool,
     sql: s.sql,
     limits: { statementTimeoutMs: s.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: s.config.SQL_MAX_ROWS },
     embedder: s.embeddings.embedder,

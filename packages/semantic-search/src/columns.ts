@@ -6,7 +6,6 @@
  */
 import { type Db, sql } from '@wds/db';
 import { ServiceError } from '@wds/errors';
-import type pg from 'pg';
 import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
 import type { SearchEmbedder } from './embedder.js';
 import { EMBEDDING_SUFFIX, embeddingColumns, isEmbeddingType, isTextType, liveOnly, loadTable, quoteIdent, type TableInfo, withTable } from './tables.js';
@@ -160,8 +159,6 @@ async function countColumns(db: Db, workspaceId: string, table: string, info: Ta
 
 export interface SearchDeps {
   db: Db;
-  /** For ranking queries with a vector parameter. */
-  pool: pg.Pool;
   embedder: SearchEmbedder;
   sql: WorkspaceSql;
   limits: SqlLimits;

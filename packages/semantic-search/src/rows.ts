@@ -7,7 +7,6 @@
 import { type Db, sql } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { chunkText, completeItem, jsonToText, reportStuck, searchChunks } from '@wds/embeddings';
-import type pg from 'pg';
 import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
 import type { SearchEmbedder } from './embedder.js';
 import type { Enqueue } from './jobs.js';
@@ -20,7 +19,6 @@ const LEFT_OUT = ['created_at', 'updated_at', 'deleted_at'];
 
 export interface RowDeps {
   db: Db;
-  pool: pg.Pool;
   sql: WorkspaceSql;
   limits: SqlLimits;
   embedder: SearchEmbedder;
