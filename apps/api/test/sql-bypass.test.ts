@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Harness, type Res } from './support.js';
+import { Harness, hex, type Res, short, underscored } from './support.js';
 
 /**
  * Bypass corpus for POST /workspaces/{id}/sql and /sql/preview.
@@ -576,13 +576,7 @@ let secretTokens: [string, string][];
 let snapshotB: unknown;
 let snapshotHidden: unknown;
 
-const underscored = (id: string) => id.toLowerCase().replace(/-/g, '_');
-const hex = (id: string) => id.toLowerCase().replace(/-/g, '');
 const fill = (sql: string) => sql.replace(/\{(\w+)\}/g, (m, k: string) => vars[k] ?? m);
-const short = (v: unknown, n = 600) => {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > n ? `${s.slice(0, n)}…` : s;
-};
 
 async function snapshot(token: string, wsId: string, statements: string[]) {
   const out: unknown[] = [];

@@ -1,7 +1,7 @@
 import { ALLOWED_FUNCTIONS, loadParser, parseOne } from '@wds/sql-rewriter';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Harness, type Res } from './support.js';
+import { Harness, type Res, short, underscored } from './support.js';
 
 /**
  * Property-based fuzzing of POST /sql and /sql/preview (issue 13).
@@ -34,11 +34,6 @@ let BP: string;
 let snapshotB: string;
 let snapshotHidden: string;
 
-const underscored = (id: string) => id.toLowerCase().replace(/-/g, '_');
-const short = (v: unknown, n = 600) => {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > n ? `${s.slice(0, n)}…` : s;
-};
 
 async function snapshot(token: string, wsId: string, statements: string[]): Promise<string> {
   const out: unknown[] = [];

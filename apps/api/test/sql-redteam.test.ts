@@ -1,7 +1,7 @@
 import { ALLOWED_FUNCTIONS, loadParser, parseOne } from '@wds/sql-rewriter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Harness, type Res, until } from './support.js';
+import { Harness, hex, type Res, short, underscored, until } from './support.js';
 
 /**
  * Regression tests for the red-team review of the SQL core (issue 13), through the real endpoints.
@@ -35,12 +35,6 @@ let secretTokens: [string, string][];
 let snapshotB: string;
 let snapshotHidden: string;
 
-const underscored = (id: string) => id.toLowerCase().replace(/-/g, '_');
-const hex = (id: string) => id.toLowerCase().replace(/-/g, '');
-const short = (v: unknown, n = 500) => {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > n ? `${s.slice(0, n)}…` : s;
-};
 
 /** Everything the attacker must never see, unless the statement itself contains it. */
 function leaks(label: string, sent: string, r: Res): string[] {

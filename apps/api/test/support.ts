@@ -233,4 +233,14 @@ export const test = base.extend<{ harness: Harness; h: Harness; owner: User; ws:
   ws: async ({ harness, owner }, use) => use(await harness.workspace(owner.token, 'Acme')),
 });
 
+/** A workspace id as physical names spell it (`ws_<id with _>_…`). */
+export const underscored = (id: string) => id.toLowerCase().replace(/-/g, '_');
+/** A workspace id as role names spell it (`wds_ws_<hex>`). */
+export const hex = (id: string) => id.toLowerCase().replace(/-/g, '');
+/** A value, shortened for a failure message. */
+export const short = (v: unknown, n = 600) => {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > n ? `${s.slice(0, n)}…` : s;
+};
+
 export { expect, describe } from 'vitest';
