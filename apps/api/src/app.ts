@@ -7,6 +7,8 @@ import type { AppEnv } from './http/env.js';
 import { renderError, renderNotFound } from './http/errors.js';
 import { buildOpenApi } from './http/openapi.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
+import { RateLimits, rateLimit } from './http/rate-limit.js';
+import type { Clock } from './http/rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
 import { adminCredentialRoutes } from './routes/admin-credentials.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
@@ -30,6 +32,7 @@ import { workflowRoutes } from './routes/workflows.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
+const READY_TIMEOUT_MS = 2000;
 const FILE_UPLOAD = /^\/api\/v1\/workspaces\/[^/]+\/files(\/multipart)?\/?$/;
 
 /** Every public and admin route, in one list: mounted, documented and security-tested from here. */
@@ -57,7 +60,8 @@ export const routes: readonly AnyRoute[] = [
   ...adminCredentialRoutes,
 ];
 
-export function createApp(services: Services): Hono<AppEnv> {
+/** `clock`: what the rate limits measure time with (tests move one by hand). */
+export function createApp(services: Services, options: { clock?: Clock } = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(requestId());
   app.use(async (c, next) => {
@@ -76,6 +80,7 @@ export function createApp(services: Services): Hono<AppEnv> {
       'request',
     );
   });
+  app.use(rateLimit(new RateLimits(services.config, options.clock)));
   const limitBody = bodyLimit({
     maxSize: services.config.MAX_BODY_BYTES,
     onError: (c) => {
@@ -90,9 +95,16 @@ export function createApp(services: Services): Hono<AppEnv> {
   app.notFound(renderNotFound);
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // The service pool (never the workspaces' SQL pools), bounded: a database that is down or hangs is a quick 503.
   app.get('/readyz', async (c) => {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await sql`SELECT 1`.execute(services.db);
+      await Promise.race([
+        sql`SELECT 1`.execute(services.db),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('readiness check timed out')), READY_TIMEOUT_MS);
+        }),
+      ]).finally(() => clearTimeout(timer));
       return c.json({ status: 'ok' });
     } catch {
       return c.json({ error: 'Database unreachable', code: 'SERVICE_UNAVAILABLE' }, 503);

@@ -32,8 +32,12 @@ export class Background {
   private readonly handlers = new Map<string, Handler>();
   private starting: Promise<void> | undefined;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  private readonly logger: Logger;
 
   constructor(opts: { connectionString: string; pollIntervalMs: number; logger: Logger }) {
+    this.logger = opts.logger;
     const seconds = Math.max(1, Math.round(opts.pollIntervalMs / 1000));
     this.queue = new JobQueue({
       connectionString: opts.connectionString,
@@ -54,7 +58,7 @@ export class Background {
     this.starting ??= (async () => {
       await this.queue.start();
       for (const [name, h] of this.handlers) {
-        await this.queue.register(name, (job) => h.run(job), {
+        await this.queue.register(name, (job) => this.run(name, h, job), {
           concurrency: h.opts.concurrency,
           expireInSeconds: h.opts.expireInSeconds,
           retryLimit: h.opts.retryLimit,
@@ -65,6 +69,18 @@ export class Background {
     return this.starting;
   }
 
+  /** One attempt of a job, with a log line of how it ended (which process ran it, how long it took). */
+  private async run(queue: string, h: Handler, job: JobRun): Promise<void> {
+    const started = performance.now();
+    try {
+      await h.run(job);
+      this.logger.info({ queue, attempt: job.attempt, ms: Math.round(performance.now() - started) }, 'job done');
+    } catch (err) {
+      this.logger.warn({ queue, attempt: job.attempt, ms: Math.round(performance.now() - started), err: (err as Error).message }, 'job attempt failed');
+      throw err;
+    }
+  }
+
   /** Queues a job; with a key, not while another with that key waits. Returns whether one was queued. */
   async enqueue(name: string, data: object, singletonKey?: string): Promise<boolean> {
     await this.start();
@@ -72,10 +88,14 @@ export class Background {
     return id !== null;
   }
 
-  async stop(): Promise<void> {
+  /** Idempotent: a second call waits for the first. */
+  stop(): Promise<void> {
     this.stopped = true;
-    if (!this.starting) return;
-    await this.starting.catch(() => undefined);
-    await this.queue.stop({ graceful: true, timeoutMs: 5000 });
+    this.stopping ??= (async () => {
+      if (!this.starting) return;
+      await this.starting.catch(() => undefined);
+      await this.queue.stop({ graceful: true, timeoutMs: 5000 });
+    })();
+    return this.stopping;
   }
 }

@@ -1,13 +1,19 @@
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { backup, restore } from './backup.js';
+import { loadConfig } from './config.js';
 
 const USAGE = `Usage:
   pnpm cli user create --email <email> --name <name>   create a user and print a session token
   pnpm cli session create --user-id <id>                print a new session token for a user
+  pnpm cli backup <dir>                                 back up the database and the files' bytes into a new directory
+  pnpm cli restore <dir>                                restore a backup into an empty database (a new DATA_DIR)
 
-Talks to a running server's admin interface: API_URL (default http://127.0.0.1:8080) and
-ADMIN_TOKEN (default: the token the embedded database setup stored in DATA_DIR/admin-token).`;
+user and session talk to a running server's admin interface: API_URL (default http://127.0.0.1:8080) and
+ADMIN_TOKEN (default: the token the embedded database setup stored in DATA_DIR/admin-token).
+backup and restore use the service's configuration (DATABASE_URL, or the embedded database in DATA_DIR, which
+may be running; STORAGE_*) and pg_dump/pg_restore (PG_BIN_DIR, else PATH); see docs/backups.md.`;
 
 async function adminToken(): Promise<string> {
   if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
@@ -38,7 +44,15 @@ async function main(argv: string[]): Promise<void> {
     options: { email: { type: 'string' }, name: { type: 'string' }, 'user-id': { type: 'string' } },
   });
   const [noun, verb] = positionals;
-  if (noun === 'user' && verb === 'create' && values.email && values.name) {
+  if ((noun === 'backup' || noun === 'restore') && verb && positionals.length === 2) {
+    // `pnpm cli` runs in apps/api; a relative directory means the one the command was typed in.
+    const dir = resolve(process.env.INIT_CWD ?? process.cwd(), verb);
+    const log = (msg: string) => console.error(`${noun}: ${msg}`);
+    const manifest = await (noun === 'backup' ? backup : restore)(loadConfig(process.env), dir, process.env, log);
+    console.log(
+      JSON.stringify({ dir, created_at: manifest.created_at, server_version: manifest.database.server_version, blobs: manifest.blobs.count }, null, 2),
+    );
+  } else if (noun === 'user' && verb === 'create' && values.email && values.name) {
     const user = await call('/admin/v1/users', { email: values.email, name: values.name });
     const session = await call(`/admin/v1/users/${user.id}/sessions`, {});
     console.log(JSON.stringify({ user, session_token: session.token, expires_at: session.expires_at }, null, 2));

@@ -1,5 +1,17 @@
 /** The embedding surfaces wired to this server's services: one deps object, and the job handler. */
-import { type EmbeddingJob, EMBEDDING_QUEUE, embedFiles, type FileDeps, type RowDeps, type ColumnDeps, type SearchDeps, jobKey, runFileJob, runTableJob } from '@wds/semantic-search';
+import {
+  type ColumnDeps,
+  type EmbeddingJob,
+  EMBEDDING_QUEUE,
+  embedFiles,
+  failTableRequest,
+  type FileDeps,
+  jobKey,
+  type RowDeps,
+  runFileJob,
+  runTableJob,
+  type SearchDeps,
+} from '@wds/semantic-search';
 import { failItem } from '@wds/embeddings';
 import { InvalidationBus } from '@wds/cache';
 import { sql } from '@wds/db';
@@ -35,15 +47,17 @@ export function handleEmbeddingJobs(s: Services): void {
   const deps = embeddingDeps(s);
   s.jobs.handle(
     EMBEDDING_QUEUE,
-    async ({ data, attempt }) => {
+    async ({ data, attempt, signal }) => {
       const job = data as EmbeddingJob;
       // A retry takes over items the failed or crashed attempt left in processing.
       const retry = attempt > 1;
       if (job.kind === 'file') await runFileJob(deps, job.itemId, retry);
-      else await runTableJob(deps, job.workspaceId, job.table, retry);
+      else await runTableJob(deps, job.workspaceId, job.table, retry, signal);
     },
     {
       concurrency: 1,
+      // The most one attempt may take while its process lives; a crashed one is retried once its heartbeat (kept
+      // by the job queue while the handler runs) is stale, long before this.
       expireInSeconds: Math.ceil(s.config.EMBEDDING_JOB_TIMEOUT_MS / 1000),
       retryLimit: 2,
       onFailed: async (data, message) => {
@@ -53,6 +67,7 @@ export function handleEmbeddingJobs(s: Services): void {
           await sql`UPDATE platform.embedding_items SET status = 'failed', error = ${message}, updated_at = now()
                      WHERE workspace_id = ${job.workspaceId} AND surface = 'table_row' AND table_name = ${job.table}
                        AND status IN ('pending', 'processing')`.execute(s.db);
+          await failTableRequest(s.db, job.workspaceId, job.table, message);
         }
       },
     },

@@ -1,3 +1,7 @@
+import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
+import { Readable } from 'node:stream';
+import { guardedRequest, OutboundGuard } from '@wds/effect-runner';
 import {
   createDockerRuntime,
   createJavascriptRuntime,
@@ -13,20 +17,38 @@ export type RuntimeName = 'javascript' | 'wasm' | 'docker';
 /**
  * The STF runtimes this server offers. `docker` exists only when DOCKER_HOST names a container engine; without
  * it docker STFs can still be saved, and running one answers 503.
+ *
+ * Each runtime queues runs per workspace: at most STF_WORKSPACE_QUEUE waiting, and at most STF_WORKSPACE_MAX_RUNNING
+ * in progress (by default half the runtime's slots, rounded up), so that one workspace never holds every worker and
+ * another's run starts at once instead of after a whole run of the first. Wasm plugins reach the network only
+ * through `outbound`, the guard of every other outbound call (by default one built from OUTBOUND_ALLOWLIST; pass
+ * the server's own to share it).
  */
 export function createRuntimes(
   config: Config,
-  opts: { jsWorkers?: number; prewarm?: boolean } = {},
+  opts: { jsWorkers?: number; prewarm?: boolean; outbound?: OutboundGuard } = {},
 ): Partial<Record<RuntimeName, StfRuntime>> {
+  const fairness = (slots: number) => ({
+    maxQueuedPerWorkspace: config.STF_WORKSPACE_QUEUE,
+    maxRunningPerWorkspace: config.STF_WORKSPACE_MAX_RUNNING || Math.ceil(slots / 2),
+  });
+  const outbound = opts.outbound ?? new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
+  const jsWorkers = opts.jsWorkers ?? config.STF_JS_WORKERS;
   return {
-    javascript: createJavascriptRuntime({ workers: opts.jsWorkers ?? config.STF_JS_WORKERS, prewarm: opts.prewarm }),
-    wasm: createWasmRuntime({ allowedHosts: config.STF_WASM_ALLOWED_HOSTS }),
+    javascript: createJavascriptRuntime({ workers: jsWorkers, prewarm: opts.prewarm, ...fairness(jsWorkers) }),
+    wasm: createWasmRuntime({
+      allowedHosts: config.STF_WASM_ALLOWED_HOSTS,
+      fetch: guardedFetch(outbound),
+      concurrency: config.STF_WASM_CONCURRENCY,
+      ...fairness(config.STF_WASM_CONCURRENCY),
+    }),
     ...(config.DOCKER_HOST
       ? {
           docker: createDockerRuntime({
             dockerHost: config.DOCKER_HOST,
             concurrency: config.STF_DOCKER_CONCURRENCY,
             pidsLimit: config.STF_DOCKER_PIDS,
+            ...fairness(config.STF_DOCKER_CONCURRENCY),
           }),
         }
       : {}),
@@ -39,4 +61,66 @@ export function runLimits(runtime: RuntimeName, config: Config): StfLimits {
     return { ...DEFAULT_LIMITS, timeoutMs: config.STF_DOCKER_TIMEOUT_MS, memoryBytes: config.STF_DOCKER_MEMORY_MB * 1024 * 1024 };
   }
   return { ...DEFAULT_LIMITS, timeoutMs: config.STF_TIMEOUT_MS };
+}
+
+/**
+ * A `fetch` for wasm plugins that goes through the outbound guard the way effects do: the host is resolved by
+ * the guard on the connection itself (nothing can rebind the name between the check and the connect), an IP
+ * literal is checked first (Node does not look those up), no pooled sockets, and redirects are returned to the
+ * plugin, never followed. A refusal rejects with the guard's EffectError ("outbound calls may not reach …").
+ */
+export function guardedFetch(guard: OutboundGuard): typeof fetch {
+  return async (input, init = {}) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`only http and https URLs may be called, not ${url.protocol}`);
+    const signal = init.signal ?? undefined;
+    signal?.throwIfAborted();
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) await guard.resolve(host);
+    const body = requestBody(init.body);
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    if (body) headers['content-length'] = String(body.byteLength);
+    return new Promise<Response>((resolve, reject) => {
+      const req = guardedRequest(url, guard, { method: (init.method ?? 'GET').toUpperCase(), headers });
+      const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error('the request was aborted'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('error', (err) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      });
+      req.on('response', (res) => {
+        signal?.removeEventListener('abort', onAbort);
+        try {
+          resolve(toResponse(res));
+        } catch (err) {
+          res.destroy();
+          reject(err);
+        }
+      });
+      req.end(body);
+    });
+  };
+}
+
+function requestBody(body: RequestInit['body']): Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === 'string') return Buffer.from(body);
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw new TypeError('the request body must be text or bytes');
+}
+
+function toResponse(res: IncomingMessage): Response {
+  const status = res.statusCode ?? 0;
+  if (status < 200 || status > 599) throw new Error(`unexpected HTTP status ${status}`);
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
+  }
+  const noBody = status === 204 || status === 205 || status === 304;
+  if (noBody) res.resume();
+  return new Response(noBody ? null : (Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>), { status, headers });
 }

@@ -1,7 +1,7 @@
 import type { Db } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
-import { StfError, type LogLine, StfRuntimeUnavailable } from '@wds/stf-runtime';
+import { StfError, type LogLine, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
 import { openSecrets } from '@wds/stfs';
 import type { SqlSession } from '@wds/workspace-sql';
 import type { HandlerCtx } from './http/route.js';
@@ -39,7 +39,9 @@ export interface RunRequest {
  * Runs one STF version. Its sql() calls go through the rewriter and the subject's policies in one transaction,
  * committed when the run succeeds and rolled back when it fails; the session (a pooled connection and its
  * transaction) opens at the first sql() call, so code that does not query pays nothing for it. A runtime this
- * server does not have, or whose engine is unreachable, is a 503 ServiceError; failures of the code are answers.
+ * server does not have, or whose engine is unreachable, is a 503 ServiceError; a workspace with too many runs
+ * already waiting for the runtime is a 429; failures of the code (a run that waited its whole time limit included:
+ * kind 'timeout') are answers. Runs queue per workspace (`workspaceId`), so one workspace's load waits its turn.
  */
 export async function runStf(services: Services, db: Db, req: RunRequest): Promise<RunAnswer> {
   const { version } = req;
@@ -81,6 +83,8 @@ export async function runStf(services: Services, db: Db, req: RunRequest): Promi
     if (err instanceof StfError) {
       return { success: false, error: { kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) }, logs: err.logs };
     }
+    // The workspace has as many runs waiting for this runtime as it may have: nothing ran.
+    if (err instanceof StfRuntimeBusy) throw new ServiceError('TOO_MANY_REQUESTS', err.message, err.details);
     if (err instanceof StfRuntimeUnavailable) {
       throw new ServiceError('SERVICE_UNAVAILABLE', `The ${version.runtime} runtime cannot run STFs now`, err.message);
     }

@@ -2,7 +2,9 @@
  * One workflow execution, with the service's real step runners: STFs in their runtimes under the STF's policy
  * subject (`$user_id` = the executing user, NULL when anonymous — DECISIONS §5), effects through the effect runner
  * and the SSRF guard, Fetch sources through the same guard, Library sources as the executing user's rows. The run
- * is recorded when it ends, with its audit entry (runs with docker steps also when they start, as `running`).
+ * is recorded when it starts, as `running` and owned by this process, which keeps it alive with a heartbeat (and the
+ * steps finished so far) until it ends; it is then recorded with its audit entry. If the process dies first, a
+ * maintenance sweep fails it as interrupted (@wds/workflows liveness.ts).
  */
 import { EffectError, fetchSource, runEffect } from '@wds/effect-runner';
 import {
@@ -13,8 +15,11 @@ import {
   type InputStep,
   resolveEffectSteps,
   resolveStfSteps,
+  RunHeartbeat,
+  type StepRecord,
   type StepRunners,
   startRun,
+  WorkflowConcurrency,
   type WorkflowView,
 } from '@wds/workflows';
 import type { AuditEntry } from '@wds/audit';
@@ -48,7 +53,54 @@ async function readFileSource(services: Services, workspaceId: string, id: strin
 
 const FILE_SOURCE_MAX_BYTES = 5 * 1024 * 1024;
 
+/** One heartbeat per set of services (a process has one; each test harness has its own database). */
+const heartbeats = new WeakMap<Services, RunHeartbeat>();
+function heartbeatOf(services: Services): RunHeartbeat {
+  let beats = heartbeats.get(services);
+  if (!beats) {
+    beats = new RunHeartbeat({
+      db: services.db,
+      intervalMs: services.config.RUN_HEARTBEAT_INTERVAL_MS,
+      onError: (err) => services.logger.warn({ err: err.message }, 'workflow run heartbeat failed'),
+    });
+    heartbeats.set(services, beats);
+  }
+  return beats;
+}
+
+/** One per-workspace execution cap per set of services (WORKFLOW_WORKSPACE_CONCURRENCY, …). */
+const gates = new WeakMap<Services, WorkflowConcurrency>();
+function gateOf(services: Services): WorkflowConcurrency {
+  let gate = gates.get(services);
+  if (!gate) {
+    gate = new WorkflowConcurrency({
+      maxRunning: services.config.WORKFLOW_WORKSPACE_CONCURRENCY,
+      maxQueued: services.config.WORKFLOW_WORKSPACE_QUEUE,
+      maxWaitMs: services.config.WORKFLOW_QUEUE_TIMEOUT_MS,
+    });
+    gates.set(services, gate);
+  }
+  return gate;
+}
+
 export async function executeAndRecord(
+  services: Services,
+  workspace: { id: string; ddl_policy_group_id: string | null },
+  workflow: WorkflowView,
+  input: unknown,
+  executedBy: string | null,
+  audit: Omit<AuditEntry, 'details'>,
+): Promise<{ runId: string; result: ExecutionResult }> {
+  // At most WORKFLOW_WORKSPACE_CONCURRENCY executions of one workspace at once; more wait (bounded) or get 429.
+  const release = await gateOf(services).acquire(workspace.id);
+  try {
+    return await execute(services, workspace, workflow, input, executedBy, audit);
+  } finally {
+    release();
+  }
+}
+
+async function execute(
   services: Services,
   workspace: { id: string; ddl_policy_group_id: string | null },
   workflow: WorkflowView,
@@ -58,15 +110,10 @@ export async function executeAndRecord(
 ): Promise<{ runId: string; result: ExecutionResult }> {
   const { db } = services;
   const runId = newRunId();
-  const startedAt = new Date();
   const [stfs, effects] = await Promise.all([
     resolveStfSteps(db, workspace.id, workflow.stf_steps),
     resolveEffectSteps(db, workspace.id, workflow.effect_steps),
   ]);
-  // A run with a docker step may take minutes: it is visible as `running` from its start. Others are recorded once,
-  // when they end, in one transaction with their audit entry.
-  const recordedAtStart = stfs.some((s) => s?.runtime === 'docker');
-  if (recordedAtStart) await startRun(db, runId, workflow, input, executedBy);
 
   const loadSource = async (step: InputStep): Promise<unknown> => {
     const src = step.source;
@@ -129,24 +176,34 @@ export async function executeAndRecord(
     runEffect: (effect, effectInput, idempotencyKey) => runEffect(effect.spec, effectInput, { guard: services.outbound, idempotencyKey }),
   };
 
-  let result: ExecutionResult;
+  // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.
+  const beats = heartbeatOf(services);
+  await startRun(db, runId, workflow, input, executedBy, beats.owner);
+  const progress: StepRecord[] = [];
+  beats.track(runId, progress);
   try {
-    result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId });
-  } catch (err) {
-    services.logger.error({ err, run_id: runId }, 'workflow engine failed');
-    result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };
+    let result: ExecutionResult;
+    try {
+      result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId, steps: progress });
+    } catch (err) {
+      services.logger.error({ err, run_id: runId }, 'workflow engine failed');
+      result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };
+    }
+    // The run record and the audit entry (run id, status, failed step) are written together.
+    await finishRun(db, runId, result, undefined, {
+      id: newId(),
+      workspace_id: audit.workspaceId,
+      user_id: audit.userId,
+      api_key_id: audit.apiKeyId,
+      action: audit.action,
+      resource_type: audit.resourceType,
+      resource_id: audit.resourceId,
+      details: JSON.stringify({ run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) }),
+      request_id: audit.requestId ?? null,
+    });
+    return { runId, result };
+  } finally {
+    // Left `running` only if finishing failed: the sweep then settles it once the heartbeat is stale.
+    beats.untrack(runId);
   }
-  // The run record and the audit entry (run id, status, failed step) are written together.
-  await finishRun(db, runId, result, recordedAtStart ? undefined : { workflow, input, executedBy, at: startedAt }, {
-    id: newId(),
-    workspace_id: audit.workspaceId,
-    user_id: audit.userId,
-    api_key_id: audit.apiKeyId,
-    action: audit.action,
-    resource_type: audit.resourceType,
-    resource_id: audit.resourceId,
-    details: JSON.stringify({ run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) }),
-    request_id: audit.requestId ?? null,
-  });
-  return { runId, result };
 }

@@ -47,30 +47,49 @@ export class InvalidationBus {
   }
 
   async start(): Promise<void> {
-    if (!this.connectionString) return;
+    if (!this.connectionString || this.stopped) return;
     const client = new pg.Client({ connectionString: this.connectionString, application_name: 'wds-cache-bus' });
     client.on('notification', (m) => m.channel === CHANNEL && m.payload && this.invalidate(m.payload));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     this.connected = true;
+    // A value read while nobody listened may predate a change whose message went out then: not to be cached.
+    this.invalidate('*');
   }
 
   private lost(client: pg.Client, err?: unknown): void {
     if (this.client !== client) return;
     this.client = undefined;
     this.connected = false;
+    client.end().catch(() => {});
     // Whatever happened while nobody listened is unknown: forget everything.
     this.invalidate('*');
     if (this.stopped) return;
     this.log('cache invalidation listener lost; caches are bypassed until it reconnects', err);
-    const retry = () => {
+    this.reconnect(200);
+  }
+
+  /** Tries again every second for as long as it takes (a database restart, a network outage). */
+  private reconnect(delayMs: number): void {
+    setTimeout(() => {
       if (this.stopped) return;
-      this.start().catch(() => setTimeout(retry, 1000).unref());
-    };
-    setTimeout(retry, 200).unref();
+      this.start().then(
+        () => this.connected && this.log('cache invalidation listener reconnected'),
+        () => this.reconnect(1000),
+      );
+    }, delayMs).unref();
   }
 
   async stop(): Promise<void> {

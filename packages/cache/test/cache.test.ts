@@ -1,4 +1,4 @@
-import '@wds/testkit';
+import { createDatabase, dropDatabase } from '@wds/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { InvalidationBus, TopicCache } from '../src/index.js';
@@ -52,5 +52,41 @@ describe('TopicCache', () => {
     const off = new TopicCache<number>(bus, 0);
     await off.through('k', [], async () => 1);
     expect(off.size).toBe(0);
+  });
+
+  it('reconnects the listener when its connection is killed, bypassing caches until then', async () => {
+    // Its own database, so that only this bus's connection is killed (the server may be shared with other runs).
+    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'cache_bus' });
+    const database = decodeURIComponent(new URL(url).pathname.slice(1));
+    const logged: string[] = [];
+    const own = new InvalidationBus(url, (msg) => logged.push(msg));
+    await own.start();
+    try {
+      const cache = new TopicCache<number>(own, 60_000);
+      await cache.through('k', ['ws:1'], async () => 1);
+      const { rows } = await pool.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'wds-cache-bus' AND datname = $1",
+        [database],
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      await waitFor(() => !own.healthy);
+      expect(cache.get('k')).toBeUndefined();
+      await waitFor(() => own.healthy);
+      expect(logged).toEqual([
+        'cache invalidation listener lost; caches are bypassed until it reconnects',
+        'cache invalidation listener reconnected',
+      ]);
+      // Listening again: a NOTIFY after the reconnect drops what was cached since.
+      await cache.through('k', ['ws:1'], async () => 2);
+      expect(cache.get('k')).toBe(2);
+      const other = new pg.Client({ connectionString: url });
+      await other.connect();
+      await other.query(`SELECT pg_notify('wds_invalidate', 'ws:1')`);
+      await other.end();
+      await waitFor(() => cache.get('k') === undefined);
+    } finally {
+      await own.stop();
+      await dropDatabase(url);
+    }
   });
 });

@@ -22,7 +22,10 @@ export function createDb(url: string, opts: DbOptions = {}): { db: Db; pool: pg.
     // makes the service's query fail instead of running that policy's expressions with the service's rights.
     options: '-c row_security=off',
   });
-  // An idle client that errors (server restart) must not crash the process.
+  // An idle client that errors (server restart) must not crash the process; neither must one that is checked out
+  // (a Kysely transaction between two statements): the pool removes an idle one, a checked-out one fails its
+  // query and is discarded on release.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }

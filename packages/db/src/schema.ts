@@ -209,6 +209,10 @@ export interface WorkflowRunsTable {
   started_at: CreatedAt;
   finished_at: Timestamp | null;
   duration_ms: number | null;
+  /** The instance id of the process running it (null for runs recorded before 0009). */
+  owner: string | null;
+  /** Last time its process marked it alive while running; a sweep fails a running run whose heartbeat stopped. */
+  heartbeat_at: Timestamp | null;
 }
 
 export interface FilesTable {
@@ -339,6 +343,17 @@ export interface EmbeddingItemsTable {
   completed_at: Timestamp | null;
 }
 
+/** The last table-row embedding request of a table, and how far its job got (migration 0009). */
+export interface EmbeddingTablesTable {
+  workspace_id: string;
+  table_name: string;
+  requested_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  force: ColumnType<boolean, boolean | undefined, boolean>;
+  reconciled_at: Timestamp | null;
+  failed_at: Timestamp | null;
+  error: string | null;
+}
+
 /** The optional pgvector column `embedding_v` is not listed: it exists only where pgvector does. */
 export interface EmbeddingChunksTable {
   item_id: string;
@@ -412,6 +427,7 @@ export interface Database {
   'platform.workspace_credentials': WorkspaceCredentialsTable;
   'platform.embedding_items': EmbeddingItemsTable;
   'platform.embedding_chunks': EmbeddingChunksTable;
+  'platform.embedding_tables': EmbeddingTablesTable;
   'platform.drive_sync_configs': DriveSyncConfigsTable;
   'platform.drive_sync_roots': DriveSyncRootsTable;
   'platform.drive_nodes': DriveNodesTable;

@@ -1,10 +1,14 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { startEmbeddedPostgres } from '../src/embedded.js';
+import { findPostmaster, processInfo } from '../src/postmaster.js';
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -111,5 +115,131 @@ describe('startEmbeddedPostgres', { timeout: 60_000 }, () => {
     } finally {
       await running.stop();
     }
+  });
+});
+
+/** Another process that starts the server of dataDir and keeps running (built code: `pnpm build` first). */
+async function startOwner(dataDir: string): Promise<{ proc: ChildProcess; url: string }> {
+  const dist = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'embedded.js');
+  const script = `
+    import { startEmbeddedPostgres } from ${JSON.stringify(dist)};
+    const server = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)} });
+    console.log(server.url);
+    setInterval(() => {}, 60_000);
+  `;
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((ok, fail) => {
+    proc.stdout?.once('data', (d) => ok(String(d).trim()));
+    proc.once('exit', (code) => fail(new Error(`owner exited with ${code}`)));
+  });
+  return { proc, url };
+}
+
+const postmasterOf = (dataDir: string) => findPostmaster(path.join(dataDir, 'postgres'));
+
+/** The watchdog process started for `owner` (node …/watchdog.js <owner> <data directory>). */
+function watchdogOf(owner: number): number {
+  const pid = readdirSync('/proc').find((entry) => {
+    const args = processInfo(Number(entry))?.args ?? [];
+    return args[1]?.endsWith('watchdog.js') && args[2] === String(owner);
+  });
+  if (!pid) throw new Error(`no watchdog for ${owner}`);
+  return Number(pid);
+}
+const gone = (pid: number) => processInfo(pid) === undefined;
+
+async function until(what: string, check: () => boolean, ms = 30_000): Promise<void> {
+  for (const end = Date.now() + ms; !check(); await new Promise((r) => setTimeout(r, 100))) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+  }
+}
+
+describe('the embedded server outlives nothing and keeps its port', { timeout: 60_000 }, () => {
+  it('keeps its port across restarts, takes a configured one, and runs in a session of its own', async () => {
+    const dataDir = await tempDir();
+    const first = await startEmbeddedPostgres({ dataDir });
+    const port = new URL(first.url).port;
+    expect(String(first.port)).toBe(port);
+    expect(readFileSync(path.join(dataDir, 'postgres-port'), 'utf8').trim()).toBe(port);
+    // Its own session: a Ctrl-C or a signal to our process group never reaches it.
+    const pm = postmasterOf(dataDir)!;
+    const [pgrp, session] = readFileSync(`/proc/${pm.pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(2, 4);
+    expect([pgrp, session]).toEqual([String(pm.pid), String(pm.pid)]);
+    expect(pm.owner).toBe(process.pid);
+    await first.stop();
+
+    const second = await startEmbeddedPostgres({ dataDir });
+    expect(new URL(second.url).port).toBe(port);
+    await second.stop();
+
+    // The remembered port is taken by someone else: a new one, remembered from then on.
+    const squatter = createServer();
+    await new Promise<void>((ok) => squatter.listen(Number(port), '127.0.0.1', ok));
+    const notices: string[] = [];
+    try {
+      const third = await startEmbeddedPostgres({ dataDir, notify: (_level, msg) => notices.push(msg) });
+      expect(new URL(third.url).port).not.toBe(port);
+      expect(notices.join('\n')).toContain('is taken by another process');
+      expect(readFileSync(path.join(dataDir, 'postgres-port'), 'utf8').trim()).toBe(String(third.port));
+      await third.stop();
+    } finally {
+      await new Promise((ok) => squatter.close(ok));
+    }
+
+    const configured = await startEmbeddedPostgres({ dataDir, port: Number(port) });
+    expect(configured.port).toBe(Number(port));
+    expect(await query(configured.url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    await configured.stop();
+  });
+
+  it('is stopped by its watchdog when the process that started it is killed', async () => {
+    const dataDir = await tempDir();
+    const owner = await startOwner(dataDir);
+    const pm = postmasterOf(dataDir)!;
+    expect(pm.owner).toBe(owner.proc.pid);
+    owner.proc.kill('SIGKILL');
+    await until('the orphaned server to stop', () => gone(pm.pid));
+    expect(postmasterOf(dataDir)).toBeUndefined();
+  });
+
+  it('stops a server a dead process left behind, before starting its own', async () => {
+    const dataDir = await tempDir();
+    const owner = await startOwner(dataDir);
+    await query(owner.url, 'CREATE TABLE kept (x int); INSERT INTO kept VALUES (1)');
+    const orphan = postmasterOf(dataDir)!;
+    const watchdog = watchdogOf(owner.proc.pid!);
+    // The owner and its watchdog at once, as when the whole service is killed: nobody stops the server.
+    process.kill(watchdog, 'SIGKILL');
+    owner.proc.kill('SIGKILL');
+    await until('the owner to die', () => gone(owner.proc.pid!));
+    expect(gone(orphan.pid)).toBe(false);
+
+    const notices: string[] = [];
+    const server = await startEmbeddedPostgres({ dataDir, notify: (_level, msg) => notices.push(msg) });
+    try {
+      expect(gone(orphan.pid)).toBe(true);
+      expect(notices).toContain('stopping the embedded PostgreSQL a stopped service left running');
+      expect(server.url).toBe(owner.url);
+      expect(await query(server.url, 'SELECT x FROM kept')).toEqual([{ x: 1 }]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('starts the server again when it exits on its own', async () => {
+    const dataDir = await tempDir();
+    const notices: string[] = [];
+    const server = await startEmbeddedPostgres({ dataDir, notify: (_level, msg) => notices.push(msg) });
+    try {
+      const before = postmasterOf(dataDir)!;
+      process.kill(before.pid, 'SIGINT');
+      await until('the server to be back', () => notices.includes('embedded PostgreSQL is running again'));
+      expect(notices[0]).toBe('embedded PostgreSQL exited unexpectedly; starting it again');
+      expect(postmasterOf(dataDir)?.pid).not.toBe(before.pid);
+      expect(await query(server.url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      await server.stop();
+    }
+    expect(postmasterOf(dataDir)).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 export { JobQueue } from './job-queue.js';
+export { Maintenance, type MaintenanceOptions, type MaintenanceTask } from './maintenance.js';
 export type {
   EnqueueOptions,
   FailedJob,

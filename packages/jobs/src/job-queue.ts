@@ -2,8 +2,15 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { misuse } from './errors.js';
-import { deadlineMessage, errorMessage, failureMessage, INTERRUPTED_MESSAGE } from './failure-message.js';
-import { inTransaction, lockAndFindPendingJob, lockOwnAttempt } from './pgboss-tables.js';
+import {
+  deadlineMessage,
+  errorMessage,
+  failureMessage,
+  INTERRUPTED_MESSAGE,
+  PG_BOSS_TIMEOUT_OUTPUT,
+  SUPERSEDED_MESSAGE,
+} from './failure-message.js';
+import { beat, findPendingJob, inTransaction, lockExpiredJobs, lockKey, lockOwnAttempt } from './pgboss-tables.js';
 import { QueueWorker } from './queue-worker.js';
 import type {
   EnqueueOptions,
@@ -26,6 +33,8 @@ type FetchedJob = PgBoss.JobWithMetadata<Envelope>;
 interface Work {
   run: (job: FetchedJob, signal: AbortSignal) => Promise<void>;
   failureOutput: (job: FetchedJob, message: string) => object;
+  /** The attempt's own deadline; the heartbeat never moves the job's deadline in the database past it. */
+  deadlineSeconds: number;
 }
 
 interface QueueSettings {
@@ -43,6 +52,8 @@ const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,49}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_EXPIRE_SECONDS = 24 * 60 * 60 - 1;
+/** The deadline of one delivery of `onFailed` (a dead-letter job). */
+const DEAD_LETTER_DEADLINE_SECONDS = 15 * 60;
 
 /**
  * The PostgreSQL-backed job queue of the service's background work (pg-boss 10), shared by every process that
@@ -53,10 +64,15 @@ const MAX_EXPIRE_SECONDS = 24 * 60 * 60 - 1;
  *   job (after a crash, or when a settle query is lost), so handlers must be idempotent.
  * - Deadline. `expireInSeconds` bounds one attempt. When it passes, the handler's `signal` is aborted and the
  *   attempt fails, then is retried (`retryLimit`, `retryDelaySeconds`); after the last failure `onFailed` runs.
+ * - Heartbeat. While a handler runs, its process marks the job alive every `heartbeatIntervalSeconds` by moving
+ *   the job's deadline in the database (pg-boss's `expire_in`) to `heartbeatStaleSeconds` from now, never past
+ *   the attempt's own deadline. A job is fetched with the stale threshold as its deadline, so the window before
+ *   the first beat is covered too. An attempt that finds its job no longer its own (expired meanwhile) is aborted.
  * - Restarts. Jobs live in PostgreSQL. A job whose process died while it was active stays `active` until its
- *   deadline; then maintenance on any running instance (every `maintenanceIntervalSeconds`) expires it into a
- *   retry, or into `failed` + `onFailed` if it was the last attempt. `stop({ graceful: false })` and a graceful
- *   stop that times out fail the running attempts at once instead ("interrupted"), which also counts as an attempt.
+ *   heartbeat is stale; then maintenance on any running instance (every `maintenanceIntervalSeconds`) expires it
+ *   into a retry, or into `failed` + `onFailed` if it was the last attempt. `stop({ graceful: false })` and a
+ *   graceful stop that times out fail the running attempts at once instead ("interrupted"), which also counts as an
+ *   attempt.
  * - Settling is fenced: an attempt completes or fails only while it is still the active attempt it fetched, so a
  *   late handler never settles the retry that replaced it.
  *
@@ -65,6 +81,8 @@ const MAX_EXPIRE_SECONDS = 24 * 60 * 60 - 1;
  * 'stately' also collapse all jobs without a key into one). So queues use the 'standard' policy and `enqueue`
  * checks, under a transaction-scoped advisory lock on (queue, key), that no job with the key is created, waiting
  * for a retry or active before inserting. A request made while the running job is finishing is dropped, not queued.
+ * A running job with the key whose heartbeat is stale (its process died) never blocks: `enqueue` expires it
+ * first, as maintenance would, so the request is answered by its retry or, after its last attempt, by a new job.
  *
  * `onFailed` is reliable because it does not run in the failing process: the queue gets a pg-boss dead-letter queue
  * (`<name>__failed`), into which pg-boss copies the job in the same statement that fails it for good, whether a
@@ -76,6 +94,8 @@ export class JobQueue {
   readonly #connectionString: string;
   readonly #pollingIntervalMs: number;
   readonly #maintenanceIntervalSeconds: number;
+  readonly #heartbeatIntervalMs: number;
+  readonly #staleSeconds: number;
   readonly #onError: (err: Error) => void;
   readonly #workers = new Map<string, QueueWorker<FetchedJob>>();
   readonly #registered = new Set<string>();
@@ -85,7 +105,12 @@ export class JobQueue {
   #stopping: Promise<void> | undefined;
 
   constructor(opts: JobQueueOptions) {
-    const { pollingIntervalSeconds = 2, maintenanceIntervalSeconds = 30 } = opts;
+    const {
+      pollingIntervalSeconds = 2,
+      maintenanceIntervalSeconds = 30,
+      heartbeatIntervalSeconds = 10,
+      heartbeatStaleSeconds = 60,
+    } = opts;
     this.#schema = opts.schema ?? 'pgboss';
     if (!SCHEMA_NAME.test(this.#schema)) {
       throw misuse(`schema ${JSON.stringify(this.#schema)}: a lower-case identifier`);
@@ -94,6 +119,12 @@ export class JobQueue {
     if (!Number.isInteger(maintenanceIntervalSeconds) || maintenanceIntervalSeconds < 1) {
       throw misuse('maintenanceIntervalSeconds: a whole number of seconds, at least 1');
     }
+    if (!(heartbeatIntervalSeconds >= 0.1)) throw misuse('heartbeatIntervalSeconds: at least 0.1');
+    if (!Number.isInteger(heartbeatStaleSeconds) || heartbeatStaleSeconds < 2 * heartbeatIntervalSeconds) {
+      throw misuse('heartbeatStaleSeconds: whole seconds, at least twice heartbeatIntervalSeconds');
+    }
+    this.#heartbeatIntervalMs = heartbeatIntervalSeconds * 1000;
+    this.#staleSeconds = heartbeatStaleSeconds;
     this.#connectionString = opts.connectionString;
     this.#pollingIntervalMs = pollingIntervalSeconds * 1000;
     this.#maintenanceIntervalSeconds = maintenanceIntervalSeconds;
@@ -113,6 +144,9 @@ export class JobQueue {
   async #start(): Promise<void> {
     const pool = new pg.Pool({ connectionString: this.#connectionString, application_name: 'wds-jobs' });
     pool.on('error', (err) => this.#onError(err));
+    // A checked-out client (a transaction of ours) whose connection dies fails its query; without a listener its
+    // 'error' event would also be thrown as an uncaught exception.
+    pool.on('connect', (client) => client.on('error', () => {}));
     const boss = new PgBoss({
       // Our pool, so that enqueue and settle can run pg-boss's statements inside our own transactions.
       db: { executeSql: (text, values) => pool.query(text, values) },
@@ -186,6 +220,7 @@ export class JobQueue {
       run: (job, signal) =>
         handler({ id: job.data.id, data: job.data.data as T, attempt: job.retryCount + 1, signal }),
       failureOutput: (_job, message) => ({ message }),
+      deadlineSeconds: expireInSeconds,
     });
     if (onFailed) {
       this.#work(failedQueueName(name), 1, {
@@ -199,6 +234,7 @@ export class JobQueue {
         },
         // pg-boss stores the failure on the job it retries: keep the original reason for the next delivery.
         failureOutput: (job) => job.output ?? {},
+        deadlineSeconds: DEAD_LETTER_DEADLINE_SECONDS,
       });
     }
   }
@@ -206,9 +242,15 @@ export class JobQueue {
   async #setUpQueue(settings: QueueSettings): Promise<void> {
     const boss = await this.#started();
     const { name, deadLetter, ...rest } = settings;
+    // Jobs are fetched with the stale threshold as their deadline; heartbeats move it on while they run.
+    const expireInSeconds = Math.min(rest.expireInSeconds, this.#staleSeconds);
     // The dead-letter queue first: the queue's dead_letter column references it.
-    if (deadLetter) await boss.createQueue(deadLetter, { name: deadLetter, policy: 'standard' });
-    const queue: PgBoss.Queue = { name, policy: 'standard', retryBackoff: false, ...rest };
+    if (deadLetter) {
+      const dlq: PgBoss.Queue = { name: deadLetter, policy: 'standard', expireInSeconds: this.#staleSeconds };
+      await boss.createQueue(deadLetter, dlq);
+      await boss.updateQueue(deadLetter, dlq);
+    }
+    const queue: PgBoss.Queue = { name, policy: 'standard', retryBackoff: false, ...rest, expireInSeconds };
     if (deadLetter) queue.deadLetter = deadLetter;
     await boss.createQueue(name, queue); // a no-op when it exists …
     await boss.updateQueue(name, queue); // … so that changed options reach an existing queue
@@ -225,14 +267,23 @@ export class JobQueue {
     const id = randomUUID();
     const envelope: Envelope = { id, data };
     const key = opts.singletonKey;
+    let expired = 0;
     const sent =
       key === undefined
         ? await boss.send(name, envelope, { id })
         : await inTransaction(this.#pool!, async (db) => {
-            if (await lockAndFindPendingJob(db, this.#schema, name, key)) return undefined;
+            await lockKey(db, this.#schema, name, key);
+            // A job whose process died does not hold the key until maintenance comes by: expire it now.
+            const dead = await lockExpiredJobs(db, this.#schema, name, key);
+            for (const deadId of dead) await boss.fail(name, deadId, PG_BOSS_TIMEOUT_OUTPUT, { db });
+            expired = dead.length;
+            if (await findPendingJob(db, this.#schema, name, key)) return undefined;
             return boss.send(name, envelope, { id, singletonKey: key, db });
           });
-    if (sent === undefined) return null;
+    if (sent === undefined) {
+      if (expired > 0) this.#workers.get(name)?.wake(); // its retry is due now
+      return null;
+    }
     // pg-boss inserts through a join with its queue table: no row means no such queue.
     if (sent === null) throw misuse(`queue ${name} does not exist; register it first`);
     this.#workers.get(name)?.wake();
@@ -269,22 +320,66 @@ export class JobQueue {
     worker.start();
   }
 
-  /** Runs one attempt against its deadline and settles it. */
+  /** Runs one attempt against its deadline, heartbeating while it runs, and settles it. */
   async #attempt(name: string, job: FetchedJob, interrupted: AbortSignal, work: Work): Promise<void> {
-    const expireInSeconds = Number(job.expireInSeconds); // numeric from PostgreSQL: a string
-    const deadline = AbortSignal.timeout(expireInSeconds * 1000);
-    const signal = AbortSignal.any([deadline, interrupted]);
+    const deadline = AbortSignal.timeout(work.deadlineSeconds * 1000);
+    const superseded = new AbortController();
+    const signal = AbortSignal.any([deadline, interrupted, superseded.signal]);
+    const heartbeat = this.#heartbeat(name, job, work.deadlineSeconds, () => superseded.abort(new Error(SUPERSEDED_MESSAGE)));
     let failure: string | undefined;
     try {
       await untilAborted(Promise.resolve().then(() => work.run(job, signal)), signal);
     } catch (err) {
       failure = deadline.aborted
-        ? deadlineMessage(expireInSeconds)
+        ? deadlineMessage(work.deadlineSeconds)
         : interrupted.aborted
           ? INTERRUPTED_MESSAGE
-          : errorMessage(err);
+          : superseded.signal.aborted
+            ? SUPERSEDED_MESSAGE
+            : errorMessage(err);
+    } finally {
+      await heartbeat.stop();
     }
     await this.#settle(name, job, failure === undefined ? undefined : work.failureOutput(job, failure));
+  }
+
+  /**
+   * Beats at once (a job fetched before this version, or from a queue with a longer deadline, gets the stale
+   * threshold now) and then every interval, one beat at a time. `lost` is called when the job is no longer this
+   * attempt's. A failed beat is reported and tried again at the next interval.
+   */
+  #heartbeat(name: string, job: FetchedJob, deadlineSeconds: number, lost: () => void): { stop: () => Promise<void> } {
+    const pool = this.#pool!;
+    const db = { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) };
+    const ref = { name, id: job.id, retryCount: job.retryCount };
+    const stale = Math.min(this.#staleSeconds, deadlineSeconds);
+    let stopped = false;
+    let inFlight: Promise<void> | undefined;
+    const tick = () => {
+      if (stopped || inFlight) return;
+      inFlight = beat(db, this.#schema, ref, stale, deadlineSeconds)
+        .then(
+          (alive) => {
+            if (!alive && !stopped) lost();
+          },
+          (err: Error) => {
+            if (!stopped) this.#onError(new Error(`heartbeat of job ${job.id} failed: ${err.message}`, { cause: err }));
+          },
+        )
+        .finally(() => {
+          inFlight = undefined;
+        });
+    };
+    tick();
+    const timer = setInterval(tick, this.#heartbeatIntervalMs);
+    timer.unref();
+    return {
+      stop: async () => {
+        stopped = true;
+        clearInterval(timer);
+        await inFlight;
+      },
+    };
   }
 
   /** Completes the attempt, or fails it with `failure` as its output; only while it is still this attempt. */

@@ -26,16 +26,56 @@ export async function inTransaction<T>(pool: pg.Pool, work: (db: TransactionDb) 
 }
 
 /**
- * Serialises enqueues of one (queue, key), then tells whether a job with that key is still queued, waiting for a
- * retry or running. Under the lock the check and the insert that follows cannot interleave with another enqueue.
+ * Serialises enqueues of one (queue, key): under this transaction-scoped lock, checking for a pending job and
+ * inserting the next one cannot interleave with another enqueue of the same key.
  */
-export async function lockAndFindPendingJob(db: TransactionDb, schema: string, name: string, key: string) {
+export async function lockKey(db: TransactionDb, schema: string, name: string, key: string): Promise<void> {
   await db.executeSql('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
     JSON.stringify(['@wds/jobs', schema, name, key]),
   ]);
+}
+
+/**
+ * The running jobs with the key whose deadline has passed (their heartbeat stopped: the process died), locked, so
+ * that the caller can expire them before maintenance gets to it.
+ */
+export async function lockExpiredJobs(db: TransactionDb, schema: string, name: string, key: string): Promise<string[]> {
+  const { rows } = await db.executeSql(
+    `SELECT id FROM ${schema}.job WHERE name = $1 AND singleton_key = $2 AND state = 'active'
+        AND started_on + expire_in < now() FOR UPDATE`,
+    [name, key],
+  );
+  return rows.map((r: { id: string }) => r.id);
+}
+
+/** Whether a job with the key is still queued, waiting for a retry or running (and alive). */
+export async function findPendingJob(db: TransactionDb, schema: string, name: string, key: string): Promise<boolean> {
   const { rows } = await db.executeSql(
     `SELECT id FROM ${schema}.job WHERE name = $1 AND singleton_key = $2 AND state <= 'active' LIMIT 1`,
     [name, key],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * The heartbeat of a running attempt: its deadline in the database becomes `staleSeconds` from now, but never
+ * later than `deadlineSeconds` after it started. pg-boss's maintenance fails an active job once
+ * `started_on + expire_in` has passed, so a job whose process stopped beating is expired soon after. False when the
+ * attempt is no longer the active one this worker fetched (expired and retried, or settled).
+ */
+export async function beat(
+  db: TransactionDb,
+  schema: string,
+  job: { name: string; id: string; retryCount: number },
+  staleSeconds: number,
+  deadlineSeconds: number,
+): Promise<boolean> {
+  const { rows } = await db.executeSql(
+    `UPDATE ${schema}.job
+        SET expire_in = LEAST(now() - started_on + make_interval(secs => $4), make_interval(secs => $5))
+      WHERE name = $1 AND id = $2 AND state = 'active' AND retry_count = $3
+      RETURNING id`,
+    [job.name, job.id, job.retryCount, staleSeconds, deadlineSeconds],
   );
   return rows.length > 0;
 }

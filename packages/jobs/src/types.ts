@@ -9,6 +9,15 @@ export interface JobQueueOptions {
    * workers) and archives old ones. A crashed job is retried at most this long after its deadline. Default 30 s.
    */
   maintenanceIntervalSeconds?: number;
+  /**
+   * How often a running attempt is marked alive, in seconds. Default 10. While its handler runs, the process
+   * moves the job's deadline in the database to `heartbeatStaleSeconds` from now (never past the attempt's own
+   * deadline), so maintenance on any instance expires the job soon after its process died instead of after
+   * `expireInSeconds`.
+   */
+  heartbeatIntervalSeconds?: number;
+  /** A running job without a heartbeat for this long counts as dead (expired into a retry). Default 60; at least twice the interval. */
+  heartbeatStaleSeconds?: number;
   /** Errors nobody awaits: a lost database connection, a failed completion. Default: console.error. */
   onError?: (err: Error) => void;
 }
@@ -45,7 +54,10 @@ export interface FailedJob<T> {
 export interface RegisterOptions<T> {
   /** Jobs of this queue that one JobQueue runs at once. Default 1. */
   concurrency?: number;
-  /** The deadline of one attempt, whole seconds, less than 24 h. */
+  /**
+   * The deadline of one attempt, whole seconds, less than 24 h: the handler's signal aborts when it passes, even
+   * while its process is alive and heartbeating. A crashed attempt is expired sooner, by its stopped heartbeat.
+   */
   expireInSeconds: number;
   /** Retries after the first attempt. Default 2. */
   retryLimit?: number;
@@ -60,7 +72,11 @@ export interface RegisterOptions<T> {
 }
 
 export interface EnqueueOptions {
-  /** At most one job per key is queued or running in this queue; `enqueue` returns null while one is. */
+  /**
+   * At most one job per key is queued or running in this queue; `enqueue` returns null while one is. A running
+   * job whose heartbeat stopped does not count: `enqueue` expires it on the spot (into its retry, which then is the
+   * queued job, or into `failed`, and then a new job is queued).
+   */
   singletonKey?: string;
 }
 

@@ -1,4 +1,5 @@
 import '@wds/testkit';
+import { readdirSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase } from '@wds/testkit';
 import { afterEach, beforeAll, expect, inject } from 'vitest';
@@ -78,3 +79,23 @@ export function gate(): { opened: Promise<void>; open: () => void } {
 
 /** Never settles: a handler that hangs. */
 export const forever = (): Promise<void> => new Promise(() => {});
+
+/** The crash tests run the built package in a child process; refuse to test an older build than the source. */
+export function assertDistIsFresh(): void {
+  const newest = (dir: string, ext: string) => {
+    const url = new URL(`../${dir}/`, import.meta.url);
+    const times = readdirSync(url)
+      .filter((f) => f.endsWith(ext))
+      .map((f) => statSync(new URL(f, url)).mtimeMs);
+    return times.length ? Math.max(...times) : 0;
+  };
+  let built = 0;
+  try {
+    built = newest('dist', '.js');
+  } catch {
+    // no dist yet
+  }
+  if (built < newest('src', '.ts')) {
+    throw new Error('dist/ is missing or older than src/: run `pnpm --filter @wds/jobs build` before this test');
+  }
+}

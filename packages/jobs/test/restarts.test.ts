@@ -1,13 +1,12 @@
 import '@wds/testkit';
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import PgBoss from 'pg-boss';
 import type { Job } from '../src/index.js';
-import { forever, gate, until, useJobQueues } from './helpers.js';
+import { assertDistIsFresh, forever, gate, until, useJobQueues } from './helpers.js';
 
 const queues = useJobQueues();
 
@@ -165,24 +164,4 @@ describe('settling', () => {
 
 function fixture(name: string): string {
   return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
-}
-
-/** The crash test runs the built package in a child process; refuse to test an older build than the source. */
-function assertDistIsFresh(): void {
-  const newest = (dir: string, ext: string) => {
-    const url = new URL(`../${dir}/`, import.meta.url);
-    const times = readdirSync(url)
-      .filter((f) => f.endsWith(ext))
-      .map((f) => statSync(new URL(f, url)).mtimeMs);
-    return times.length ? Math.max(...times) : 0;
-  };
-  let built = 0;
-  try {
-    built = newest('dist', '.js');
-  } catch {
-    // no dist yet
-  }
-  if (built < newest('src', '.ts')) {
-    throw new Error('dist/ is missing or older than src/: run `pnpm --filter @wds/jobs build` before this test');
-  }
 }

@@ -1,8 +1,12 @@
 /**
  * The table-row surface (spec §4.8, asynchronous): every live row of an enrolled table is embedded as its JSON
- * (without timestamps and without column-embedding vectors). `embedTables` brings the items in line with the rows
- * (new or changed rows → pending, vanished rows → removed) and queues a job per table; the job does the same and
- * then embeds the pending rows in batches. Row changes with `auto_embed_tables` queue the same job.
+ * (without timestamps and without column-embedding vectors). `embedTables` only records the request per table
+ * (`platform.embedding_tables`: the status shows the table pending at once) and queues the table's job; the job
+ * brings the items in line with the rows (new or changed rows → pending, all of them when a regeneration was asked
+ * for, vanished rows → removed) and embeds the pending rows in batches, until no request is newer than its last
+ * look at the rows. Row changes with `auto_embed_tables` queue the same job. A request whose job never came (the
+ * queue dropped it while the previous job was finishing, or the process died in between) is queued again by
+ * `requeueTableRequests`, on the maintenance schedule.
  */
 import { type Db, sql } from '@wds/db';
 import { ServiceError } from '@wds/errors';
@@ -36,9 +40,52 @@ const rowText = (info: TableInfo, alias = 't'): string => `${rowJson(info, alias
 
 const targetKey = (table: string) => `'${table}:' || t.id::text`;
 
-/** New or changed rows → pending (all rows with `force`); items of rows gone or soft-deleted → removed. */
-function reconcile(db: Db, workspaceId: string, table: string, force: boolean): Promise<void> {
-  return withTable(db, workspaceId, table, (trx, info) => reconcileLocked(trx, workspaceId, info, force));
+/**
+ * The job's look at the rows: new or changed rows → pending (all rows when the table's request asks for a
+ * regeneration); items of rows gone or soft-deleted → removed. The request is then marked reconciled as of the
+ * moment before the rows were read, so a request made meanwhile stays newer and is seen by the next look.
+ */
+function reconcile(db: Db, workspaceId: string, table: string): Promise<void> {
+  return withTable(db, workspaceId, table, async (trx, info) => {
+    const { rows } = await sql<{ force: boolean | null; at: Date }>`
+      SELECT (SELECT force FROM platform.embedding_tables WHERE workspace_id = ${workspaceId} AND table_name = ${table} FOR UPDATE) AS force,
+             clock_timestamp() AS at`.execute(trx);
+    const { force, at } = rows[0] as { force: boolean | null; at: Date };
+    await reconcileLocked(trx, workspaceId, info, force ?? false);
+    await sql`
+      INSERT INTO platform.embedding_tables AS e (workspace_id, table_name, requested_at, reconciled_at)
+      VALUES (${workspaceId}, ${table}, ${at}, ${at})
+      ON CONFLICT (workspace_id, table_name) DO UPDATE
+        SET reconciled_at = ${at}, force = e.force AND e.requested_at > ${at}, failed_at = NULL, error = NULL`.execute(trx);
+  });
+}
+
+/** Records an embed (or, with `force`, a regenerate) request of a table; a pending regeneration is never downgraded. */
+async function recordRequest(db: Db, workspaceId: string, table: string, force: boolean): Promise<void> {
+  await sql`
+    INSERT INTO platform.embedding_tables AS e (workspace_id, table_name, requested_at, force)
+    VALUES (${workspaceId}, ${table}, clock_timestamp(), ${force})
+    ON CONFLICT (workspace_id, table_name) DO UPDATE
+      SET requested_at = clock_timestamp(), force = e.force OR EXCLUDED.force, failed_at = NULL, error = NULL`.execute(db);
+}
+
+/** The table's job failed for good: its request (if not yet reconciled) shows failed, with the reason. */
+export async function failTableRequest(db: Db, workspaceId: string, table: string, message: string): Promise<void> {
+  await sql`UPDATE platform.embedding_tables SET failed_at = clock_timestamp(), error = ${message}
+             WHERE workspace_id = ${workspaceId} AND table_name = ${table}`.execute(db);
+}
+
+/**
+ * Queues the job of every table whose request is older than `olderThanMs` and still not reconciled nor failed (the
+ * enqueue dedupes: a table whose job is queued or running gets no second one). Returns how many requests it found.
+ */
+export async function requeueTableRequests(db: Db, enqueue: Enqueue, opts: { olderThanMs: number }): Promise<number> {
+  const { rows } = await sql<{ workspace_id: string; table_name: string }>`
+    SELECT workspace_id, table_name FROM platform.embedding_tables
+     WHERE requested_at > coalesce(reconciled_at, '-infinity') AND (failed_at IS NULL OR failed_at < requested_at)
+       AND requested_at < now() - ${Math.max(0, Math.floor(opts.olderThanMs))} * interval '1 millisecond'`.execute(db);
+  for (const r of rows) await enqueue({ kind: 'table', workspaceId: r.workspace_id, table: r.table_name });
+  return rows.length;
 }
 
 async function reconcileLocked(db: Db, workspaceId: string, info: TableInfo, force: boolean): Promise<void> {
@@ -60,20 +107,27 @@ async function reconcileLocked(db: Db, workspaceId: string, info: TableInfo, for
        AND NOT EXISTS (SELECT 1 FROM ${sql.raw(info.qualified)} t WHERE t.id::text = i.row_id${sql.raw(liveOnly(info))})`.execute(db);
 }
 
+/**
+ * Accepts the tables for embedding (with `force`, for embedding again): checks them, records the requests and
+ * queues a job per table, then answers their status (pending until the jobs are done). No row is read here.
+ */
 export async function embedTables(deps: RowDeps, workspaceId: string, tables: string[], force: boolean): Promise<{ tables: TableEmbedding[] }> {
   deps.embedder.require();
-  const infos: TableInfo[] = [];
-  for (const t of [...new Set(tables)]) infos.push(await loadTable(deps.db, workspaceId, t));
-  for (const info of infos) {
-    await reconcile(deps.db, workspaceId, info.logical, force);
-    await deps.enqueue({ kind: 'table', workspaceId, table: info.logical });
+  const names = [...new Set(tables)];
+  for (const t of names) await loadTable(deps.db, workspaceId, t); // every name checked before anything is recorded
+  for (const t of names) {
+    await recordRequest(deps.db, workspaceId, t, force);
+    await deps.enqueue({ kind: 'table', workspaceId, table: t });
   }
   const status = await tableStatus(deps, workspaceId);
-  return { tables: status.tables.filter((s) => infos.some((i) => i.logical === s.table_name)) };
+  return { tables: status.tables.filter((s) => names.includes(s.table_name)) };
 }
 
-/** One job: reconcile the table's items with its rows, then embed its pending rows in batches. */
-export async function runTableJob(deps: RowDeps, workspaceId: string, table: string, retry = false): Promise<void> {
+/**
+ * One job: reconcile the table's items with its rows, then embed its pending rows in batches, until nothing is
+ * pending and no request is newer. Stops between batches once `signal` aborts (its attempt was given up).
+ */
+export async function runTableJob(deps: RowDeps, workspaceId: string, table: string, retry = false, signal?: AbortSignal): Promise<void> {
   let info: TableInfo;
   try {
     info = await loadTable(deps.db, workspaceId, table);
@@ -81,20 +135,21 @@ export async function runTableJob(deps: RowDeps, workspaceId: string, table: str
     // The table was dropped: its rows' vectors go with it.
     if (err instanceof ServiceError && err.status === 400) {
       await sql`DELETE FROM platform.embedding_items WHERE workspace_id = ${workspaceId} AND surface = 'table_row' AND table_name = ${table}`.execute(deps.db);
+      await sql`DELETE FROM platform.embedding_tables WHERE workspace_id = ${workspaceId} AND table_name = ${table}`.execute(deps.db);
       return;
     }
     throw err;
   }
   const embedder = deps.embedder.require();
-  if (retry) {
-    // Rows the failed or crashed attempt had claimed are ours now.
-    await sql`UPDATE platform.embedding_items SET status = 'pending', updated_at = now()
-               WHERE workspace_id = ${workspaceId} AND surface = 'table_row' AND table_name = ${table}
-                 AND status IN ('processing', 'failed')`.execute(deps.db);
-  }
-  await reconcile(deps.db, workspaceId, table, false);
+  // One job per table at a time (the queue's key): rows left processing are a dead job's, and ours now. A retry
+  // also tries the rows its failed attempt gave up on.
+  await sql`UPDATE platform.embedding_items SET status = 'pending', updated_at = now()
+             WHERE workspace_id = ${workspaceId} AND surface = 'table_row' AND table_name = ${table}
+               AND (status = 'processing' OR (${retry} AND status = 'failed'))`.execute(deps.db);
+  await reconcile(deps.db, workspaceId, table);
   const text = rowText(info);
   for (;;) {
+    signal?.throwIfAborted();
     const claimed = await sql<{ id: string; row_id: string }>`
       UPDATE platform.embedding_items SET status = 'processing', attempts = attempts + 1, started_at = now(), updated_at = now()
        WHERE id IN (SELECT id FROM platform.embedding_items
@@ -102,8 +157,8 @@ export async function runTableJob(deps: RowDeps, workspaceId: string, table: str
                      ORDER BY row_id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)
       RETURNING id, row_id`.execute(deps.db);
     if (claimed.rows.length === 0) {
-      // Rows changed while this job ran (their own job was not queued while this one was) are caught here.
-      await reconcile(deps.db, workspaceId, table, false);
+      // Rows changed and requests made while this job ran (no second job was queued meanwhile) are caught here.
+      await reconcile(deps.db, workspaceId, table);
       const more = await sql<{ n: string }>`SELECT count(*) AS n FROM platform.embedding_items
         WHERE workspace_id = ${workspaceId} AND surface = 'table_row' AND table_name = ${table} AND status = 'pending'`.execute(deps.db);
       if (Number(more.rows[0]?.n ?? 0) === 0) return;
@@ -147,50 +202,101 @@ export interface TableEmbedding {
   status: 'pending' | 'processing' | 'completed' | 'failed';
 }
 
-interface ItemCounts {
+interface TableCounts {
   table_name: string;
   pending: number;
   processing: number;
   completed: number;
   failed: number;
+  /** A request the job has not yet looked at (and that has not failed): the rows' items may not exist yet. */
+  requested: boolean;
+  /** …asking for a regeneration (every row pending). */
+  force: boolean;
+  /** The job of the last request failed before it looked at the rows. */
+  requestFailed: boolean;
 }
 
-/** Items per table and state (after reporting stuck ones failed): what status and search both start from. */
-async function itemCounts(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<ItemCounts[]> {
+/**
+ * Items per table and state (after reporting stuck ones failed), with the tables' requests: what status and search
+ * both start from. A table appears once requested, before its job has made any item.
+ */
+async function tableCounts(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<TableCounts[]> {
   await reportStuck(deps.db, { olderThanMs: deps.stuckAfterMs });
-  const { rows } = await sql<{ table_name: string; pending: string; processing: string; completed: string; failed: string }>`
-    SELECT table_name,
-           count(*) FILTER (WHERE status = 'pending') AS pending,
-           count(*) FILTER (WHERE status = 'processing') AS processing,
-           count(*) FILTER (WHERE status = 'completed') AS completed,
-           count(*) FILTER (WHERE status = 'failed') AS failed
-      FROM platform.embedding_items
-     WHERE workspace_id = ${workspaceId} AND surface = 'table_row'
-     GROUP BY table_name ORDER BY table_name`.execute(deps.db);
+  const { rows } = await sql<{
+    table_name: string;
+    pending: string | null;
+    processing: string | null;
+    completed: string | null;
+    failed: string | null;
+    unreconciled: boolean | null;
+    force: boolean | null;
+    request_failed: boolean | null;
+  }>`
+    WITH items AS (
+      SELECT table_name,
+             count(*) FILTER (WHERE status = 'pending') AS pending,
+             count(*) FILTER (WHERE status = 'processing') AS processing,
+             count(*) FILTER (WHERE status = 'completed') AS completed,
+             count(*) FILTER (WHERE status = 'failed') AS failed
+        FROM platform.embedding_items
+       WHERE workspace_id = ${workspaceId} AND surface = 'table_row'
+       GROUP BY table_name
+    ), requests AS (
+      SELECT table_name, force,
+             requested_at > coalesce(reconciled_at, '-infinity') AS unreconciled,
+             failed_at IS NOT NULL AND failed_at >= requested_at AS request_failed
+        FROM platform.embedding_tables
+       WHERE workspace_id = ${workspaceId}
+    )
+    SELECT coalesce(i.table_name, r.table_name) AS table_name, i.pending, i.processing, i.completed, i.failed,
+           r.unreconciled, r.force, r.request_failed
+      FROM items i FULL JOIN requests r ON r.table_name = i.table_name
+     ORDER BY 1`.execute(deps.db);
   return rows.map((r) => ({
     table_name: r.table_name,
-    pending: Number(r.pending),
-    processing: Number(r.processing),
-    completed: Number(r.completed),
-    failed: Number(r.failed),
+    pending: Number(r.pending ?? 0),
+    processing: Number(r.processing ?? 0),
+    completed: Number(r.completed ?? 0),
+    failed: Number(r.failed ?? 0),
+    requested: !!r.unreconciled && !r.request_failed,
+    force: !!r.force,
+    requestFailed: !!r.unreconciled && !!r.request_failed,
   }));
+}
+
+/** Live rows of a workspace table; 0 once it was dropped (its items are removed by its next job). */
+async function liveRows(db: Db, workspaceId: string, table: string): Promise<number> {
+  try {
+    const c = await withTable(db, workspaceId, table, (trx, info) =>
+      sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.raw(info.qualified)} t WHERE TRUE${sql.raw(liveOnly(info))}`.execute(trx),
+    );
+    return Number(c.rows[0]?.n ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Rows still to embed: the items pending or processing, and while a request waits for its job, every row it covers. */
+function pendingRows(t: TableCounts, total: number): number {
+  const items = t.pending + t.processing;
+  if (!t.requested) return items;
+  return Math.max(items, t.force ? total : total - t.completed);
 }
 
 export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<{ tables: TableEmbedding[] }> {
   const tables: TableEmbedding[] = [];
-  for (const r of await itemCounts(deps, workspaceId)) {
-    let total = 0;
-    try {
-      const c = await withTable(deps.db, workspaceId, r.table_name, (trx, info) =>
-        sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.raw(info.qualified)} t WHERE TRUE${sql.raw(liveOnly(info))}`.execute(trx),
-      );
-      total = Number(c.rows[0]?.n ?? 0);
-    } catch {
-      // dropped since: its items are removed by its next job
-    }
-    const { pending, processing, failed } = r;
-    const status = processing > 0 ? 'processing' : pending > 0 ? 'pending' : failed > 0 ? 'failed' : 'completed';
-    tables.push({ table_name: r.table_name, total_rows: total, embedded_rows: r.completed, pending_rows: pending + processing, failed_rows: failed, status });
+  for (const t of await tableCounts(deps, workspaceId)) {
+    const total = await liveRows(deps.db, workspaceId, t.table_name);
+    const status =
+      t.processing > 0 ? 'processing' : t.pending > 0 || t.requested ? 'pending' : t.failed > 0 || t.requestFailed ? 'failed' : 'completed';
+    tables.push({
+      table_name: t.table_name,
+      total_rows: total,
+      embedded_rows: t.completed,
+      pending_rows: pendingRows(t, total),
+      failed_rows: t.failed,
+      status,
+    });
   }
   return { tables };
 }
@@ -209,12 +315,12 @@ export async function searchTables(
   tableNames?: string[],
 ): Promise<{ results: RowHit[]; status: StatusCounts }> {
   const embedder = deps.embedder.require();
-  // Item counts only: a search does not count the tables' rows as the status endpoint does.
-  const counts = await itemCounts(deps, caller.workspaceId);
+  // Item counts; the rows of a table are counted only while a request waits for its job to make their items.
+  const counts = await tableCounts(deps, caller.workspaceId);
   const status: StatusCounts = { pending: 0, processing: 0, completed: 0, failed: 0, skipped: 0 };
   for (const t of counts) {
     status.completed += t.completed;
-    status.pending += t.pending + t.processing;
+    status.pending += t.requested ? pendingRows(t, await liveRows(deps.db, caller.workspaceId, t.table_name)) : t.pending + t.processing;
     status.failed += t.failed;
   }
   if (status.completed === 0 && status.pending > 0) {

@@ -1,4 +1,5 @@
 export * from './types.js';
+export { FairQueue, type FairQueueOptions, type FairQueueStats, type Grant, type WorkspaceQueueStats } from './fair-queue.js';
 export { parseDockerConfig, type DockerConfig } from './docker-config.js';
 export { validateStfCode, type RuntimeName } from './validate.js';
 export {

@@ -1,7 +1,10 @@
 /** The contract every STF runtime implements (DECISIONS §6). */
 
 export interface StfLimits {
-  /** Wall-clock limit of one run, enforced even when the guest is stuck (the worker is terminated). */
+  /**
+   * Wall-clock limit of one run, from the moment it is asked for: time spent waiting for a worker counts. Enforced
+   * even when the guest is stuck (the worker is terminated).
+   */
   timeoutMs: number;
   /** Memory the guest may use. */
   memoryBytes: number;
@@ -28,7 +31,10 @@ export interface StfRunRequest {
   sources: Record<string, unknown>;
   /** The calling user's id, or null when anonymous. */
   caller: string | null;
-  /** The workspace and STF the run belongs to (in the wasm and docker input documents; null when not given). */
+  /**
+   * The workspace and STF the run belongs to (in the wasm and docker input documents; null when not given). Runs
+   * queue for a runtime's workers per workspace (fair-queue.ts); runs without a workspace share one queue.
+   */
   workspaceId?: string | null;
   stfId?: string | null;
   /** The STF's secrets by env key; their values are masked in captured logs. */
@@ -89,5 +95,19 @@ export class StfRuntimeUnavailable extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'StfRuntimeUnavailable';
+  }
+}
+
+/**
+ * The workspace already has as many runs waiting for this runtime as it may have: the HTTP layer answers 429
+ * TOO_MANY_REQUESTS. Nothing ran.
+ */
+export class StfRuntimeBusy extends Error {
+  constructor(
+    message: string,
+    readonly details?: string,
+  ) {
+    super(message);
+    this.name = 'StfRuntimeBusy';
   }
 }

@@ -17,7 +17,7 @@ import {
   type StfRunRequest,
 } from '../src/index.js';
 import { parseOutput } from '../src/docker/runtime.js';
-import { StreamDemuxer } from '../src/docker/engine.js';
+import { EngineClient, StreamDemuxer } from '../src/docker/engine.js';
 
 // Against podman's Docker-compatible service (scripts/container-engine.sh, started by the vitest globalSetup).
 const dockerHost = inject('dockerHost');
@@ -71,7 +71,6 @@ async function failure(p: Promise<unknown>): Promise<StfError> {
 }
 
 async function containersLeft(): Promise<number> {
-  const { EngineClient } = await import('../src/docker/engine.js');
   const client = new EngineClient(parseDockerHost(dockerHost));
   const filters = encodeURIComponent(JSON.stringify({ label: ['wds.stf=true'] }));
   const res = await client.call('GET', `/containers/json?all=1&filters=${filters}`);
@@ -401,5 +400,32 @@ describe('docker runtime: the engine', () => {
     expect(parseOutput('{\n  "output": [1, 2]\n}\n')).toEqual({ ok: true, value: [1, 2] });
     expect(parseOutput('progress 50%\n{"output":null}\n')).toEqual({ ok: true, value: null });
     expect(parseOutput('{"result":1}')).toMatchObject({ ok: false });
+  });
+});
+
+describe('docker runtime: containers a dead process left behind', () => {
+  it('removeExpired removes STF containers a minute past their deadline, and keeps those still within it', async () => {
+    const client = new EngineClient(parseDockerHost(dockerHost));
+    // What a process killed mid-run leaves: a container of an STF run whose owner will never remove it.
+    const make = async (deadline: number) =>
+      (
+        (await client.call('POST', '/containers/create', {
+          Image: images.busybox,
+          Cmd: ['/bin/sh', '-c', 'sleep 600'],
+          NetworkDisabled: true,
+          HostConfig: { NetworkMode: 'none' },
+          Labels: { 'wds.stf': 'true', 'wds.deadline': String(deadline) },
+        })) as { Id: string }
+      ).Id;
+    const expired = await make(Date.now() - 120_000);
+    const current = await make(Date.now() + 600_000);
+    try {
+      expect(await rt.removeExpired(60_000)).toBeGreaterThanOrEqual(1);
+      const exists = async (id: string) => (await client.request('GET', `/containers/${id}/json`)).status === 200;
+      expect(await exists(expired)).toBe(false);
+      expect(await exists(current)).toBe(true);
+    } finally {
+      for (const id of [expired, current]) await client.request('DELETE', `/containers/${id}?force=1`).catch(() => undefined);
+    }
   });
 });

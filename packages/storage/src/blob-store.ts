@@ -44,7 +44,30 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Whether the blob exists (tests and repair). */
   has(key: string): Promise<boolean>;
+  /**
+   * Every complete blob of this store, in no particular order, with when it was last written (for the orphan sweep:
+   * a blob is only ever written by its put). Only keys this store could have made are listed, never anything else
+   * that shares its directory or bucket prefix.
+   */
+  list(): AsyncIterable<StoredBlob>;
+  /**
+   * Removes what unfinished puts left behind (a crash mid-upload) once older than `olderThanMs`: the filesystem
+   * store's temp files not written to for that long, the S3 store's multipart uploads started that long ago. A put
+   * still streaming keeps its temp file fresh, but an S3 multipart upload is dated by its start: pass at least the
+   * longest an upload may take. Returns how many were removed.
+   */
+  cleanTemp(olderThanMs: number): Promise<number>;
 }
+
+export interface StoredBlob {
+  key: string;
+  size: number;
+  /** When the blob was written (S3: its Last-Modified, which for a multipart upload may be when it started). */
+  modifiedAt: Date;
+}
+
+/** Whether `key` is one `newBlobKey` made, under `prefix`. */
+export const isBlobKey = (key: string, prefix = ''): boolean => key.startsWith(prefix) && /^[0-9a-f]{32}$/.test(key.slice(prefix.length));
 
 /** The source crossed `maxBytes`; nothing was kept. */
 export class BlobTooLargeError extends Error {

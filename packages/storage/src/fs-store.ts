@@ -4,16 +4,18 @@
  * chunk, so memory stays bounded whatever the size), fsyncs it, renames it into place and fsyncs the directory:
  * a blob is visible under its key only once complete and durable. Any failure closes and unlinks the temp file.
  *
- * Temp files left by a crash: `cleanTemp()` removes those not modified for an hour; the store runs it once in the
- * background when created (turn off with `cleanTempOnStart: false`). An upload in progress keeps its temp file's
- * mtime fresh, so only one stalled for over an hour could be swept from under it (its put then fails cleanly).
+ * Temp files left by a crash: `cleanTemp(ms)` removes those not modified for `ms` (default an hour); the store runs
+ * it once in the background when created (turn off with `cleanTempOnStart: false`), and the service's maintenance
+ * on a schedule. An upload in progress keeps its temp file's mtime fresh with every chunk, so only one stalled for
+ * longer than that could be swept from under it (its put then fails cleanly at the rename).
  */
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type BlobStore, blobNotFound, checkRange, newBlobKey } from './blob-store.js';
+import { type BlobStore, blobNotFound, checkRange, newBlobKey, type StoredBlob } from './blob-store.js';
 import { abortReason, pumpHashed } from './hashing.js';
 
 const KEY = /^[0-9a-f]{32}$/;
+const SHARD = /^[0-9a-f]{2}$/;
 const TEMP_MAX_AGE_MS = 60 * 60 * 1000;
 
 export interface FsBlobStoreOptions {
@@ -25,6 +27,16 @@ export interface FsBlobStore extends BlobStore {
   readonly dir: string;
   /** Removes temp files not modified for `olderThanMs` (default one hour); returns how many. */
   cleanTemp(olderThanMs?: number): Promise<number>;
+}
+
+/** The names in a directory; none when it does not exist (yet). */
+async function namesIn(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
 }
 
 export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): FsBlobStore {
@@ -96,14 +108,19 @@ export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): F
       }
     },
 
-    async cleanTemp(olderThanMs = TEMP_MAX_AGE_MS) {
-      let names: string[];
-      try {
-        names = await readdir(tmpDir);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-        throw err;
+    async *list(): AsyncGenerator<StoredBlob> {
+      for (const shard of await namesIn(dir)) {
+        if (!SHARD.test(shard)) continue; // tmp/ and anything that is not ours
+        for (const key of await namesIn(join(dir, shard))) {
+          if (!KEY.test(key) || !key.startsWith(shard)) continue;
+          const st = await stat(join(dir, shard, key)).catch(() => undefined); // removed meanwhile
+          if (st?.isFile()) yield { key, size: st.size, modifiedAt: st.mtime };
+        }
       }
+    },
+
+    async cleanTemp(olderThanMs = TEMP_MAX_AGE_MS) {
+      const names = await namesIn(tmpDir);
       const cutoff = Date.now() - olderThanMs;
       let removed = 0;
       for (const name of names) {

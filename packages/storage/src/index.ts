@@ -4,7 +4,9 @@ export {
   type ByteRange,
   type PutOptions,
   type PutResult,
+  type StoredBlob,
   blobNotFound,
+  isBlobKey,
   newBlobKey,
 } from './blob-store.js';
 export { type Counted, pumpHashed } from './hashing.js';
@@ -12,3 +14,5 @@ export { createFsBlobStore, type FsBlobStore, type FsBlobStoreOptions } from './
 export { createS3BlobStore, type S3BlobStore, type S3BlobStoreOptions } from './s3-store.js';
 export { type FileView, type NewFile, getFile, insertFile, listFiles, softDeleteFile } from './files.js';
 export { checkFilename, contentDisposition } from './disposition.js';
+export * from './backup/index.js';
+export { type OrphanSweep, sweepOrphanBlobs } from './orphans.js';

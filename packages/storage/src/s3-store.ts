@@ -10,18 +10,24 @@
  * when it fails). The store also sends its own AbortMultipartUpload afterwards (a no-op when lib-storage's went
  * through) and, when the upload completed but the put still fails (an abort that came at the very end), deletes
  * the object.
+ *
+ * A crash mid-put leaves an unfinished multipart upload (its parts are stored, and billed, until it is aborted):
+ * `cleanTemp` aborts those of this store's prefix started long enough ago. A crash between the put and the file
+ * record leaves a complete object without a record: `list` lets the orphan sweep (orphans.ts) find it.
  */
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { PassThrough, type Readable } from 'node:stream';
-import { type BlobStore, type ByteRange, blobNotFound, checkRange, newBlobKey } from './blob-store.js';
+import { type BlobStore, type ByteRange, blobNotFound, checkRange, isBlobKey, newBlobKey, type StoredBlob } from './blob-store.js';
 import { abortReason, type Counted, pumpHashed } from './hashing.js';
 
 export interface S3BlobStoreOptions {
@@ -153,7 +159,51 @@ export function createS3BlobStore(opts: S3BlobStoreOptions): S3BlobStore {
         throw err;
       }
     },
+
+    async *list(): AsyncGenerator<StoredBlob> {
+      let ContinuationToken: string | undefined;
+      do {
+        const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ...(ContinuationToken ? { ContinuationToken } : {}) }));
+        for (const o of page.Contents ?? []) {
+          if (o.Key && isBlobKey(o.Key, prefix)) yield { key: o.Key, size: o.Size ?? 0, modifiedAt: o.LastModified ?? new Date(0) };
+        }
+        ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (ContinuationToken);
+    },
+
+    async cleanTemp(olderThanMs) {
+      const cutoff = Date.now() - olderThanMs;
+      let removed = 0;
+      let KeyMarker: string | undefined;
+      let UploadIdMarker: string | undefined;
+      for (;;) {
+        let page: Awaited<ReturnType<typeof listUploads>>;
+        try {
+          page = await listUploads(KeyMarker, UploadIdMarker);
+        } catch (err) {
+          // A server without ListMultipartUploads: its own expiry (a bucket lifecycle rule) has to do this.
+          if ((err as { name?: string }).name === 'NotImplemented') return removed;
+          throw err;
+        }
+        for (const u of page.Uploads ?? []) {
+          if (!u.Key || !u.UploadId || !isBlobKey(u.Key, prefix) || !u.Initiated || u.Initiated.getTime() >= cutoff) continue;
+          await client.send(new AbortMultipartUploadCommand({ Bucket, Key: u.Key, UploadId: u.UploadId })).catch((err: unknown) => {
+            if ((err as { name?: string }).name !== 'NoSuchUpload') throw err; // finished or aborted meanwhile
+          });
+          removed++;
+        }
+        if (!page.IsTruncated || !(page.NextKeyMarker || page.NextUploadIdMarker)) return removed;
+        KeyMarker = page.NextKeyMarker;
+        UploadIdMarker = page.NextUploadIdMarker;
+      }
+    },
   };
+
+  function listUploads(KeyMarker: string | undefined, UploadIdMarker: string | undefined) {
+    return client.send(
+      new ListMultipartUploadsCommand({ Bucket, Prefix: prefix, ...(KeyMarker ? { KeyMarker } : {}), ...(UploadIdMarker ? { UploadIdMarker } : {}) }),
+    );
+  }
 }
 
 /** Best-effort clean-up request: its failure must not hide the error being reported. */

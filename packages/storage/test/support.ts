@@ -1,6 +1,6 @@
 import { createHash, randomFillSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -69,12 +69,15 @@ export interface TestS3 {
   dir: string;
   /** Unfinished multipart uploads of the bucket (s3rver has no ListMultipartUploads; its directory tells). */
   uploadsLeft(bucket: string): Promise<string[]>;
+  /** Dates an object (its Last-Modified) or an unfinished upload (its Initiated) back to `when`. */
+  backdate(bucket: string, what: { key: string } | { uploadId: string }, when: Date): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
  * s3rver on 127.0.0.1 (random port), with AbortMultipartUpload added: s3rver 3.7 answers it 405, so without this
- * every aborted upload would stay on its disk whatever the client does.
+ * every aborted upload would stay on its disk whatever the client does. ListMultipartUploads (NotImplemented in
+ * s3rver) is answered from its upload directory: one `<uploadId>/key` file per upload, dated when it started.
  */
 export async function startS3(): Promise<TestS3> {
   const dir = await tempDir('s3rver');
@@ -94,6 +97,26 @@ export async function startS3(): Promise<TestS3> {
         ctx.body = first;
         ctx.set('content-range', `bytes 0-0/${total}`);
       }
+      return;
+    }
+    if (ctx.method === 'GET' && 'uploads' in ctx.query) {
+      const bucket = ctx.path.split('/')[1] ?? '';
+      if (!/^[\w.-]+$/.test(bucket)) return next();
+      const root = join(dir, bucket, '._S3rver_uploads');
+      const uploads = existsSync(root) ? await readdir(root) : [];
+      const listed = await Promise.all(
+        uploads.map(async (id) => {
+          const keyFile = join(root, id, 'key');
+          return { id, key: await readFile(keyFile, 'utf8'), initiated: (await stat(keyFile)).mtime.toISOString() };
+        }),
+      );
+      const prefix = typeof ctx.query.prefix === 'string' ? ctx.query.prefix : '';
+      const esc = (x: string) => x.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
+      ctx.type = 'application/xml';
+      ctx.body = `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>${esc(bucket)}</Bucket><IsTruncated>false</IsTruncated>${listed
+        .filter((u) => u.key.startsWith(prefix))
+        .map((u) => `<Upload><Key>${esc(u.key)}</Key><UploadId>${u.id}</UploadId><Initiated>${u.initiated}</Initiated></Upload>`)
+        .join('')}</ListMultipartUploadsResult>`;
       return;
     }
     const uploadId = ctx.query.uploadId;
@@ -116,6 +139,11 @@ export async function startS3(): Promise<TestS3> {
     async uploadsLeft(bucket) {
       const root = join(dir, bucket, '._S3rver_uploads');
       return existsSync(root) ? readdir(root) : [];
+    },
+    async backdate(bucket, what, when) {
+      // s3rver keeps `<key>._S3rver_object` (its mtime is the Last-Modified) and `._S3rver_uploads/<id>/key`.
+      const path = 'key' in what ? join(dir, bucket, `${what.key}._S3rver_object`) : join(dir, bucket, '._S3rver_uploads', what.uploadId, 'key');
+      await utimes(path, when, when);
     },
     async close() {
       await server.close();

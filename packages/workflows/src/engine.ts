@@ -9,6 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { EffectResult, EffectSpec } from '@wds/effect-runner';
+import { ServiceError } from '@wds/errors';
 import type { InputStep, WorkflowDefinition } from './definition.js';
 import { buildStepInput, type Scope } from './variables.js';
 
@@ -95,10 +96,14 @@ export async function executeWorkflow(
   input: unknown,
   resolved: { stfs: (ResolvedStf | undefined)[]; effects: (ResolvedEffect | undefined)[] },
   runners: StepRunners,
-  opts: { runId: string },
+  opts: {
+    runId: string;
+    /** The engine appends each step's record here as the step ends, so a caller can record progress meanwhile. */
+    steps?: StepRecord[];
+  },
 ): Promise<ExecutionResult> {
   const started = performance.now();
-  const steps: StepRecord[] = [];
+  const steps: StepRecord[] = opts.steps ?? [];
   const scope: Scope = { input, sources: {}, steps: [] };
   let error: RunError | null = null;
   const finish = (output: unknown): ExecutionResult => ({
@@ -202,4 +207,88 @@ export async function executeWorkflow(
     if (record.status === 'failed' && !error) error = { step: `effect_steps[${record.index}]`, ...(record.error as StepError) };
   }
   return finish(output);
+}
+
+export interface WorkflowConcurrencyOptions {
+  /** Executions one workspace may have in progress at once. WORKFLOW_WORKSPACE_CONCURRENCY. */
+  maxRunning: number;
+  /** Executions one workspace may have waiting; one more is refused at once. WORKFLOW_WORKSPACE_QUEUE. */
+  maxQueued: number;
+  /** How long an execution may wait for its turn before it is refused. WORKFLOW_QUEUE_TIMEOUT_MS. */
+  maxWaitMs: number;
+}
+
+interface Lane {
+  running: number;
+  waiting: Array<{ admit(): void; timer: NodeJS.Timeout }>;
+}
+
+/**
+ * A cap on each workspace's workflow executions at once: a semaphore per workspace with a bounded queue and a
+ * bounded wait, so one workspace's burst cannot hold every STF slot and connection of the service; beyond either
+ * bound the execution is refused with 429 TOO_MANY_REQUESTS before anything of it ran or was recorded.
+ * Acquire before starting the run, release when it has ended.
+ */
+export class WorkflowConcurrency {
+  private readonly lanes = new Map<string, Lane>();
+
+  constructor(private readonly opts: WorkflowConcurrencyOptions) {}
+
+  /** Resolves with the release function once the workspace has a free place; rejects with a 429 ServiceError. */
+  acquire(workspaceId: string): Promise<() => void> {
+    let lane = this.lanes.get(workspaceId);
+    if (!lane) {
+      lane = { running: 0, waiting: [] };
+      this.lanes.set(workspaceId, lane);
+    }
+    const l = lane;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const next = l.waiting.shift();
+      if (next) {
+        clearTimeout(next.timer);
+        next.admit(); // the place passes on: `running` stays
+      } else if (--l.running === 0) {
+        this.lanes.delete(workspaceId);
+      }
+    };
+    if (l.running < this.opts.maxRunning) {
+      l.running++;
+      return Promise.resolve(release);
+    }
+    if (l.waiting.length >= this.opts.maxQueued) {
+      return Promise.reject(
+        new ServiceError(
+          'TOO_MANY_REQUESTS',
+          `This workspace already has ${l.running} workflow executions in progress and ${l.waiting.length} waiting`,
+          `at most ${this.opts.maxRunning} run and ${this.opts.maxQueued} wait at once; retry when some have finished`,
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const entry = {
+        admit: () => resolve(release),
+        timer: setTimeout(() => {
+          const i = l.waiting.indexOf(entry);
+          if (i >= 0) l.waiting.splice(i, 1);
+          reject(
+            new ServiceError(
+              'TOO_MANY_REQUESTS',
+              `This workspace's workflow executions did not free a place within ${this.opts.maxWaitMs} ms`,
+              `at most ${this.opts.maxRunning} run at once; retry when some have finished`,
+            ),
+          );
+        }, this.opts.maxWaitMs),
+      };
+      l.waiting.push(entry);
+    });
+  }
+
+  /** Executions in progress and waiting in one workspace. */
+  stats(workspaceId: string): { running: number; waiting: number } {
+    const lane = this.lanes.get(workspaceId);
+    return { running: lane?.running ?? 0, waiting: lane?.waiting.length ?? 0 };
+  }
 }

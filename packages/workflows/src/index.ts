@@ -4,3 +4,4 @@ export { parseVariable, readVariable, buildStepInput, type Scope } from './varia
 export * from './engine.js';
 export * from './store.js';
 export { resolveStfSteps, resolveEffectSteps } from './resolve.js';
+export { INSTANCE_ID, RunHeartbeat, type RunHeartbeatOptions, sweepInterruptedRuns } from './liveness.js';

@@ -1,8 +1,9 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
-import { type Db, isUuid, type NewAuditLog, newId, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
+import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult } from './engine.js';
+import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
   id: string;
@@ -133,8 +134,18 @@ const toRunView = (r: WorkflowRunRow, full: boolean): WorkflowRunView => ({
 /** A new run's id (runs are ordered by it). */
 export const newRunId = (): string => newId();
 
-/** Records that a run started (status `running`), so a long run is visible while it goes on. */
-export async function startRun(db: Db, id: string, workflow: { id: string; workspace_id: string }, input: unknown, executedBy: string | null): Promise<void> {
+/**
+ * Records that a run started (status `running`), owned by this process (`owner`, see liveness.ts) and alive as of
+ * now; its heartbeat keeps it so until it ends, and a sweep fails it as interrupted if the heartbeat stops.
+ */
+export async function startRun(
+  db: Db,
+  id: string,
+  workflow: { id: string; workspace_id: string },
+  input: unknown,
+  executedBy: string | null,
+  owner: string = INSTANCE_ID,
+): Promise<void> {
   await db
     .insertInto('platform.workflow_runs')
     .values({
@@ -144,13 +155,15 @@ export async function startRun(db: Db, id: string, workflow: { id: string; works
       status: 'running',
       executed_by: executedBy,
       input: JSON.stringify(input ?? null),
+      owner,
+      heartbeat_at: sql<Date>`now()`,
     })
     .execute();
 }
 
 /**
- * Records a finished run: updates the row startRun wrote, or (when the run was not recorded at its start) inserts
- * it whole. With `audit`, the audit entry is written by the same statement (a data-modifying CTE: one round trip,
+ * Records a finished run: updates the row startRun wrote (also when a sweep already failed it as interrupted: what
+ * really happened wins), or (when the run was not recorded at its start) inserts it whole. With `audit`, the audit entry is written by the same statement (a data-modifying CTE: one round trip,
  * one commit, both rows or neither).
  */
 export async function finishRun(

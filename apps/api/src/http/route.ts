@@ -8,6 +8,8 @@ import type { Context, Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from './env.js';
 import { checkAdminToken } from './admin-token.js';
+import { checkJsonValue, checkRequestText, isObjectSchema, requireObject } from './input.js';
+import { limitCaller, limitWorkspace } from './rate-limit.js';
 
 type AnySchema = v.GenericSchema;
 
@@ -87,15 +89,21 @@ export function parseWith<S extends AnySchema>(schema: S, input: unknown): v.Inf
   return r.output;
 }
 
-/** The JSON request body; an empty body reads as `empty`, malformed JSON is 400. */
+/**
+ * The JSON request body; an empty body reads as `empty`, malformed JSON is 400, and so is text PostgreSQL cannot
+ * store (NUL, unpaired surrogates), a number beyond a double, or nesting deeper than MAX_JSON_DEPTH (input.ts).
+ */
 export async function readJson(c: Context<AppEnv>, empty: unknown = {}): Promise<unknown> {
   const text = await c.req.text();
   if (text.trim() === '') return empty;
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw badRequest('Malformed JSON body');
   }
+  checkJsonValue(body);
+  return body;
 }
 
 async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principal | undefined> {
@@ -151,14 +159,16 @@ export function headerWorkspaceId(c: Context<AppEnv>): string {
 }
 
 /** The principal's access to a workspace (cached; 404 for an unknown or deleted one, 403 for a non-member). */
-export function workspaceAccess(c: Context<AppEnv>, principal: Principal, workspaceId: string): Promise<WorkspaceAccess> {
+export async function workspaceAccess(c: Context<AppEnv>, principal: Principal, workspaceId: string): Promise<WorkspaceAccess> {
   const { services } = c.var;
   const who = { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId };
-  return services.caches.access.through(
+  const access = await services.caches.access.through(
     `${who.userId}:${who.scopedWorkspaceId ?? ''}:${workspaceId}`,
     [`ws:${workspaceId}`],
     () => resolveAccess(services.db, who, workspaceId),
   );
+  limitWorkspace(c, access.workspace.id);
+  return access;
 }
 
 function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, access?: WorkspaceAccess): string | undefined {
@@ -173,16 +183,25 @@ function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, ac
 export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
   const spec = OPERATIONS[route.operation];
   const inTransaction = route.transaction ?? spec.mutates;
+  const objectBody = isObjectSchema(route.body);
+  const readBody = async (c: Context<AppEnv>) => {
+    const body = await readJson(c);
+    if (objectBody) requireObject(body);
+    return body;
+  };
   app.on(route.method.toUpperCase(), route.path, async (c) => {
     const { services } = c.var;
     if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
     const principal = await principalOf(c, route.auth);
     if (principal) c.set('principal', principal);
+    limitCaller(c, principal);
+    // Ids in the path are UUIDs and all text is storable before anything is looked up by it.
+    checkRequestText(c, route.auth === 'optional' && !principal);
     // A payload-scoped route names its workspace in the body, so the body is read before access is resolved.
-    const early = route.workspace === 'payload' && route.body ? await readJson(c) : undefined;
+    const early = route.workspace === 'payload' && route.body ? await readBody(c) : undefined;
     const access = await accessOf(c, route, principal, early);
     if (access) c.set('access', access);
-    const body = route.body ? parseWith(route.body, early ?? (await readJson(c))) : undefined;
+    const body = route.body ? parseWith(route.body, early ?? (await readBody(c))) : undefined;
     const query = route.query ? parseWith(route.query, c.req.query()) : undefined;
 
     const auditInfo: AuditInfo = {};

@@ -17,15 +17,7 @@ const base = '/api/v1/workspaces/:id/documents';
 // Spec §4.1: the workspace of /workspaces/{id}/documents/* comes from X-Workspace-ID (required); the path id is ignored.
 const common = { auth: 'user', workspace: 'header', role: 'member', invalidates: 'none' } as const;
 
-/** PostgreSQL text and jsonb cannot hold U+0000: refuse it here rather than fail in the database. */
-const NO_NUL = 'must not contain the NUL character (\\u0000)';
-const hasNul = (x: unknown): boolean => {
-  if (typeof x === 'string') return x.includes('\u0000');
-  if (Array.isArray(x)) return x.some(hasNul);
-  if (typeof x === 'object' && x !== null) return Object.entries(x).some(([k, val]) => k.includes('\u0000') || hasNul(val));
-  return false;
-};
-const noNul = v.check((s: string) => !s.includes('\u0000'), NO_NUL);
+// NUL and unpaired surrogates, which PostgreSQL cannot store, are refused for every JSON body (http/input.ts).
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 const Title = v.pipe(
@@ -33,19 +25,16 @@ const Title = v.pipe(
   v.trim(),
   v.minLength(1, 'must not be empty'),
   v.maxLength(DOCUMENT_LIMITS.titleChars, `at most ${DOCUMENT_LIMITS.titleChars} characters`),
-  noNul,
 );
 const Label = v.pipe(
   v.string('must be a string'),
   v.trim(),
   v.minLength(1, 'must not be empty'),
   v.maxLength(DOCUMENT_LIMITS.labelChars, `at most ${DOCUMENT_LIMITS.labelChars} characters`),
-  noNul,
 );
 const Content = v.pipe(
   v.string('must be a string (Markdown)'),
   v.maxBytes(DOCUMENT_LIMITS.contentBytes, `at most ${DOCUMENT_LIMITS.contentBytes} bytes of UTF-8 text`),
-  noNul,
 );
 const Metadata = v.optional(
   v.nullable(
@@ -55,7 +44,6 @@ const Metadata = v.optional(
         (m) => Buffer.byteLength(JSON.stringify(m)) <= DOCUMENT_LIMITS.metadataBytes,
         `at most ${DOCUMENT_LIMITS.metadataBytes} bytes as JSON`,
       ),
-      v.check((m) => !hasNul(m), NO_NUL),
     ),
   ),
 );

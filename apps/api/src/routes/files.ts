@@ -18,12 +18,14 @@ import { autoEmbedFile } from '../embedding-work.js';
 import type { AppEnv } from '../http/env.js';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
+import { checkJsonValue, textProblem } from '../http/input.js';
 import { PageQuery } from '../http/schemas.js';
 
 const base = '/api/v1/workspaces/:id/files';
 // Spec §4.1: the workspace of /workspaces/{id}/files/* comes from X-Workspace-ID (required); the path id is ignored.
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
-const CONTENT_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9_.-]+=("[^"\r\n]*"|[a-z0-9_.+-]+))*$/i;
+// Quoted parameter values are printable ASCII: no controls (NUL included), nothing PostgreSQL text refuses.
+const CONTENT_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9_.-]+=("[\x20\x21\x23-\x7e]*"|[a-z0-9_.+-]+))*$/i;
 const MAX_METADATA_BYTES = 64 * 1024;
 
 /**
@@ -48,7 +50,7 @@ function checkFields(fields: { filename: unknown; content_type: unknown; metadat
   const { filename, content_type, metadata } = fields;
   if (typeof filename !== 'string') problems.push('filename: required, a string');
   else {
-    const bad = checkFilename(filename);
+    const bad = checkFilename(filename) ?? textProblem(filename);
     if (bad) problems.push(`filename: ${bad}`);
   }
   if (content_type !== undefined && content_type !== null && (typeof content_type !== 'string' || !CONTENT_TYPE.test(content_type))) {
@@ -56,7 +58,11 @@ function checkFields(fields: { filename: unknown; content_type: unknown; metadat
   }
   if (metadata !== undefined && metadata !== null) {
     if (typeof metadata !== 'object' || Array.isArray(metadata)) problems.push('metadata: must be a JSON object');
-    else if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) problems.push(`metadata: larger than ${MAX_METADATA_BYTES} bytes`);
+    else {
+      // Storable text and bounded depth first: measuring the size serializes it.
+      checkJsonValue(metadata, 'metadata');
+      if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) problems.push(`metadata: larger than ${MAX_METADATA_BYTES} bytes`);
+    }
   }
   if (problems.length) throw validationError(problems.join('; '));
   return {
@@ -171,11 +177,12 @@ export const fileRoutes = [
       await assertStorageEditor(ctx);
       const source = bodyStream(ctx.c);
       return store(ctx, async (put) => {
-        const { fields, file } = await parseMultipartUpload(source, { 'content-type': ctx.c.req.header('content-type') }, async (f) => ({
-          blob: await put(f.stream),
-          filename: f.filename,
-          contentType: f.contentType,
-        }));
+        const { fields, file } = await parseMultipartUpload(source, { 'content-type': ctx.c.req.header('content-type') }, async (f) => {
+          // A form that ends mid-part destroys the part's stream with an error, possibly before the blob store
+          // reads from it: listened to here, it is the upload's 400 (busboy reports it too), not a stray exception.
+          f.stream.on('error', () => undefined);
+          return { blob: await put(f.stream), filename: f.filename, contentType: f.contentType };
+        });
         let metadata: unknown;
         if (fields.metadata !== undefined) {
           try {

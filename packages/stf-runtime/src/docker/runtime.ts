@@ -15,14 +15,16 @@
  * the last line that is such a document counts); stderr lines are the run's logs. A non-zero exit fails the run
  * with the tail of stderr. Limits: `timeoutMs` covers waiting for a slot and the container's whole life (it is
  * killed at the deadline), stdout beyond `maxOutputBytes` kills it, exit 137 that we did not cause is reported
- * as the memory limit (cgroup v1 does not always set OOMKilled), at most `concurrency` containers run at once.
- * Images are never pulled: the operator loads them into the engine.
+ * as the memory limit (cgroup v1 does not always set OOMKilled), at most `concurrency` containers run at once,
+ * the others waiting in a per-workspace fair queue (fair-queue.ts). Images are never pulled: the operator loads
+ * them into the engine.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDockerConfig } from '../docker-config.js';
+import { FairQueue, type FairQueueStats } from '../fair-queue.js';
 import { createMasker, LogCollector } from '../wasm/logs.js';
 import { StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
 import { openApiSocket } from './api-socket.js';
@@ -33,6 +35,10 @@ export interface DockerRuntimeOptions {
   dockerHost: string;
   /** Containers running at once in this process (default 2); later runs wait for a slot within their deadline. */
   concurrency?: number;
+  /** Runs one workspace may have waiting for a slot; one more is refused with StfRuntimeBusy (default 16). */
+  maxQueuedPerWorkspace?: number;
+  /** Containers one workspace may have running even when nobody else waits (default: `concurrency`). */
+  maxRunningPerWorkspace?: number;
   /** Processes (threads) one container may have (default 64). */
   pidsLimit?: number;
   /** Size of the writable /tmp tmpfs (default 16 MiB; it counts toward the memory limit). */
@@ -47,12 +53,19 @@ export interface DockerRuntimeStats {
   runs: number;
   activeRuns: number;
   waiting: number;
+  /** Runs holding a slot and waiting for one, per workspace. */
+  queue: FairQueueStats;
 }
 
 export interface DockerRuntime extends StfRuntime {
   stats(): DockerRuntimeStats;
   /** Asks the engine for its version: resolves when it answers (a health check), rejects with EngineError. */
   ping(): Promise<{ version: string; apiVersion: string }>;
+  /**
+   * Removes STF containers whose run's deadline passed more than `graceMs` ago: left by a process that died (a
+   * live process removes its containers itself). Returns how many; any process of the deployment may call it.
+   */
+  removeExpired(graceMs: number): Promise<number>;
 }
 
 /** Where the per-run directory is mounted in the container, and the socket in it. */
@@ -70,45 +83,9 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
   return new DockerStfRuntime(opts);
 }
 
-class Slots {
-  private used = 0;
-  private readonly queue: Array<() => void> = [];
-
-  constructor(readonly size: number) {}
-
-  get waiting(): number {
-    return this.queue.length;
-  }
-
-  /** Resolves with a release function, or false when `deadline` passes first. */
-  acquire(deadline: number): Promise<(() => void) | false> {
-    const release = () => {
-      const next = this.queue.shift();
-      if (next) next();
-      else this.used--;
-    };
-    if (this.used < this.size) {
-      this.used++;
-      return Promise.resolve(release);
-    }
-    return new Promise((resolve) => {
-      const grant = () => {
-        clearTimeout(timer);
-        resolve(release);
-      };
-      const timer = setTimeout(() => {
-        const i = this.queue.indexOf(grant);
-        if (i >= 0) this.queue.splice(i, 1);
-        resolve(false);
-      }, Math.max(0, deadline - Date.now()));
-      this.queue.push(grant);
-    });
-  }
-}
-
 class DockerStfRuntime implements DockerRuntime {
   private readonly engine: EngineClient;
-  private readonly slots: Slots;
+  private readonly slots: FairQueue;
   private readonly active = new Set<string>();
   /** Kill switches of the running containers, pulled by close(). */
   private readonly closers = new Set<() => void>();
@@ -118,16 +95,42 @@ class DockerStfRuntime implements DockerRuntime {
 
   constructor(private readonly opts: DockerRuntimeOptions) {
     this.engine = new EngineClient(parseDockerHost(opts.dockerHost));
-    this.slots = new Slots(Math.max(1, opts.concurrency ?? 2));
+    this.slots = new FairQueue({
+      capacity: Math.max(1, opts.concurrency ?? 2),
+      maxQueuedPerWorkspace: opts.maxQueuedPerWorkspace ?? 16,
+      maxRunningPerWorkspace: opts.maxRunningPerWorkspace,
+      slotName: 'container slots',
+    });
   }
 
   stats(): DockerRuntimeStats {
-    return { runs: this.runs, activeRuns: this.active.size, waiting: this.slots.waiting };
+    const queue = this.slots.stats();
+    return { runs: this.runs, activeRuns: this.active.size, waiting: queue.waiting, queue };
   }
 
   async ping(): Promise<{ version: string; apiVersion: string }> {
     const body = (await this.engine.call('GET', '/version', undefined, 5_000)) as { Version?: string; ApiVersion?: string };
     return { version: String(body.Version ?? ''), apiVersion: String(body.ApiVersion ?? '') };
+  }
+
+  async removeExpired(graceMs: number): Promise<number> {
+    const filters = encodeURIComponent(JSON.stringify({ label: ['wds.stf=true'] }));
+    const listed = (await this.engine.call('GET', `/containers/json?all=1&filters=${filters}`, undefined, 10_000)) as {
+      Id: string;
+      Labels?: Record<string, string>;
+      Created?: number;
+    }[];
+    const now = Date.now();
+    let removed = 0;
+    for (const c of listed) {
+      if (this.active.has(c.Id)) continue;
+      // Containers made before the label existed: their creation time plus the longest a run may take (an hour).
+      const deadline = Number(c.Labels?.['wds.deadline']) || (c.Created ?? now / 1000) * 1000 + 3600_000;
+      if (deadline + graceMs > now) continue;
+      const res = await this.engine.request('DELETE', `/containers/${c.Id}?force=1&v=1`).catch(() => undefined);
+      if (res && (res.status < 300 || res.status === 404)) removed++;
+    }
+    return removed;
   }
 
   private workDir(): Promise<string> {
@@ -152,11 +155,11 @@ class DockerStfRuntime implements DockerRuntime {
       env.push(`${key}=${value}`);
     }
 
-    const release = await this.slots.acquire(deadline);
-    if (!release) {
+    const grant = await this.slots.acquire(req.workspaceId, deadline - Date.now());
+    if (!grant) {
       throw new StfError(
         'timeout',
-        `The STF did not get one of the ${this.slots.size} container slots within its time limit of ${req.limits.timeoutMs} ms`,
+        `The STF did not get one of the ${this.slots.capacity} container slots within its time limit of ${req.limits.timeoutMs} ms`,
       );
     }
     this.runs++;
@@ -169,7 +172,7 @@ class DockerStfRuntime implements DockerRuntime {
       await chmod(runDir, 0o755);
       api = await openApiSocket(join(runDir, 'api.sock'), req.sql);
       const masked = createMasker([...Object.values(req.secrets), api.token]);
-      id = await this.create(config.image, config.command, env, runDir, req);
+      id = await this.create(config.image, config.command, env, runDir, req, deadline);
       this.active.add(id);
       return await this.execute(id, req, api.token, deadline, started, masked);
     } finally {
@@ -179,11 +182,11 @@ class DockerStfRuntime implements DockerRuntime {
       }
       await api?.close();
       if (runDir) await rm(runDir, { recursive: true, force: true }).catch(() => undefined);
-      release();
+      grant.release();
     }
   }
 
-  private async create(image: string, command: string[], env: string[], runDir: string, req: StfRunRequest): Promise<string> {
+  private async create(image: string, command: string[], env: string[], runDir: string, req: StfRunRequest, deadline: number): Promise<string> {
     const memory = req.limits.memoryBytes;
     const tmpfs = this.opts.tmpfsBytes ?? 16 * 1024 * 1024;
     const res = await this.engine.request('POST', '/containers/create', {
@@ -199,7 +202,8 @@ class DockerStfRuntime implements DockerRuntime {
       AttachStderr: true,
       Tty: false,
       NetworkDisabled: true,
-      Labels: { 'wds.stf': 'true', 'wds.workspace_id': req.workspaceId ?? '', 'wds.stf_id': req.stfId ?? '' },
+      // wds.deadline (epoch ms): past it, only a dead process can still own the container (removeExpired).
+      Labels: { 'wds.stf': 'true', 'wds.workspace_id': req.workspaceId ?? '', 'wds.stf_id': req.stfId ?? '', 'wds.deadline': String(deadline) },
       HostConfig: {
         NetworkMode: 'none',
         ReadonlyRootfs: true,
@@ -347,6 +351,7 @@ class DockerStfRuntime implements DockerRuntime {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.slots.close(new EngineError('the docker runtime is closed'));
     for (const close of this.closers) close();
     const dir = this.baseDir ? await this.baseDir.catch(() => undefined) : undefined;
     // Runs finish their own clean-up; wait briefly for them, then remove what is left.

@@ -6,14 +6,26 @@
  * stack as the run's workers.
  */
 import { parentPort } from 'node:worker_threads';
-import { newQuickJSWASMModule, type QuickJSWASMModule, RELEASE_SYNC } from 'quickjs-emscripten';
+import type { QuickJSWASMModule } from 'quickjs-emscripten';
+import { DEFAULT_LIMITS } from '../types.js';
 import { compileInEngine, type FromCompileWorker, type ToCompileWorker } from './compile-check.js';
-import { HEAP_SLACK_BYTES } from './engine.js';
+import { compileQuickJS, heapBytes, heapLimitFor, heapMaximumFor, newBoundedQuickJS } from './quickjs-module.js';
 
 const port = parentPort;
 if (!port) throw new Error('compile-worker.ts must run in a worker thread');
 
-let module: Promise<QuickJSWASMModule> = newQuickJSWASMModule(RELEASE_SYNC);
+const compiled = compileQuickJS();
+/** The module, and the memory limit its heap maximum was made for. */
+let moduleFor = DEFAULT_LIMITS.memoryBytes;
+let module: Promise<QuickJSWASMModule> = newModule(moduleFor);
+
+function newModule(memoryBytes: number): Promise<QuickJSWASMModule> {
+  moduleFor = memoryBytes;
+  const mod = newBoundedQuickJS(heapMaximumFor(memoryBytes), compiled);
+  // If even a fresh module cannot load, the worker is useless: exit so the main thread starts another.
+  mod.catch(() => process.exit(1));
+  return mod;
+}
 
 function post(msg: FromCompileWorker): void {
   port!.postMessage(msg);
@@ -35,21 +47,11 @@ port.on('message', (msg: ToCompileWorker) => {
 });
 
 async function handle(msg: ToCompileWorker): Promise<void> {
+  // The heap's maximum follows the memory limit of the check.
+  if (moduleFor !== msg.memoryBytes) module = newModule(msg.memoryBytes);
   const mod = await module;
   const { outcome, poisoned } = compileInEngine(mod, msg);
   post({ type: 'result', id: msg.id, outcome });
   // WASM memory never shrinks: do not keep a heap a large input grew.
-  if (poisoned || heapBytes(mod) > msg.memoryBytes + HEAP_SLACK_BYTES) {
-    module = newQuickJSWASMModule(RELEASE_SYNC);
-    // If even a fresh module cannot load, the worker is useless: exit so the main thread starts another.
-    module.catch(() => process.exit(1));
-  }
-}
-
-function heapBytes(mod: QuickJSWASMModule): number {
-  try {
-    return (mod.getWasmMemory() as { buffer: ArrayBuffer }).buffer.byteLength;
-  } catch {
-    return 0;
-  }
+  if (poisoned || heapBytes(mod) > heapLimitFor(msg.memoryBytes)) module = newModule(msg.memoryBytes);
 }

@@ -30,15 +30,21 @@ export interface EngineJob {
   interruptAt: number;
   /**
    * Backstop of the memory limit: the guest is stopped (kind 'memory') when the WASM heap grows beyond this. The
-   * QuickJS build counts 8 bytes per allocation (no malloc_usable_size), so many small objects can use several times
-   * `memoryBytes` before setMemoryLimit trips; the heap size catches them.
+   * QuickJS build counts 8 bytes per allocation (no malloc_usable_size), so setMemoryLimit only refuses single
+   * allocations larger than `memoryBytes`, never their sum; the heap size catches the sum. (The heap itself cannot
+   * grow much further: see quickjs-module.ts.)
    */
   heapLimitBytes?: number;
 }
 
 export interface EngineHost {
-  /** Returns false once the log cap is reached. */
-  log(level: LogLine['level'], message: string): boolean;
+  /**
+   * Characters the first log line may have (0: no logs); the guest cuts longer lines to it, so a huge line is never
+   * copied out of the WASM heap.
+   */
+  logRoom(): number;
+  /** Takes one line (`cut`: it was cut to the room it had) and returns the room of the next (0 once the cap is reached). */
+  log(level: LogLine['level'], message: string, cut: boolean): number;
   /** JSON text of the rows or the affected count; throws an Error whose message the guest sees. */
   sql(query: string): string;
   /** ES module source of a bundled library, or undefined when the name is not allowed. */
@@ -46,9 +52,6 @@ export interface EngineHost {
   /** Current size of the module's WASM memory, when known. */
   heapBytes?(): number;
 }
-
-/** What the WASM heap may hold beyond `memoryBytes`: the 16 MiB the module starts with (stack, data, runtime). */
-export const HEAP_SLACK_BYTES = 16 * 1024 * 1024;
 
 export interface EngineResult {
   outcome: RunOutcome;
@@ -195,7 +198,16 @@ class Execution {
       }
       // The guest may have caught the error of an SQL call that outlived the deadline.
       if (this.interrupted || this.heapExceeded) return this.classify({ message: 'interrupted' }, 'run');
-      const json = vm.getString(this.unwrap(vm.callFunction(api.serialize, vm.undefined, result), 'output'));
+      const serialized = this.unwrap(vm.callFunction(api.serialize, vm.undefined, result), 'output');
+      if (vm.typeof(serialized) === 'number') {
+        // Longer in characters than the limit in bytes: reported by its length, never copied out.
+        return {
+          ok: false,
+          kind: 'output_too_large',
+          message: `The output is at least ${vm.getNumber(serialized)} bytes of JSON; the limit is ${job.maxOutputBytes}`,
+        };
+      }
+      const json = vm.getString(serialized);
       const bytes = Buffer.byteLength(json);
       if (bytes > job.maxOutputBytes) {
         return {
@@ -225,10 +237,9 @@ class Execution {
   private setup(): { invoke: QuickJSHandle; serialize: QuickJSHandle } {
     const { vm, host } = this;
     const log = this.own(
-      vm.newFunction('hostLog', (level, text) => {
-        const ok = host.log(vm.getString(level) as LogLine['level'], vm.getString(text));
-        return ok ? vm.true : vm.false;
-      }),
+      vm.newFunction('hostLog', (level, text, cut) =>
+        vm.newNumber(host.log(vm.getString(level) as LogLine['level'], vm.getString(text), vm.dump(cut) === true)),
+      ),
     );
     const sql = this.own(
       vm.newFunction('hostSql', (query) => {
@@ -247,8 +258,10 @@ class Execution {
       }),
     );
     const boot = this.own(vm.newString(this.job.boot));
+    const logRoom = this.own(vm.newNumber(host.logRoom()));
+    const maxOutput = this.own(vm.newNumber(this.job.maxOutputBytes));
     const prelude = this.unwrap(vm.evalCode(PRELUDE_SOURCE, PRELUDE_FILE, { type: 'global' }), 'setup');
-    const api = this.unwrap(vm.callFunction(prelude, vm.undefined, log, sql, random, boot), 'setup');
+    const api = this.unwrap(vm.callFunction(prelude, vm.undefined, log, sql, random, boot, logRoom, maxOutput), 'setup');
     this.describeFn = this.own(vm.getProp(api, 'describe'));
     return {
       invoke: this.own(vm.getProp(api, 'invoke')),
@@ -311,6 +324,12 @@ class Execution {
 
   private describeFn: QuickJSHandle | undefined;
 
+  /** The heap grew past the backstop: whatever failed (an error that could not even be built, say) ran out of memory. */
+  private heapFull(): boolean {
+    const { heapBytes } = this.host;
+    return heapBytes !== undefined && this.job.heapLimitBytes !== undefined && heapBytes() > this.job.heapLimitBytes;
+  }
+
   private timeout(): RunOutcome {
     return { ok: false, kind: 'timeout', message: `The STF ran longer than ${this.job.timeoutMs} ms` };
   }
@@ -318,7 +337,7 @@ class Execution {
   private classify(info: ErrorInfo, phase: Phase): RunOutcome {
     const name = info.name;
     const message = info.message;
-    if (this.heapExceeded || (name === 'InternalError' && message === 'out of memory')) {
+    if (this.heapExceeded || this.heapFull() || (name === 'InternalError' && message === 'out of memory')) {
       return {
         ok: false,
         kind: 'memory',

@@ -2,15 +2,33 @@
  * The JavaScript STF runtime (DECISIONS §6): a small pool of worker threads, each owning a QuickJS WASM module.
  * The main thread enforces the wall-clock limit: a worker that does not answer within `limits.timeoutMs` is
  * terminated and replaced, so a guest stuck in garbage collection or in native code still ends on time.
+ *
+ * Runs wait for a worker in a per-workspace fair queue (fair-queue.ts), and the wait counts against their time
+ * limit. Memory: each worker's QuickJS heap has a hard maximum near the run's limit (quickjs-module.ts), its V8 heap
+ * has `resourceLimits`, nothing large crosses from the guest into the worker (prelude.ts) or from the worker into
+ * this thread (outputs and logs are capped, SQL answers larger than the memory limit are refused), and a worker
+ * whose heap grew past `recycleHeapBytes` is terminated after its run and replaced, which returns the memory to the
+ * system (WASM memory never shrinks). So the process grows by at most about `workers` × (heap maximum + V8 heap
+ * limit), whatever the guests do — see docs/stfs.md.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
-import { type LogLine, type SqlCallResult, StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
+import { FairQueue, type FairQueueStats, type Grant } from '../fair-queue.js';
+import {
+  DEFAULT_LIMITS,
+  type LogLine,
+  type SqlCallResult,
+  StfError,
+  type StfRunRequest,
+  type StfRunResult,
+  type StfRuntime,
+} from '../types.js';
 import { bundledLibrarySources } from './libraries.js';
 import { createMasker } from './mask.js';
 import type { FromWorker, RunOutcome, SqlAnswer, ToWorker, WorkerInit } from './protocol.js';
+import { compileQuickJS, INITIAL_HEAP_BYTES } from './quickjs-module.js';
 
 export interface JavascriptRuntimeOptions {
   /** Worker threads in the pool (default 2). Runs beyond that wait for a free worker. */
@@ -19,6 +37,21 @@ export interface JavascriptRuntimeOptions {
   libraries?: Record<string, string>;
   /** Start (and warm up) all workers now rather than on the first runs (default true). */
   prewarm?: boolean;
+  /** Runs one workspace may have waiting for a worker; one more is refused with StfRuntimeBusy (default 16). */
+  maxQueuedPerWorkspace?: number;
+  /** Runs one workspace may have in progress even when nobody else waits (default: all workers). */
+  maxRunningPerWorkspace?: number;
+  /**
+   * A worker whose QuickJS heap is larger than this after a run is terminated and replaced, giving the memory back
+   * (default: the initial 16 MiB heap plus half the default memory limit, 48 MiB).
+   */
+  recycleHeapBytes?: number;
+  /**
+   * Old-generation limit of each worker's V8 heap in MiB (default 256): what the worker may hold outside QuickJS — the
+   * bundled libraries' sources, an SQL answer on its way in (at most the run's memory limit), the output on its way
+   * out. A worker past it is stopped, and its run fails with kind 'memory'.
+   */
+  workerHeapMb?: number;
 }
 
 export interface JavascriptRuntimeStats {
@@ -27,8 +60,12 @@ export interface JavascriptRuntimeStats {
   queued: number;
   /** Workers terminated (hard timeout) or lost (crash) and replaced. */
   workerRestarts: number;
+  /** Workers retired after a run grew their heap past `recycleHeapBytes`, and replaced. */
+  workerRecycles: number;
   /** QuickJS modules replaced inside a worker after an abort poisoned them. */
   engineResets: number;
+  /** Runs in progress and waiting, per workspace. */
+  queue: FairQueueStats;
 }
 
 export interface JavascriptRuntime extends StfRuntime {
@@ -45,6 +82,7 @@ interface ActiveRun {
   id: number;
   req: StfRunRequest;
   logs: LogLine[];
+  /** performance.now() when the worker got it: duration_ms counts from here (the time limit from the request). */
   started: number;
   timer: NodeJS.Timeout;
   resolve(result: StfRunResult): void;
@@ -61,12 +99,9 @@ interface Slot {
   busy: boolean;
   dead: boolean;
   run?: ActiveRun;
+  /** The fair queue's slot the worker's current run holds. */
+  grant?: Grant;
   onPoisoned?: () => void;
-}
-
-interface Waiter {
-  resolve(slot: Slot): void;
-  reject(error: Error): void;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -75,11 +110,16 @@ class Pool implements JavascriptRuntime {
   private readonly size: number;
   private readonly libraries: Record<string, string>;
   private readonly workerFile: string;
+  private readonly queue: FairQueue;
+  private readonly recycleHeapBytes: number;
+  private readonly workerHeapMb: number;
+  /** The QuickJS WASM compiled once, shared by every worker (undefined: each compiles its own). */
+  private readonly quickjs = compileQuickJS();
   private slots: Slot[] = [];
-  private waiters: Waiter[] = [];
   private closed = false;
   private runSeq = 0;
   private workerRestarts = 0;
+  private workerRecycles = 0;
   private engineResets = 0;
 
   constructor(opts: JavascriptRuntimeOptions) {
@@ -87,41 +127,59 @@ class Pool implements JavascriptRuntime {
     // Posted to each worker once, when it starts (workerData), not with each run.
     this.libraries = { ...(opts.libraries ?? bundledLibrarySources()) };
     this.workerFile = resolveWorkerFile();
+    this.queue = new FairQueue({
+      capacity: this.size,
+      maxQueuedPerWorkspace: opts.maxQueuedPerWorkspace ?? 16,
+      maxRunningPerWorkspace: opts.maxRunningPerWorkspace,
+      slotName: 'JavaScript workers',
+    });
+    this.recycleHeapBytes = opts.recycleHeapBytes ?? INITIAL_HEAP_BYTES + DEFAULT_LIMITS.memoryBytes / 2;
+    this.workerHeapMb = opts.workerHeapMb ?? 256;
     if (opts.prewarm ?? true) while (this.slots.length < this.size) this.spawn();
   }
 
   stats(): JavascriptRuntimeStats {
+    const queue = this.queue.stats();
     return {
       workers: this.slots.length,
       busy: this.slots.filter((s) => s.busy).length,
-      queued: this.waiters.length,
+      queued: queue.waiting,
       workerRestarts: this.workerRestarts,
+      workerRecycles: this.workerRecycles,
       engineResets: this.engineResets,
+      queue,
     };
   }
 
   async run(req: StfRunRequest): Promise<StfRunResult> {
+    const asked = performance.now();
     const code = decodeCode(req.code);
     const boot = encodeJson(
       { input: req.input ?? null, sources: req.sources ?? {}, caller: req.caller ?? null, env: req.secrets ?? {} },
       'the input and sources must be JSON-serialisable',
     );
-    const slot = await this.acquire();
+    const limits = req.limits;
+    const limitMs = Math.max(1, Math.min(limits.timeoutMs, MAX_TIMER_MS));
+    const slot = await this.acquire(req.workspaceId, limitMs);
+    if (!slot) throw waitedTooLong(limits.timeoutMs, this.size);
     try {
       await slot.ready;
     } catch (e) {
       this.release(slot);
       throw e;
     }
-    const limits = req.limits;
-    const timeoutMs = Math.max(1, Math.min(limits.timeoutMs, MAX_TIMER_MS));
+    // What is left of the time limit after waiting for the worker (and for it to start).
+    const timeoutMs = Math.floor(limitMs - (performance.now() - asked));
+    if (timeoutMs < 1) {
+      this.release(slot);
+      throw waitedTooLong(limits.timeoutMs, this.size);
+    }
     return new Promise<StfRunResult>((resolve, reject) => {
-      const started = performance.now();
       const run: ActiveRun = {
         id: ++this.runSeq,
         req,
         logs: [],
-        started,
+        started: performance.now(),
         timer: setTimeout(() => this.onTimeout(slot, run), timeoutMs),
         resolve,
         reject,
@@ -147,7 +205,8 @@ class Pool implements JavascriptRuntime {
   }
 
   async poisonEngineForTests(): Promise<void> {
-    const slot = await this.acquire();
+    const slot = await this.acquire(null, MAX_TIMER_MS);
+    if (!slot) throw new Error('no worker became free');
     try {
       await slot.ready;
       await new Promise<void>((resolve) => {
@@ -163,7 +222,7 @@ class Pool implements JavascriptRuntime {
   async close(): Promise<void> {
     this.closed = true;
     const error = new Error('the JavaScript runtime is closed');
-    for (const w of this.waiters.splice(0)) w.reject(error);
+    this.queue.close(error);
     const slots = this.slots.splice(0);
     await Promise.all(
       slots.map(async (slot) => {
@@ -178,12 +237,21 @@ class Pool implements JavascriptRuntime {
 
   // ---- the pool
 
-  private acquire(): Promise<Slot> {
-    if (this.closed) return Promise.reject(new Error('the JavaScript runtime is closed'));
-    const idle = this.slots.find((s) => !s.busy && !s.dead);
-    if (idle) return Promise.resolve(this.markBusy(idle));
-    if (this.slots.length < this.size) return Promise.resolve(this.markBusy(this.spawn()));
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  /**
+   * A worker for a run of `workspaceId`, after its turn in the fair queue; false when `maxWaitMs` passed first.
+   * The queue hands out at most `size` grants, so a granted run always finds an idle worker or room for one.
+   */
+  private async acquire(workspaceId: string | null | undefined, maxWaitMs: number): Promise<Slot | false> {
+    if (this.closed) throw new Error('the JavaScript runtime is closed');
+    const grant = await this.queue.acquire(workspaceId, maxWaitMs);
+    if (!grant) return false;
+    if (this.closed) {
+      grant.release();
+      throw new Error('the JavaScript runtime is closed');
+    }
+    const slot = this.slots.find((s) => !s.busy && !s.dead) ?? this.spawn();
+    slot.grant = grant;
+    return this.markBusy(slot);
   }
 
   /** A busy worker keeps the process alive (it may be starting, or blocked waiting for an SQL answer). */
@@ -193,21 +261,32 @@ class Pool implements JavascriptRuntime {
     return slot;
   }
 
+  /** Ends the worker's turn: its queue slot goes to the next run (which takes an idle or fresh worker). */
   private release(slot: Slot): void {
     slot.run = undefined;
     slot.busy = false;
     slot.worker.unref();
-    if (slot.dead) return;
-    const waiter = this.waiters.shift();
-    if (waiter) waiter.resolve(this.markBusy(slot));
+    const grant = slot.grant;
+    slot.grant = undefined;
+    grant?.release();
   }
 
   private spawn(): Slot {
     const signal = new Int32Array(new SharedArrayBuffer(4));
     const { port1, port2 } = new MessageChannel();
     port1.unref();
-    const init: WorkerInit = { signal: signal.buffer as SharedArrayBuffer, answers: port2, libraries: this.libraries };
-    const worker = new Worker(this.workerFile, { workerData: init, transferList: [port2] });
+    const init: WorkerInit = {
+      signal: signal.buffer as SharedArrayBuffer,
+      answers: port2,
+      libraries: this.libraries,
+      memoryBytes: DEFAULT_LIMITS.memoryBytes,
+      ...(this.quickjs ? { quickjs: this.quickjs } : {}),
+    };
+    const worker = new Worker(this.workerFile, {
+      workerData: init,
+      transferList: [port2],
+      resourceLimits: { maxOldGenerationSizeMb: this.workerHeapMb, maxYoungGenerationSizeMb: 16 },
+    });
     worker.unref(); // an idle pool does not keep the process alive; a running STF's timer does
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
@@ -243,7 +322,7 @@ class Pool implements JavascriptRuntime {
           break;
         case 'result':
           if (msg.engineReset) this.engineResets++;
-          this.onResult(slot, msg.runId, msg.outcome);
+          this.onResult(slot, msg.runId, msg.outcome, msg.heapBytes);
           break;
         case 'poisoned':
           if (msg.engineReset) this.engineResets++;
@@ -257,22 +336,15 @@ class Pool implements JavascriptRuntime {
     return slot;
   }
 
-  /** Removes a dead slot and starts a fresh worker in its place, handing it to the next waiting run. */
+  /**
+   * Removes a dead slot, starts a fresh worker in its place (unless it never started: the next run tries again
+   * rather than a loop of workers that cannot start), and gives its queue slot to the next run.
+   */
   private replace(slot: Slot): void {
     slot.dead = true;
     this.slots = this.slots.filter((s) => s !== slot);
-    if (this.closed) return;
-    if (!slot.isReady) {
-      // It never started: do not loop on a worker that cannot start; fail the waiting runs instead.
-      if (this.slots.length === 0) {
-        const error = new Error('the JavaScript worker could not start');
-        for (const w of this.waiters.splice(0)) w.reject(error);
-      }
-      return;
-    }
-    const fresh = this.spawn();
-    const waiter = this.waiters.shift();
-    if (waiter) waiter.resolve(this.markBusy(fresh));
+    if (!this.closed && slot.isReady) this.spawn();
+    this.release(slot);
   }
 
   // ---- events of a run
@@ -284,10 +356,13 @@ class Pool implements JavascriptRuntime {
     slot.run = undefined;
   }
 
-  private onResult(slot: Slot, runId: number, outcome: RunOutcome): void {
+  private onResult(slot: Slot, runId: number, outcome: RunOutcome, heapBytes: number): void {
     const run = slot.run;
     if (!run || run.id !== runId) return;
     const duration_ms = elapsed(run);
+    // A heap that grew stays grown (WASM memory never shrinks): retire the worker, which frees it all. After a
+    // memory failure too, since an allocation of the host's side may have failed inside the heap.
+    const retire = heapBytes > this.recycleHeapBytes || (!outcome.ok && 'kind' in outcome && outcome.kind === 'memory');
     this.finish(slot, run, () => {
       if (outcome.ok) {
         run.resolve({ output: JSON.parse(outcome.output) as unknown, logs: run.logs, duration_ms });
@@ -299,7 +374,13 @@ class Pool implements JavascriptRuntime {
         run.reject(new StfError(outcome.kind, mask(outcome.message), details, run.logs));
       }
     });
-    this.release(slot);
+    if (retire && !slot.dead) {
+      this.workerRecycles++;
+      void slot.worker.terminate().catch(() => undefined);
+      this.replace(slot);
+    } else {
+      this.release(slot);
+    }
   }
 
   private onTimeout(slot: Slot, run: ActiveRun): void {
@@ -319,7 +400,17 @@ class Pool implements JavascriptRuntime {
     if (slot.dead) return;
     slot.failReady(error);
     const run = slot.run;
-    if (run) this.finish(slot, run, () => run.reject(new Error(`the JavaScript worker failed: ${error.message}`)));
+    if (run) {
+      // The worker's V8 heap reached its resourceLimits: the run's doing (an SQL answer, logs, output too large).
+      const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
+      this.finish(slot, run, () =>
+        run.reject(
+          outOfMemory
+            ? new StfError('memory', `The STF used more memory than its limit (${run.req.limits.memoryBytes} bytes)`, 'the worker ran out of heap', run.logs)
+            : new Error(`the JavaScript worker failed: ${error.message}`),
+        ),
+      );
+    }
     if (slot.isReady) this.workerRestarts++;
     void slot.worker.terminate().catch(() => undefined);
     this.replace(slot);
@@ -345,10 +436,23 @@ class Pool implements JavascriptRuntime {
         if (typeof result !== 'number' && !Array.isArray(result)) {
           throw new Error('the sql callback returned neither rows nor a count');
         }
-        reply({ seq, ok: true, json: encodeJson(result, 'the sql result is not JSON-serialisable') });
+        const json = encodeJson(result, 'the sql result is not JSON-serialisable');
+        // It could not fit in the guest's memory anyway; refused before it is copied into the worker.
+        const limit = run.req.limits.memoryBytes;
+        if (json.length > limit) throw new Error(`the result of sql() is ${json.length} characters of JSON, more than the STF's memory limit (${limit} bytes)`);
+        reply({ seq, ok: true, json });
       })
       .catch((e: unknown) => reply({ seq, ok: false, message: e instanceof Error ? e.message : String(e) }));
   }
+}
+
+/** A run that waited its whole time limit for a worker: it never ran. */
+function waitedTooLong(timeoutMs: number, workers: number): StfError {
+  return new StfError(
+    'timeout',
+    `The STF ran longer than ${timeoutMs} ms`,
+    `it spent its whole time limit waiting for one of the ${workers} JavaScript workers and did not run`,
+  );
 }
 
 function elapsed(run: ActiveRun): number {

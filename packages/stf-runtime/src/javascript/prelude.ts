@@ -1,18 +1,31 @@
 /**
  * Guest-side JavaScript evaluated in each fresh QuickJS context before the user's code. It is a function
- * expression `(hostLog, hostSql, hostRandom, boot) => api`: it installs the globals of DECISIONS §6 (`$input`,
- * `$sources`, `$caller`, `$env`, `sql`, `console`) and `crypto.getRandomValues` / `crypto.randomUUID` (what
- * libraries such as crypto-js need for keys and salts), and returns helpers the host calls later. It captures JSON, String, … before
- * the user's code runs, so the user cannot change how the host reads results and errors.
+ * expression `(hostLog, hostSql, hostRandom, boot, logRoom, maxOutputChars) => api`: it installs the globals of
+ * DECISIONS §6 (`$input`, `$sources`, `$caller`, `$env`, `sql`, `console`) and `crypto.getRandomValues` /
+ * `crypto.randomUUID` (what libraries such as crypto-js need for keys and salts), and returns helpers the host calls
+ * later. It captures JSON, String, … before the user's code runs, so the user cannot change how the host reads
+ * results and errors.
  *
- * - hostLog(level, text) → boolean: false once the log cap is reached (then formatting stops).
+ * Nothing large crosses into the host (every crossing is a copy into the worker's own heap): a log line is cut to
+ * the room the host has left for logs, an output longer than the output limit is reported by its length only, a
+ * query is at most MAX_QUERY_CHARS, and an error's message and stack are clipped.
+ *
+ * - hostLog(level, text, cut) → the characters the next line may have (0 once the log cap is reached; then
+ *   formatting stops). `cut`: the line was longer than the room it was given.
  * - hostSql(query) → JSON text of the rows or the affected count; throws an Error with the callback's message.
  * - hostRandom(n) → n (≤ 65536) bytes from the host's CSPRNG, as hex text.
  * - boot: JSON text of { input, sources, caller, env }.
+ * - logRoom: the characters the first log line may have.
+ * - maxOutputChars: an output whose JSON is longer is not handed over (serialize returns its length instead).
  */
 export const PRELUDE_FILE = 'stf-prelude.js';
 
-export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom, boot) {
+/** The longest query text sql() accepts: the SQL layer's own cap (1 MiB of UTF-8; a longer text has more bytes). */
+export const MAX_QUERY_CHARS = 1024 * 1024;
+/** How much of a thrown error's message and stack the host reads. */
+export const MAX_ERROR_CHARS = 16 * 1024;
+
+export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom, boot, logRoom, maxOutputChars) {
   'use strict';
   const g = globalThis;
   const parse = JSON.parse;
@@ -50,13 +63,13 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
     }
   }
 
-  let logsOpen = true;
   function logger(level) {
     return function () {
-      if (!logsOpen) return;
+      if (!(logRoom > 0)) return;
       let text = '';
-      for (let i = 0; i < arguments.length; i++) text += (i ? ' ' : '') + format(arguments[i]);
-      logsOpen = hostLog(level, text);
+      for (let i = 0; i < arguments.length && text.length <= logRoom; i++) text += (i ? ' ' : '') + format(arguments[i]);
+      const cut = text.length > logRoom;
+      logRoom = hostLog(level, cut ? text.slice(0, logRoom) : text, cut);
     };
   }
   const console = {
@@ -66,6 +79,7 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
 
   function sql(query) {
     if (typeof query !== 'string') throw new TypeErrorCtor('sql(query) expects the query as a string');
+    if (query.length > ${MAX_QUERY_CHARS}) throw new ErrorCtor('sql(query): the query is longer than 1 MiB');
     return parse(hostSql(query));
   }
 
@@ -112,10 +126,11 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
       }
       return (async function () { return await fn(data.input, ctx); })();
     },
-    // The output as JSON text; undefined becomes null.
+    // The output as JSON text (undefined becomes null), or the length of a JSON text too long to hand over.
     serialize: function (value) {
       const json = stringify(value);
-      return json === undefined ? 'null' : json;
+      if (json === undefined) return 'null';
+      return json.length > maxOutputChars ? json.length : json;
     },
     // A thrown value as JSON { name?, message, stack?, fileName?, lineNumber? }; never throws on ordinary values.
     describe: function (e) {
@@ -126,7 +141,8 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
           for (let i = 0; i < keys.length; i++) {
             try {
               const v = e[keys[i]];
-              if (typeof v === 'string' || typeof v === 'number') out[keys[i]] = v;
+              if (typeof v === 'string') out[keys[i]] = v.length > ${MAX_ERROR_CHARS} ? v.slice(0, ${MAX_ERROR_CHARS}) + '…' : v;
+              else if (typeof v === 'number') out[keys[i]] = v;
             } catch (err) {
               // a throwing getter: leave the field out
             }
@@ -135,6 +151,7 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
         } else {
           out.message = format(e);
         }
+        if (out.message.length > ${MAX_ERROR_CHARS}) out.message = out.message.slice(0, ${MAX_ERROR_CHARS}) + '…';
       } catch (err) {
         out.message = 'a value that cannot be described was thrown';
       }

@@ -9,6 +9,10 @@ export interface WorkerInit {
   answers: import('node:worker_threads').MessagePort;
   /** Bundled libraries importable by package name: name → ES module source. */
   libraries: Record<string, string>;
+  /** The QuickJS WASM, compiled once by the pool (a WebAssembly.Module), when it could be. */
+  quickjs?: object;
+  /** The memory limit the first QuickJS heap is made for (runs with another limit get a heap of their own). */
+  memoryBytes: number;
 }
 
 export interface RunJob {
@@ -49,5 +53,6 @@ export type FromWorker =
   | { type: 'fatal'; message: string }
   | { type: 'log'; runId: number; level: LogLine['level']; message: string }
   | { type: 'sql'; runId: number; seq: number; query: string }
-  | { type: 'result'; runId: number; outcome: RunOutcome; engineReset: boolean }
+  /** `heapBytes`: the worker's QuickJS heap after the run (the pool retires a worker whose heap grew large). */
+  | { type: 'result'; runId: number; outcome: RunOutcome; engineReset: boolean; heapBytes: number }
   | { type: 'poisoned'; engineReset: boolean };

@@ -7,11 +7,12 @@
  * counter. The worker reads that port with receiveMessageOnPort, so answers of any size need no shared buffer.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { newQuickJSWASMModule, RELEASE_SYNC, type QuickJSWASMModule } from 'quickjs-emscripten';
+import type { QuickJSWASMModule } from 'quickjs-emscripten';
 import type { LogLine } from '../types.js';
-import { type EngineHost, HEAP_SLACK_BYTES, poisonModule, runInEngine, SqlDeadlineError } from './engine.js';
+import { type EngineHost, poisonModule, runInEngine, SqlDeadlineError } from './engine.js';
 import { createMasker, LogCollector } from './mask.js';
-import type { FromWorker, RunJob, SqlAnswer, ToWorker, WorkerInit } from './protocol.js';
+import type { FromWorker, RunJob, RunOutcome, SqlAnswer, ToWorker, WorkerInit } from './protocol.js';
+import { heapBytes, heapLimitFor, heapMaximumFor, newBoundedQuickJS } from './quickjs-module.js';
 
 const port = parentPort;
 if (!port) throw new Error('worker.ts must run in a worker thread');
@@ -19,11 +20,18 @@ const init = workerData as WorkerInit;
 const signal = new Int32Array(init.signal);
 const libraries = new Map(Object.entries(init.libraries));
 
-let module: Promise<QuickJSWASMModule> = newQuickJSWASMModule(RELEASE_SYNC);
+/** The QuickJS module, and the memory limit its heap's maximum was made for. */
+let moduleFor = init.memoryBytes;
+let module: Promise<QuickJSWASMModule> = newModule(moduleFor);
 let sqlSeq = 0;
 
 function post(msg: FromWorker): void {
   port!.postMessage(msg);
+}
+
+function newModule(memoryBytes: number): Promise<QuickJSWASMModule> {
+  moduleFor = memoryBytes;
+  return newBoundedQuickJS(heapMaximumFor(memoryBytes), init.quickjs);
 }
 
 module.then(
@@ -39,7 +47,7 @@ module.then(
  * after about a dozen. Doing those runs before the worker reports ready keeps them off the first STFs.
  */
 function warmUp(mod: QuickJSWASMModule): void {
-  const host: EngineHost = { log: () => true, sql: () => '[{"id":1}]', loadModule: () => undefined };
+  const host: EngineHost = { logRoom: () => 1000, log: () => 1000, sql: () => '[{"id":1}]', loadModule: () => undefined };
   const codes = [
     'console.log("warm", { a: [1, 2] });\nconst rows = sql("select 1");\nreturn { n: $input.n * 2, rows };',
     'export default async (input, ctx) => ({ n: input.n + 1, caller: ctx.caller });',
@@ -56,7 +64,7 @@ function warmUp(mod: QuickJSWASMModule): void {
       interruptAt: Date.now() + 1000,
     };
     if (runInEngine(mod, job, host).poisoned) {
-      replaceModule();
+      replaceModule(moduleFor);
       return;
     }
   }
@@ -70,50 +78,43 @@ async function handle(msg: ToWorker): Promise<void> {
   let mod = await module;
   if (msg.type === 'poison') {
     const poisoned = poisonModule(mod);
-    if (poisoned) replaceModule();
+    if (poisoned) replaceModule(moduleFor);
     post({ type: 'poisoned', engineReset: poisoned });
     return;
   }
-  // WASM memory never shrinks: a heap left large by an earlier run would hide this run's use of memory.
-  const heapLimit = msg.memoryBytes + HEAP_SLACK_BYTES;
-  if (heapBytes(mod) > heapLimit) {
-    replaceModule();
+  // The heap's maximum follows the run's memory limit; and WASM memory never shrinks, so a heap left large by an
+  // earlier run would hide this run's use of memory.
+  const heapLimit = heapLimitFor(msg.memoryBytes);
+  if (moduleFor !== msg.memoryBytes || heapBytes(mod) > heapLimit) {
+    replaceModule(msg.memoryBytes);
     mod = await module;
   }
-  const { outcome, poisoned } = run(mod, msg, heapLimit);
-  post({ type: 'result', runId: msg.runId, outcome, engineReset: poisoned });
-  // Recycle now rather than at the start of the next run.
-  if (poisoned || heapBytes(mod) > heapLimit) replaceModule();
-}
-
-const memories = new WeakMap<QuickJSWASMModule, { buffer: ArrayBuffer } | null>();
-
-/** Size of the module's WASM memory (0 when the variant does not expose it). */
-function heapBytes(mod: QuickJSWASMModule): number {
-  let memory = memories.get(mod);
-  if (memory === undefined) {
-    try {
-      memory = mod.getWasmMemory() as { buffer: ArrayBuffer };
-    } catch {
-      memory = null;
-    }
-    memories.set(mod, memory);
+  const result = run(mod, msg, heapLimit);
+  let { outcome } = result;
+  // An engine failure with the heap at its limit is the guest's memory (an allocation of the host's side failed).
+  if (!outcome.ok && 'internal' in outcome && heapBytes(mod) > heapLimit) {
+    outcome = { ok: false, kind: 'memory', message: `The STF used more memory than its limit (${msg.memoryBytes} bytes)` } satisfies RunOutcome;
   }
-  return memory ? memory.buffer.byteLength : 0;
+  post({ type: 'result', runId: msg.runId, outcome, engineReset: result.poisoned, heapBytes: heapBytes(mod) });
+  if (result.poisoned) replaceModule(moduleFor);
 }
 
-function replaceModule(): void {
-  module = newQuickJSWASMModule(RELEASE_SYNC);
+function replaceModule(memoryBytes: number): void {
+  module = newModule(memoryBytes);
   // If even a fresh module cannot load, the worker is useless: exit so the pool replaces it.
   module.catch(() => process.exit(1));
 }
 
 function run(mod: QuickJSWASMModule, job: RunJob, heapLimit: number): ReturnType<typeof runInEngine> {
-  const logs = new LogCollector(job.maxLogBytes, createMasker(job.secrets), (line: LogLine) =>
-    post({ type: 'log', runId: job.runId, level: line.level, message: line.message }),
+  const logs = new LogCollector(
+    job.maxLogBytes,
+    createMasker(job.secrets),
+    (line: LogLine) => post({ type: 'log', runId: job.runId, level: line.level, message: line.message }),
+    job.secrets,
   );
   const host: EngineHost = {
-    log: (level, message) => logs.push(level, message),
+    logRoom: () => logs.room(),
+    log: (level, message, cut) => logs.push(level, message, cut),
     sql: (query) => {
       if (!job.hasSql) throw new Error('sql is not available here');
       const answer = callSql(job, query);

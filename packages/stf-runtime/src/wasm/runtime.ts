@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CallContext, ExtismPluginOptions, Plugin } from '@extism/extism';
+import { FairQueue, type FairQueueStats } from '../fair-queue.js';
 import { StfError, type LogLine, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
 import { WASM_PAGE_BYTES, type WasmModuleDetails } from './inspect.js';
 import { createMasker, LogCollector } from './logs.js';
@@ -28,13 +29,30 @@ import { checkWasmModule, EXTISM_USER, readValidWasmModule, WASI_MODULE } from '
  * the module's own memory is bounded by its declared maximum (checked against `memoryBytes`), and the Extism
  * kernel memory (input, output, `alloc` blocks) is capped at `memoryBytes` too; output is capped at `maxOutputBytes`
  * and logs (Extism `log_*`, secrets masked) at `maxLogBytes`. HTTP (`http_request`) is denied unless
- * `allowedHosts` lists the host. WASI is enabled only for modules that import `wasi_snapshot_preview1` (no
- * preopened directories; stdout/stderr discarded).
+ * `allowedHosts` lists the host, and then goes through `fetch` — the service's passes every request through its
+ * outbound guard (private addresses refused, the checked address pinned for the connection, no redirects). WASI
+ * is enabled only for modules that import `wasi_snapshot_preview1` (no preopened directories; stdout/stderr
+ * discarded).
+ *
+ * At most `concurrency` plugins run at once; the others wait in a per-workspace fair queue (fair-queue.ts), and
+ * the wait counts against `timeoutMs`.
  */
 
 export interface WasmRuntimeOptions {
   /** Hosts a plugin may reach with Extism's `http_request` (`*.example.com` wildcards allowed). None by default. */
   allowedHosts?: string[];
+  /**
+   * The HTTP client of `http_request`, called only for allowed hosts (with the run's abort signal in `init`). The
+   * service passes one that goes through its outbound guard; the default, the global fetch without following
+   * redirects, checks no addresses and is for tests and tools only.
+   */
+  fetch?: typeof fetch;
+  /** Plugins running at once (default 4); more wait their turn within their time limit. */
+  concurrency?: number;
+  /** Runs one workspace may have waiting; one more is refused with StfRuntimeBusy (default 16). */
+  maxQueuedPerWorkspace?: number;
+  /** Runs one workspace may have in progress even when nobody else waits (default: `concurrency`). */
+  maxRunningPerWorkspace?: number;
   /** How many compiled modules to keep, by SHA-256 of their bytes (default 32; 0 disables the cache). */
   moduleCacheSize?: number;
 }
@@ -45,6 +63,8 @@ export interface WasmRuntimeStats {
   cacheHits: number;
   cacheMisses: number;
   cachedModules: number;
+  /** Runs holding a plugin slot and waiting for one, per workspace. */
+  queue: FairQueueStats;
 }
 
 export interface WasmRuntime extends StfRuntime {
@@ -92,6 +112,13 @@ function clip(text: string, max = 4000): string {
 
 export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
   const allowedHosts = [...(opts.allowedHosts ?? [])];
+  const httpClient: typeof fetch = opts.fetch ?? ((input, init) => fetch(input, { ...init, redirect: 'manual' }));
+  const queue = new FairQueue({
+    capacity: Math.max(1, Math.floor(opts.concurrency ?? 4)),
+    maxQueuedPerWorkspace: opts.maxQueuedPerWorkspace ?? 16,
+    maxRunningPerWorkspace: opts.maxRunningPerWorkspace,
+    slotName: 'wasm plugin slots',
+  });
   const cacheSize = Math.max(0, opts.moduleCacheSize ?? 32);
   /** Insertion order = least recently used first. */
   const cache = new Map<string, Promise<CompiledModule>>();
@@ -140,6 +167,28 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
   }
 
   async function runOnce(req: StfRunRequest, abort: AbortController): Promise<StfRunResult> {
+    const asked = performance.now();
+    const limitMs = Math.max(1, Math.min(Math.floor(req.limits.timeoutMs), MAX_TIMER_MS));
+    const grant = await queue.acquire(req.workspaceId, limitMs);
+    const waitedTooLong = () =>
+      new StfError(
+        'timeout',
+        `The STF ran longer than ${req.limits.timeoutMs} ms`,
+        `it spent its whole time limit waiting for one of the ${queue.capacity} wasm plugin slots and did not run`,
+      );
+    if (!grant) throw waitedTooLong();
+    try {
+      // What is left of the time limit after the wait.
+      const timeoutMs = Math.floor(limitMs - (performance.now() - asked));
+      if (timeoutMs < 1) throw waitedTooLong();
+      if (abort.signal.aborted) throw new Error('the wasm runtime was closed during the run');
+      return await runPlugin(req, abort, timeoutMs);
+    } finally {
+      grant.release();
+    }
+  }
+
+  async function runPlugin(req: StfRunRequest, abort: AbortController, timeoutMs: number): Promise<StfRunResult> {
     const started = performance.now();
     counters.runs++;
     const { limits } = req;
@@ -152,7 +201,6 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
     const compiled = await load(req.code);
     checkWasmModule(compiled.details, limits);
 
-    const timeoutMs = Math.max(1, Math.min(Math.floor(limits.timeoutMs), MAX_TIMER_MS));
     const timedOut = () => fail('timeout', `The STF ran longer than ${limits.timeoutMs} ms`, 'limit: timeoutMs');
     const aborted = new Promise<never>((_, reject) => {
       abort.signal.addEventListener('abort', () => reject(new RunAborted()), { once: true });
@@ -195,7 +243,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       if (abort.signal.aborted) throw new RunAborted();
       return ctx.store(answer);
     };
-    const abortableFetch: typeof fetch = (input, init) => fetch(input, { ...init, signal: abort.signal });
+    const abortableFetch: typeof fetch = (input, init) => httpClient(input, { ...init, signal: abort.signal });
 
     const maxPages = Math.max(1, Math.ceil(limits.memoryBytes / WASM_PAGE_BYTES));
     const options: ExtismPluginOptions = {
@@ -287,7 +335,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
 
   return {
     run,
-    stats: () => ({ ...counters, activeRuns: active.size, cachedModules: cache.size }),
+    stats: () => ({ ...counters, activeRuns: active.size, cachedModules: cache.size, queue: queue.stats() }),
     /**
      * Refuses new runs, cuts the host calls of runs in progress short and waits for them to end (a plugin busy in
      * its own code is stopped by its time limit). Closing a plugin under a pending call would make the SDK respawn
@@ -295,6 +343,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
      */
     async close() {
       closed = true;
+      queue.close(new Error('the wasm runtime is closed'));
       for (const abort of active.values()) abort.abort(CLOSING);
       await Promise.allSettled([...active.keys()]);
       cache.clear();

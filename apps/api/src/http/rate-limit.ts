@@ -1,0 +1,182 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { ServiceError } from '@wds/errors';
+import type { Principal } from '@wds/identity';
+import type { Context, MiddlewareHandler } from 'hono';
+import { isIP } from 'node:net';
+import type { Config } from '../config.js';
+import type { AppEnv } from './env.js';
+import { type Clock, type RateDecision, RateLimiter } from './rate-limiter.js';
+
+type RateLimitConfig = Pick<
+  Config,
+  'RATE_LIMIT_PER_PRINCIPAL' | 'RATE_LIMIT_PER_WORKSPACE' | 'RATE_LIMIT_AUTH_FAILURES_PER_IP' | 'RATE_LIMIT_MAX_KEYS' | 'TRUST_PROXY'
+>;
+
+/**
+ * The request budgets of one API process. State is in memory, so with N processes behind a load balancer a caller
+ * may get up to N times each limit: the price of never making a round trip to shared state on every request.
+ */
+export class RateLimits {
+  /** Per API key, else per user (sessions, JWTs), else per client address (anonymous calls). */
+  readonly callers: RateLimiter | undefined;
+  /** All callers of one workspace together. */
+  readonly workspaces: RateLimiter | undefined;
+  /** Failed authentications (401) per client address. */
+  readonly failures: RateLimiter | undefined;
+  readonly trustProxy: number;
+
+  constructor(config: RateLimitConfig, now?: Clock) {
+    const limiter = (perMinute: number) =>
+      perMinute > 0 ? new RateLimiter({ perMinute, maxKeys: config.RATE_LIMIT_MAX_KEYS, ...(now ? { now } : {}) }) : undefined;
+    this.callers = limiter(config.RATE_LIMIT_PER_PRINCIPAL);
+    this.workspaces = limiter(config.RATE_LIMIT_PER_WORKSPACE);
+    this.failures = limiter(config.RATE_LIMIT_AUTH_FAILURES_PER_IP);
+    this.trustProxy = config.TRUST_PROXY;
+  }
+}
+
+/** Probes of load balancers and orchestrators: never limited. */
+const EXEMPT = new Set(['/healthz', '/readyz']);
+
+interface RequestLimits {
+  limits: RateLimits;
+  address: string;
+  /** The admin interface has no per-caller or per-workspace budget; its failed tokens still count. */
+  admin: boolean;
+  /** The failed-authentication charge held while the credential is being checked. */
+  reservation: RateDecision | undefined;
+  /** The budget with the least left, shown in the RateLimit-* headers. */
+  shown: { limiter: RateLimiter; decision: RateDecision } | undefined;
+  chargedWorkspace: string | undefined;
+}
+
+const perRequest = new WeakMap<Context<AppEnv>, RequestLimits>();
+
+/**
+ * Guards every route but the health probes against failed-authentication floods from one client address, and
+ * makes the per-caller and per-workspace budgets (charged by `limitCaller` and `limitWorkspace`) available.
+ */
+export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (EXEMPT.has(c.req.path)) return next();
+    const address = clientAddress(c, limits.trustProxy);
+    const r: RequestLimits = {
+      limits,
+      address,
+      admin: c.req.path.startsWith('/admin/'),
+      reservation: undefined,
+      shown: undefined,
+      chargedWorkspace: undefined,
+    };
+    perRequest.set(c, r);
+    const { failures } = limits;
+    if (failures) {
+      // Charged before the credential is even looked at, so a flood of parallel guesses cannot all slip past an
+      // almost spent budget; given back as soon as the credential proves valid, or when the answer is not a 401.
+      const d = failures.take(address);
+      if (!d.allowed) throw refuse(c, r, failures, d, 'Too many failed authentication attempts from this address', 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
+      r.reservation = d;
+    }
+    await next();
+    if (failures && c.res.status === 401) tighter(r, failures, r.reservation ?? failures.take(address));
+    else if (failures && r.reservation) failures.refund(address);
+    // On the final response: a handler may have answered with a Response of its own, without the context's headers.
+    writeHeaders(c, r);
+  };
+}
+
+/** Called once the credential is checked: releases the failure reservation, then charges the caller's budget. */
+export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined): void {
+  const r = perRequest.get(c);
+  if (!r) return;
+  if (r.reservation) {
+    r.limits.failures?.refund(r.address);
+    r.reservation = undefined;
+  }
+  const { callers } = r.limits;
+  if (!callers || r.admin) return;
+  const [key, who] =
+    principal === undefined
+      ? [`ip:${r.address}`, 'this client address']
+      : principal.apiKeyId !== null
+        ? [`key:${principal.apiKeyId}`, 'this API key']
+        : [`user:${principal.user.id}`, 'this user'];
+  charge(c, r, callers, key, `Rate limit of ${who} exceeded`, 'RATE_LIMIT_PER_PRINCIPAL');
+}
+
+/**
+ * Called once a member's access to a workspace is resolved, so only its members can spend a workspace's budget;
+ * once per request.
+ */
+export function limitWorkspace(c: Context<AppEnv>, workspaceId: string): void {
+  const r = perRequest.get(c);
+  if (!r || r.admin || !r.limits.workspaces || r.chargedWorkspace === workspaceId) return;
+  r.chargedWorkspace = workspaceId;
+  charge(c, r, r.limits.workspaces, workspaceId, 'Rate limit of this workspace exceeded', 'RATE_LIMIT_PER_WORKSPACE');
+}
+
+function charge(c: Context<AppEnv>, r: RequestLimits, limiter: RateLimiter, key: string, message: string, setting: string): void {
+  const d = limiter.take(key);
+  if (!d.allowed) throw refuse(c, r, limiter, d, message, setting);
+  tighter(r, limiter, d);
+}
+
+function refuse(c: Context<AppEnv>, r: RequestLimits, limiter: RateLimiter, d: RateDecision, message: string, setting: string) {
+  const seconds = Math.max(1, Math.ceil(d.retryAfterMs / 1000));
+  tighter(r, limiter, d);
+  writeHeaders(c, r);
+  c.header('Retry-After', String(seconds));
+  return new ServiceError('TOO_MANY_REQUESTS', message, `${limiter.perMinute} per minute (${setting}); retry after ${seconds} s`);
+}
+
+/** Keeps the decision to show: a refusal, else the budget with the least left. */
+function tighter(r: RequestLimits, limiter: RateLimiter, decision: RateDecision): void {
+  const shown = r.shown?.decision;
+  if (!shown || !decision.allowed || (shown.allowed && decision.remaining < shown.remaining)) r.shown = { limiter, decision };
+}
+
+/** RateLimit-* headers (IETF draft-ietf-httpapi-ratelimit-headers, the separate-fields form). */
+function writeHeaders(c: Context<AppEnv>, r: RequestLimits): void {
+  if (!r.shown) return;
+  const { limiter, decision: d } = r.shown;
+  c.header('RateLimit-Limit', String(d.limit));
+  c.header('RateLimit-Remaining', String(d.remaining));
+  c.header('RateLimit-Reset', String(Math.ceil(d.resetMs / 1000)));
+  c.header('RateLimit-Policy', `${d.limit};w=${limiter.windowSeconds}`);
+}
+
+/**
+ * The client's address: the socket's, or with TRUST_PROXY = n the one the outermost of n trusted proxies saw (the
+ * n-th X-Forwarded-For entry from the right; entries further left are written by the client and prove nothing).
+ */
+export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
+  let address: string | undefined;
+  try {
+    address = getConnInfo(c).remote.address;
+  } catch {
+    // No socket: in-process requests (app.request in tests).
+  }
+  if (trustProxy > 0) {
+    const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const seen = hops[Math.max(0, hops.length - trustProxy)];
+    if (seen !== undefined && isIP(seen.replace(/%.*$/, '')) !== 0) address = seen;
+  }
+  return address === undefined ? 'unknown' : addressKey(address);
+}
+
+/**
+ * What one client is budgeted as: an IPv4 address, or an IPv6 /64 (one host commonly holds a whole /64, so single
+ * IPv6 addresses would let it rotate without end). IPv4-mapped IPv6 counts as the IPv4 address.
+ */
+export function addressKey(address: string): string {
+  const a = address.replace(/%.*$/, '').toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped) return mapped[1]!;
+  if (isIP(a) !== 6) return a;
+  const [head = '', tail] = a.split('::');
+  const groups = (s: string | undefined) => (s ? s.split(':') : []);
+  const width = (g: string[]) => g.reduce((n, x) => n + (x.includes('.') ? 2 : 1), 0);
+  const zeros = tail === undefined ? 0 : 8 - width(groups(head)) - width(groups(tail));
+  const all = [...groups(head), ...Array<string>(zeros).fill('0'), ...groups(tail)];
+  return `${all.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+}

@@ -1,0 +1,162 @@
+/**
+ * What every process of the service opens before it does its job (the API's HTTP listener, the worker's jobs):
+ * the database (given or embedded) with migrations applied, secrets, the cache bus, runtimes and blob store, as one
+ * `Services`; and the background work (job handlers, job queue, maintenance sweeps) a process may run.
+ */
+import { createDb, migrateToLatest, type RunningEmbeddedPostgres, startEmbeddedPostgres } from '@wds/db';
+import { createJwtVerifier } from '@wds/identity';
+import { onRoundTripMismatch } from '@wds/sql-rewriter';
+import { InvalidationBus, TopicCache } from '@wds/cache';
+import { SecretBox } from '@wds/crypto';
+import type { DockerRuntime } from '@wds/stf-runtime';
+import { OutboundGuard } from '@wds/effect-runner';
+import { join, resolve } from 'node:path';
+import { loadOrCreateAdminToken } from './admin-token-file.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { createBlobStore } from './blob-store.js';
+import { createRuntimes } from './runtimes.js';
+import { Background } from './background.js';
+import { createEmbeddings } from './embeddings-config.js';
+import { createProviders } from './providers-config.js';
+import { handleDriveSyncJobs } from './drive-sync-work.js';
+import { handleEmbeddingJobs } from './embedding-work.js';
+import { startMaintenance } from './maintenance-work.js';
+import { createWorkspaceSql } from './workspace-sql-config.js';
+import type { Services } from './services.js';
+
+export interface OpenedServices {
+  services: Services;
+  /** Set when no DATABASE_URL was given: the embedded server under DATA_DIR. */
+  embedded: RunningEmbeddedPostgres | undefined;
+  dataDir: string;
+  /** Closes everything, the embedded database last; each step runs even if one before it failed. */
+  close(): Promise<void>;
+}
+
+/** Runs `work` and logs (instead of throwing) its failure: a shutdown goes on past a step that failed. */
+export const shutdownStep = (logger: Logger, what: string, work: () => Promise<unknown> | undefined) =>
+  Promise.resolve()
+    .then(work)
+    .catch((err) => logger.warn({ err }, `shutdown: ${what} failed`));
+
+export async function openServices(config: Config, logger: Logger): Promise<OpenedServices> {
+  const dataDir = resolve(config.DATA_DIR);
+  let databaseUrl = config.DATABASE_URL;
+  let embedded: RunningEmbeddedPostgres | undefined;
+  if (!databaseUrl) {
+    logger.info({ data_dir: dataDir }, 'no DATABASE_URL: starting the embedded PostgreSQL');
+    embedded = await startEmbeddedPostgres({
+      dataDir,
+      port: config.EMBEDDED_PG_PORT,
+      log: (msg) => logger.debug({ postgres: msg }, 'embedded PostgreSQL output'),
+      notify: (level, msg, fields) => logger[level]({ data_dir: dataDir, ...fields }, msg),
+    });
+    databaseUrl = embedded.url;
+    logger.info({ port: embedded.port }, 'embedded PostgreSQL running on 127.0.0.1');
+  }
+  // A statement the rewriter refused because its printed form did not read back unchanged: a deparser gap to fix.
+  onRoundTripMismatch(({ path, executed }) =>
+    logger.warn({ path, executed: executed.slice(0, 500), length: executed.length }, 'rewritten SQL did not parse back unchanged; refused'),
+  );
+  const { db, pool } = createDb(databaseUrl, { max: config.DB_POOL_MAX });
+  try {
+    // Several processes may start at once: the migrator holds a lock while it applies.
+    const applied = await migrateToLatest(db);
+    if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+  } catch (err) {
+    await db.destroy();
+    await embedded?.stop();
+    throw err;
+  }
+
+  let adminToken = config.ADMIN_TOKEN;
+  if (!adminToken && embedded) {
+    const t = await loadOrCreateAdminToken(dataDir);
+    adminToken = t.token;
+    logger.info({ path: t.path }, t.created ? 'admin token generated' : 'admin token loaded');
+  } else if (!adminToken) {
+    logger.warn('ADMIN_TOKEN is not set: the admin interface (/admin/v1) is disabled');
+  }
+
+  let secrets = config.SECRETS_KEY ? SecretBox.fromBase64(config.SECRETS_KEY) : undefined;
+  if (!secrets && embedded) {
+    const k = await SecretBox.fromFile(join(dataDir, 'secrets-key'));
+    secrets = k.box;
+    logger.info({ path: join(dataDir, 'secrets-key') }, k.created ? 'secrets key generated' : 'secrets key loaded');
+  } else if (!secrets) {
+    logger.warn('SECRETS_KEY is not set: STF secrets cannot be stored');
+  }
+  const bus = new InvalidationBus(databaseUrl, (msg, err) => logger.warn({ err }, msg));
+  await bus.start();
+  const ttl = config.CACHE_TTL_MS;
+  const runtimes = createRuntimes(config);
+  const docker = runtimes.docker as DockerRuntime | undefined;
+  if (docker) {
+    await docker.ping().then(
+      (v) => logger.info({ docker_host: config.DOCKER_HOST, engine: v.version, api: v.apiVersion }, 'container engine reachable'),
+      (err: Error) => logger.warn({ docker_host: config.DOCKER_HOST, err: err.message }, 'container engine not reachable: docker STFs answer 503 until it is'),
+    );
+  }
+  const outbound = new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
+  const blobs = createBlobStore(config, dataDir);
+  const services: Services = {
+    db,
+    pool,
+    jobs: new Background({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger }),
+    embeddings: await createEmbeddings(config, db),
+    providers: createProviders(config, { db, secrets, blobs, outbound }),
+    sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger),
+    secrets,
+    runtimes,
+    outbound,
+    blobs,
+    bus,
+    caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
+    config,
+    logger,
+    jwt: createJwtVerifier({
+      jwksUrl: config.AUTH_JWKS_URL,
+      secret: config.AUTH_JWT_SECRET,
+      issuer: config.AUTH_JWT_ISSUER,
+      audience: config.AUTH_JWT_AUDIENCE,
+    }),
+    adminToken,
+  };
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const step = (what: string, work: () => Promise<unknown> | undefined) => shutdownStep(logger, what, work);
+      // The queue may have started without handlers (an API process enqueuing for the workers).
+      await step('job queue', () => services.jobs.stop());
+      await step('STF runtimes', () => Promise.all(Object.values(services.runtimes).map((r) => r?.close())));
+      await step('workspace SQL', () => services.sql.close());
+      await step('cache bus', () => bus.stop());
+      await step('service pool', () => db.destroy());
+      await step('embedded PostgreSQL', () => embedded?.stop());
+    })());
+  return { services, embedded, dataDir, close };
+}
+
+export interface BackgroundWork {
+  /** Stops the sweeps and the job queue's handlers, waiting (bounded) for the jobs in progress. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Makes this process one of those that run background work: the job handlers (embeddings, drive syncs) on the
+ * shared queue, then the maintenance sweeps. Jobs left by an earlier run or another process are picked up from here.
+ */
+export async function startBackgroundWork(services: Services): Promise<BackgroundWork> {
+  handleEmbeddingJobs(services);
+  handleDriveSyncJobs(services);
+  await services.jobs.start();
+  const maintenance = startMaintenance(services);
+  return {
+    async stop() {
+      await shutdownStep(services.logger, 'maintenance', () => maintenance.stop());
+      await shutdownStep(services.logger, 'job queue', () => services.jobs.stop());
+    },
+  };
+}

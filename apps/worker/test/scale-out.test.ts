@@ -1,0 +1,261 @@
+/**
+ * Scale-out on real parts: two API processes (RUN_JOBS=false) and one worker, as separate Node processes on one
+ * PostgreSQL and one S3-compatible store (s3rver on 127.0.0.1). Checks what only several processes can break:
+ * cache invalidation across processes, jobs queued by an API process and run by the worker, a file uploaded
+ * through one process and downloaded through the other, and an API process killed (-9) under write load with no
+ * acknowledged write lost.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createDatabase } from '@wds/testkit';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+const API_MAIN = fileURLToPath(new URL('../../api/dist/main.js', import.meta.url));
+const WORKER_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const ADMIN_TOKEN = 'scale-out-admin-token-0123456789';
+const BUCKET = 'wds-blobs';
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((ok) => s.listen(0, '127.0.0.1', ok));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((ok) => s.close(ok));
+  return port;
+}
+
+/** Polls `check` until it gives a value; with `rethrow`, a throw from `check` ends the wait (a process died). */
+async function until<T>(check: () => Promise<T | undefined>, ms = 30_000, what = 'condition', rethrow = false): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check().catch((err: Error) => {
+      if (rethrow && err.message.includes(' exited: ')) throw err;
+      return undefined;
+    });
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Proc {
+  child: ChildProcess;
+  output: string[];
+  url?: string;
+}
+
+function start(main: string, env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (d: Buffer) => {
+    output.push(d.toString());
+    if (output.length > 200) output.shift();
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return { child, output };
+}
+
+/** Fails at once (with its output) when the process is gone, instead of waiting out a deadline. */
+function alive(p: Proc, what: string): void {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) throw new Error(`${what} exited: ${p.output.join('')}`);
+}
+
+const exited = (p: Proc) =>
+  p.child.exitCode !== null || p.child.signalCode !== null ? Promise.resolve() : new Promise<void>((ok) => p.child.once('exit', () => ok()));
+
+let dataDir: string;
+let s3: S3rver;
+let env: Record<string, string>;
+let api1: Proc;
+let api2: Proc;
+let worker: Proc;
+
+async function startApi(): Promise<Proc> {
+  const port = await freePort();
+  const p = start(API_MAIN, { ...env, PORT: String(port), RUN_JOBS: 'false' });
+  p.url = `http://127.0.0.1:${port}`;
+  await until(
+    async () => {
+      alive(p, `the API on ${port}`);
+      return (await fetch(`${p.url}/readyz`)).ok ? true : undefined;
+    },
+    60_000,
+    `the API on ${port}`,
+    true,
+  );
+  return p;
+}
+
+type Res = { status: number; body: any };
+async function call(p: Proc, method: string, path: string, opts: { token?: string; workspace?: string; body?: unknown; admin?: boolean } = {}): Promise<Res> {
+  const headers: Record<string, string> = {};
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.workspace) headers['x-workspace-id'] = opts.workspace;
+  if (opts.admin) headers['x-admin-token'] = ADMIN_TOKEN;
+  const r = await fetch(`${p.url}${path}`, { method, headers, ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}) });
+  const text = await r.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: r.status, body };
+}
+
+let token: string;
+let userId: string;
+let ws: string;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'wds-scale-out-'));
+  const s3Port = await freePort();
+  s3 = new S3rver({ address: '127.0.0.1', port: s3Port, silent: true, directory: join(dataDir, 's3'), configureBuckets: [{ name: BUCKET }] });
+  await s3.run();
+  const databaseUrl = await createDatabase(inject('pgServerUrl'), { prefix: 'scaleout' });
+  env = {
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: join(dataDir, 'data'),
+    ADMIN_TOKEN,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    SQL_ROLE_SECRET: randomBytes(24).toString('hex'),
+    STORAGE_BACKEND: 's3',
+    S3_BUCKET: BUCKET,
+    S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
+    S3_ACCESS_KEY_ID: 'S3RVER',
+    S3_SECRET_ACCESS_KEY: 'S3RVER',
+    S3_FORCE_PATH_STYLE: 'true',
+    EMBEDDER: 'hashing',
+    JOB_POLL_INTERVAL_MS: '500',
+    LOG_LEVEL: 'info',
+    HOST: '127.0.0.1',
+    SQL_MAX_ROWS: '100000',
+  };
+  // The first process applies the migrations; the others start on a migrated database at the same time.
+  api1 = await startApi();
+  [api2, worker] = await Promise.all([startApi(), Promise.resolve(start(WORKER_MAIN, env))]);
+  await until(
+    async () => {
+      alive(worker, 'the worker');
+      return worker.output.join('').includes('worker running') ? true : undefined;
+    },
+    60_000,
+    'the worker',
+    true,
+  );
+
+  const user = await call(api1, 'POST', '/admin/v1/users', { admin: true, body: { email: 'scale@example.com', name: 'Scale' } });
+  userId = user.body.id;
+  token = (await call(api1, 'POST', `/admin/v1/users/${userId}/sessions`, { admin: true, body: {} })).body.token;
+  ws = (await call(api1, 'POST', '/api/v1/workspaces', { token, body: { name: 'scale' } })).body.id;
+  for (const sql of ['CREATE TABLE notes (body text, n int)', 'CREATE TABLE writes (tag text, i int)']) {
+    const r = await call(api1, 'POST', `/api/v1/workspaces/${ws}/sql`, { token, body: { sql } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+  }
+  const group = await call(api1, 'POST', '/api/v1/policy-groups', { token, workspace: ws, body: { name: 'all', user_ids: [userId] } });
+  for (const table of ['notes', 'writes'])
+    for (const operation of ['select', 'insert']) {
+      const r = await call(api1, 'POST', '/api/v1/policies', {
+        token,
+        workspace: ws,
+        body: { name: `${table}-${operation}`, policy_group_id: group.body.id, mode: 'allow', table_name: table, operation, condition: {} },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+}, 180_000);
+
+afterAll(async () => {
+  for (const p of [api1, api2, worker]) if (p && p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+  await Promise.all([api1, api2, worker].filter(Boolean).map(exited));
+  await s3?.close();
+  await rm(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+describe('two API processes and a worker on one database and one S3 store', () => {
+  it('an API key revoked through one process is refused by the other (cache invalidation)', async () => {
+    const key = await call(api1, 'POST', '/api/v1/api-keys', { token, body: { name: 'k' } });
+    expect(key.status, JSON.stringify(key.body)).toBe(201);
+    const apiKey = key.body.key;
+    // api2 caches the key's principal and the workspace's access on first use.
+    expect((await call(api2, 'POST', `/api/v1/workspaces/${ws}/sql`, { token: apiKey, body: { sql: 'SELECT count(*) FROM notes' } })).status).toBe(200);
+    expect((await call(api2, 'POST', `/api/v1/workspaces/${ws}/sql`, { token: apiKey, body: { sql: 'SELECT count(*) FROM notes' } })).status).toBe(200);
+    expect((await call(api1, 'DELETE', `/api/v1/api-keys/${key.body.id}`, { token })).status).toBeLessThan(300);
+    // Invalidation travels by NOTIFY: bounded wait, no sleep.
+    await until(
+      async () => ((await call(api2, 'POST', `/api/v1/workspaces/${ws}/sql`, { token: apiKey, body: { sql: 'SELECT 1' } })).status === 401 ? true : undefined),
+      10_000,
+      'the revoked key to be refused by the other process',
+    );
+  });
+
+  it('a file uploaded through one API process downloads byte-identical through the other (S3)', async () => {
+    const bytes = randomBytes(300_000);
+    const up = await call(api1, 'POST', `/api/v1/workspaces/${ws}/files`, {
+      token,
+      workspace: ws,
+      body: { filename: 'blob.bin', content_type: 'application/octet-stream', content: bytes.toString('base64') },
+    });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const r = await fetch(`${api2.url}/api/v1/workspaces/${ws}/files/${up.body.id}/download`, { headers: { authorization: `Bearer ${token}`, 'x-workspace-id': ws } });
+    expect(r.status).toBe(200);
+    const got = Buffer.from(await r.arrayBuffer());
+    expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+
+  it('a job queued through an API process that runs no jobs is run by the worker', async () => {
+    const up = await call(api2, 'POST', `/api/v1/workspaces/${ws}/files`, {
+      token,
+      workspace: ws,
+      body: { filename: 'notes.txt', content_type: 'text/plain', content: Buffer.from('the printer on floor two is out of toner').toString('base64') },
+    });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const queued = await call(api2, 'POST', `/api/v1/workspaces/${ws}/embeddings/files/embed`, { token, body: { file_ids: [up.body.id] } });
+    expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+    const status = await until(
+      async () => {
+        const s = await call(api1, 'GET', `/api/v1/workspaces/${ws}/embeddings/files/status`, { token });
+        const file = s.body.files?.find((f: { file_id?: string; id?: string }) => (f.file_id ?? f.id) === up.body.id);
+        return file && file.status !== 'pending' && file.status !== 'processing' ? file.status : undefined;
+      },
+      60_000,
+      'the worker to embed the file',
+    );
+    expect(status).toBe('completed');
+    // The worker ran it; the API processes (RUN_JOBS=false) run no jobs.
+    expect(worker.output.join('')).toMatch(/"queue":"embeddings".*"msg":"job done"/);
+    for (const p of [api1, api2]) expect(p.output.join('')).not.toContain('"msg":"job done"');
+  });
+
+  it('an API process killed (-9) under write load loses no acknowledged write', async () => {
+    const acknowledged: string[] = [];
+    let stop = false;
+    const writer = async (p: Proc, tag: string) => {
+      for (let i = 0; !stop; i++) {
+        const r = await call(p, 'POST', `/api/v1/workspaces/${ws}/sql`, { token, body: { sql: `INSERT INTO writes (tag, i) VALUES ('${tag}', ${i})` } }).catch(() => undefined);
+        if (r?.status === 200) acknowledged.push(`${tag}:${i}`);
+        if (!r && p === api1) return; // its process is gone
+      }
+    };
+    const writers = [0, 1, 2, 3].map((n) => writer(api1, `a${n}`)).concat([0, 1].map((n) => writer(api2, `b${n}`)));
+    await until(async () => (acknowledged.filter((a) => a.startsWith('a')).length >= 40 ? true : undefined), 30_000, 'writes through api1');
+    api1.child.kill('SIGKILL');
+    await exited(api1);
+    await until(async () => (acknowledged.filter((a) => a.startsWith('b')).length >= 40 ? true : undefined), 30_000, 'writes through api2 after the kill');
+    stop = true;
+    await Promise.all(writers);
+
+    const r = await call(api2, 'POST', `/api/v1/workspaces/${ws}/sql`, { token, body: { sql: "SELECT tag || ':' || i AS w FROM writes" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const stored = new Set((r.body.rows as { w: string }[]).map((x) => x.w));
+    const lost = acknowledged.filter((a) => !stored.has(a));
+    expect(lost).toEqual([]);
+    expect(acknowledged.length).toBeGreaterThan(80);
+    // The surviving process still serves.
+    expect((await fetch(`${api2.url}/readyz`)).status).toBe(200);
+  });
+});

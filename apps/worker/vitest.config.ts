@@ -1,0 +1,10 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    // PostgreSQL for every test.
+    globalSetup: ['@wds/testkit/global-setup'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});

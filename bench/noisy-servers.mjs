@@ -1,0 +1,51 @@
+// Child process of noisy-neighbour.mjs: our API (as `pnpm start` runs it) with two workspaces of two users, a
+// victim and an abuser, each with a small table and the STFs the abuses need.
+import { loadConfig } from '@wds/api/config';
+import { createLogger } from '@wds/api/logger';
+import { startServer } from '@wds/api/server';
+
+const ADMIN_TOKEN = 'bench-admin-token-0123456789';
+const running = await startServer(
+  loadConfig({ PORT: '0', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: process.env.DATABASE_URL, STF_JS_WORKERS: '2' }),
+  createLogger('silent'),
+);
+const call = async (method, path, body, headers = {}) => {
+  const r = await fetch(running.url + path, { method, headers: { 'content-type': 'application/json', ...headers }, body: body && JSON.stringify(body) });
+  const json = await r.json();
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+};
+const admin = { 'x-admin-token': ADMIN_TOKEN };
+const b64 = (s) => Buffer.from(s).toString('base64');
+
+async function tenant(name, stfs) {
+  const user = await call('POST', '/admin/v1/users', { email: `${name}${Date.now()}@example.com`, name }, admin);
+  const { token } = await call('POST', `/admin/v1/users/${user.id}/sessions`, {}, admin);
+  const auth = { authorization: `Bearer ${token}` };
+  const ws = await call('POST', '/api/v1/workspaces', { name }, auth);
+  await call('POST', `/api/v1/workspaces/${ws.id}/sql`, { sql: 'CREATE TABLE items (title text, total numeric)' }, auth);
+  const group = await call('POST', '/api/v1/policy-groups', { name: 'all', user_ids: [user.id] }, { ...auth, 'x-workspace-id': ws.id });
+  for (const operation of ['select', 'insert']) {
+    await call('POST', '/api/v1/policies', { name: 'all', policy_group_id: group.id, mode: 'allow', table_name: 'items', operation, condition: {} }, { ...auth, 'x-workspace-id': ws.id });
+  }
+  await call('POST', `/api/v1/workspaces/${ws.id}/sql`, { sql: `INSERT INTO items (title, total) SELECT 'item ' || g, g FROM generate_series(1, 1000) g` }, auth);
+  const ids = {};
+  for (const [key, code] of Object.entries(stfs)) {
+    const stf = await call('POST', '/api/v1/stfs', { name: key, version: '1', runtime: 'javascript', code: b64(code) }, { ...auth, 'x-workspace-id': ws.id });
+    ids[key] = stf.id;
+  }
+  return { token, workspaceId: ws.id, stfs: ids };
+}
+
+const victim = await tenant('victim', { quick: 'return { n: $input.n + 1 };' });
+const abuser = await tenant('abuser', {
+  loop: 'while (true) {}',
+  bomb: 'let s = "x"; const keep = []; while (true) { s = s + s; keep.push(s); }',
+});
+process.send({ apiUrl: running.url, victim, abuser });
+process.on('message', async (m) => {
+  if (m === 'stop') {
+    await running.close();
+    process.exit(0);
+  }
+});
