@@ -105,7 +105,8 @@ const quiet = await measure();
 const fmt = (xs) => `${pct(xs, 0.5).toFixed(1)}/${pct(xs, 0.99).toFixed(1)}`;
 const ratio = (xs, base) => `${(pct(xs, 0.5) / pct(base, 0.5)).toFixed(2)}x/${(pct(xs, 0.99) / pct(base, 0.99)).toFixed(2)}x`;
 
-console.log(`Victim latency (ms, p50/p99) quiet and under each abuse, ${SECONDS} s per phase, PostgreSQL ${server.kind}\n`);
+const budgets = process.env.BENCH_BUDGETS === '1' ? 'request-rate budgets on (12000/min per caller, 24000/min per workspace)' : 'default settings';
+console.log(`Victim latency (ms, p50/p99) quiet and under each abuse, ${SECONDS} s per phase, ${budgets}, PostgreSQL ${server.kind}\n`);
 console.log(`${'phase'.padEnd(38)} ${'SQL p50/p99'.padStart(14)} ${'vs quiet'.padStart(12)} ${'STF p50/p99'.padStart(14)} ${'vs quiet'.padStart(12)}  victim non-200  abuser statuses`);
 console.log(`${'quiet'.padEnd(38)} ${fmt(quiet.lat.sql).padStart(14)} ${''.padStart(12)} ${fmt(quiet.lat.stf).padStart(14)} ${''.padStart(12)}  ${quiet.failures.sql + quiet.failures.stf}`);
 for (const [name, abuse] of Object.entries(abuses)) {

@@ -6,7 +6,15 @@ import { startServer } from '@wds/api/server';
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const running = await startServer(
-  loadConfig({ PORT: '0', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: process.env.DATABASE_URL, STF_JS_WORKERS: '2' }),
+  loadConfig({
+    PORT: '0',
+    ADMIN_TOKEN,
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: process.env.DATABASE_URL,
+    STF_JS_WORKERS: '2',
+    // BENCH_BUDGETS=1: request-rate budgets on (off by default), set above what the victim sends.
+    ...(process.env.BENCH_BUDGETS === '1' ? { RATE_LIMIT_PER_PRINCIPAL: '12000', RATE_LIMIT_PER_WORKSPACE: '24000' } : {}),
+  }),
   createLogger('silent'),
 );
 const call = async (method, path, body, headers = {}) => {
