@@ -36,8 +36,13 @@ export class Background {
 
   private readonly logger: Logger;
 
-  constructor(opts: { connectionString: string; pollIntervalMs: number; logger: Logger }) {
+  /** False in an API process with RUN_JOBS=false: its queues are declared (so it can enqueue) but not worked. */
+  private readonly work: boolean;
+  private readonly setUp = new Set<string>();
+
+  constructor(opts: { connectionString: string; pollIntervalMs: number; logger: Logger; work?: boolean }) {
     this.logger = opts.logger;
+    this.work = opts.work ?? true;
     const seconds = Math.max(1, Math.round(opts.pollIntervalMs / 1000));
     this.queue = new JobQueue({
       connectionString: opts.connectionString,
@@ -58,14 +63,21 @@ export class Background {
     this.starting ??= (async () => {
       await this.queue.start();
       for (const [name, h] of this.handlers) {
-        await this.queue.register(name, (job) => this.run(name, h, job), {
-          concurrency: h.opts.concurrency,
+        if (this.setUp.has(name)) continue; // by an earlier start that failed later on
+        const settings = {
           expireInSeconds: h.opts.expireInSeconds,
           retryLimit: h.opts.retryLimit,
           ...(h.opts.onFailed ? { onFailed: (job: { data: unknown }, message: string) => (h.opts.onFailed as NonNullable<JobOptions['onFailed']>)(job.data, message) } : {}),
-        });
+        };
+        if (this.work) await this.queue.register(name, (job) => this.run(name, h, job), { ...settings, concurrency: h.opts.concurrency });
+        else await this.queue.declare(name, settings);
+        this.setUp.add(name);
       }
-    })();
+    })().catch((err) => {
+      // A failed start (the database was away) is tried again by the next start or enqueue.
+      this.starting = undefined;
+      throw err;
+    });
     return this.starting;
   }
 

@@ -14,18 +14,34 @@ export interface RunningServer {
 }
 
 /**
- * Start-up of an API process: services (database, migrations, …) → background work unless RUN_JOBS=false (then
- * worker processes run it) → HTTP listener.
+ * Start-up of an API process: services (database, migrations, job queues, …) → the sweeps unless RUN_JOBS=false
+ * (then worker processes work the queues and sweep) → HTTP listener.
  */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
-  const opened = await openServices(config, logger);
+  if (!config.RUN_JOBS && !config.DATABASE_URL) {
+    // Workers refuse the embedded database (it belongs to this process): nothing would ever run the jobs.
+    throw new Error('Invalid configuration: RUN_JOBS=false needs DATABASE_URL (worker processes share it); with the embedded database the API runs its jobs');
+  }
+  const opened = await openServices(config, logger, { runJobs: config.RUN_JOBS });
   const { services } = opened;
-  const background = config.RUN_JOBS ? await startBackgroundWork(services) : undefined;
+  const background = config.RUN_JOBS ? startBackgroundWork(services) : undefined;
   if (!background) logger.info('RUN_JOBS=false: background jobs and sweeps are left to worker processes');
-  const app = createApp(services);
-  const server: ServerType = await new Promise((ok) => {
-    const s = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, () => ok(s));
-  });
+  let server: ServerType;
+  try {
+    const app = createApp(services);
+    server = await new Promise<ServerType>((ok, fail) => {
+      const s = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, () => {
+        s.off('error', fail);
+        ok(s);
+      });
+      // An address in use (or not ours to bind) fails the start instead of leaving a process without a listener.
+      s.once('error', fail);
+    });
+  } catch (err) {
+    await background?.stop();
+    await opened.close();
+    throw err;
+  }
   applyUploadTimeouts(server, config);
   const drain = drainable(server);
   const address = server.address();
@@ -37,7 +53,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const close = () =>
     (closing ??= (async () => {
       // Stop accepting, let in-flight requests finish (bounded), then the jobs, then release the database.
-      await shutdownStep(logger, 'HTTP drain', () => drain(config.SHUTDOWN_TIMEOUT_MS));
+      await shutdownStep(logger, 'HTTP drain', () => drain(config.SHUTDOWN_TIMEOUT_MS), config.SHUTDOWN_TIMEOUT_MS + 5_000);
       await background?.stop();
       await opened.close();
     })());

@@ -34,13 +34,35 @@ export interface OpenedServices {
   close(): Promise<void>;
 }
 
-/** Runs `work` and logs (instead of throwing) its failure: a shutdown goes on past a step that failed. */
-export const shutdownStep = (logger: Logger, what: string, work: () => Promise<unknown> | undefined) =>
-  Promise.resolve()
-    .then(work)
-    .catch((err) => logger.warn({ err }, `shutdown: ${what} failed`));
+/** How long one shutdown step may take before the next one starts anyway. */
+const STEP_LIMIT_MS = 30_000;
 
-export async function openServices(config: Config, logger: Logger): Promise<OpenedServices> {
+/**
+ * Runs `work` and logs (instead of throwing) its failure; gives up waiting after `limitMs`: a shutdown goes on past
+ * a step that failed or hangs, so the embedded database is always stopped at the end.
+ */
+export function shutdownStep(logger: Logger, what: string, work: () => Promise<unknown> | undefined, limitMs = STEP_LIMIT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<void>((done) => {
+    timer = setTimeout(() => {
+      logger.warn({ step: what, limit_ms: limitMs }, `shutdown: ${what} did not finish in time; going on`);
+      done();
+    }, limitMs);
+  });
+  const done = Promise.resolve()
+    .then(work)
+    .then(
+      () => undefined,
+      (err) => logger.warn({ err }, `shutdown: ${what} failed`),
+    );
+  return Promise.race([done, gaveUp]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `runJobs`: this process works the job queues (an API process with RUN_JOBS=true, a worker); otherwise it only
+ * declares them, so what it enqueues waits for a worker.
+ */
+export async function openServices(config: Config, logger: Logger, opts: { runJobs: boolean }): Promise<OpenedServices> {
   const dataDir = resolve(config.DATA_DIR);
   let databaseUrl = config.DATABASE_URL;
   let embedded: RunningEmbeddedPostgres | undefined;
@@ -103,7 +125,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Open
   const services: Services = {
     db,
     pool,
-    jobs: new Background({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger }),
+    jobs: new Background({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger, work: opts.runJobs }),
     embeddings: await createEmbeddings(config, db),
     providers: createProviders(config, { db, secrets, blobs, outbound }),
     sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger),
@@ -124,19 +146,32 @@ export async function openServices(config: Config, logger: Logger): Promise<Open
     adminToken,
   };
 
-  let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      const step = (what: string, work: () => Promise<unknown> | undefined) => shutdownStep(logger, what, work);
-      // The queue may have started without handlers (an API process enqueuing for the workers).
-      await step('job queue', () => services.jobs.stop());
-      await step('STF runtimes', () => Promise.all(Object.values(services.runtimes).map((r) => r?.close())));
-      await step('workspace SQL', () => services.sql.close());
-      await step('cache bus', () => bus.stop());
-      await step('service pool', () => db.destroy());
-      await step('embedded PostgreSQL', () => embedded?.stop());
-    })());
-  return { services, embedded, dataDir, close };
+  // The queues exist from here on in every process (declared, or worked when runJobs); jobs left by an earlier run
+  // or another process are picked up by the processes that work them.
+  handleEmbeddingJobs(services);
+  handleDriveSyncJobs(services);
+  try {
+    await services.jobs.start();
+  } catch (err) {
+    await closeAll(services, embedded, logger);
+    throw err;
+  }
+  return { services, embedded, dataDir, close: once(() => closeAll(services, embedded, logger)) };
+}
+
+const once = (f: () => Promise<void>) => {
+  let p: Promise<void> | undefined;
+  return () => (p ??= f());
+};
+
+async function closeAll(services: Services, embedded: RunningEmbeddedPostgres | undefined, logger: Logger): Promise<void> {
+  const step = (what: string, work: () => Promise<unknown> | undefined) => shutdownStep(logger, what, work);
+  await step('job queue', () => services.jobs.stop());
+  await step('STF runtimes', () => Promise.all(Object.values(services.runtimes).map((r) => r?.close())));
+  await step('workspace SQL', () => services.sql.close());
+  await step('cache bus', () => services.bus.stop());
+  await step('service pool', () => services.db.destroy());
+  await step('embedded PostgreSQL', () => embedded?.stop());
 }
 
 export interface BackgroundWork {
@@ -145,13 +180,10 @@ export interface BackgroundWork {
 }
 
 /**
- * Makes this process one of those that run background work: the job handlers (embeddings, drive syncs) on the
- * shared queue, then the maintenance sweeps. Jobs left by an earlier run or another process are picked up from here.
+ * The rest of what a process that runs background work does besides working the queues (`openServices` with
+ * runJobs): the maintenance sweeps. `stop()` ends both before the services are closed.
  */
-export async function startBackgroundWork(services: Services): Promise<BackgroundWork> {
-  handleEmbeddingJobs(services);
-  handleDriveSyncJobs(services);
-  await services.jobs.start();
+export function startBackgroundWork(services: Services): BackgroundWork {
   const maintenance = startMaintenance(services);
   return {
     async stop() {

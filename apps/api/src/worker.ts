@@ -17,8 +17,8 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   if (!config.DATABASE_URL) {
     throw new Error('Invalid configuration: a worker needs DATABASE_URL (the database the API processes use); the embedded database is not shared');
   }
-  const opened = await openServices(config, logger);
-  const background = await startBackgroundWork(opened.services);
+  const opened = await openServices(config, logger, { runJobs: true });
+  const background = startBackgroundWork(opened.services);
   logger.info('worker running: background jobs and maintenance sweeps');
   let closing: Promise<void> | undefined;
   return {

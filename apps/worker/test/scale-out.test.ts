@@ -92,6 +92,20 @@ async function startApi(): Promise<Proc> {
   return p;
 }
 
+async function startWorker(): Promise<Proc> {
+  const p = start(WORKER_MAIN, env);
+  await until(
+    async () => {
+      alive(p, 'the worker');
+      return p.output.join('').includes('worker running') ? true : undefined;
+    },
+    60_000,
+    'the worker',
+    true,
+  );
+  return p;
+}
+
 type Res = { status: number; body: any };
 async function call(p: Proc, method: string, path: string, opts: { token?: string; workspace?: string; body?: unknown; admin?: boolean } = {}): Promise<Res> {
   const headers: Record<string, string> = {};
@@ -136,18 +150,9 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     SQL_MAX_ROWS: '100000',
   };
-  // The first process applies the migrations; the others start on a migrated database at the same time.
+  // The first process applies the migrations; the second starts on a migrated database. The worker comes later.
   api1 = await startApi();
-  [api2, worker] = await Promise.all([startApi(), Promise.resolve(start(WORKER_MAIN, env))]);
-  await until(
-    async () => {
-      alive(worker, 'the worker');
-      return worker.output.join('').includes('worker running') ? true : undefined;
-    },
-    60_000,
-    'the worker',
-    true,
-  );
+  api2 = await startApi();
 
   const user = await call(api1, 'POST', '/admin/v1/users', { admin: true, body: { email: 'scale@example.com', name: 'Scale' } });
   userId = user.body.id;
@@ -177,6 +182,37 @@ afterAll(async () => {
 }, 60_000);
 
 describe('two API processes and a worker on one database and one S3 store', () => {
+  it('a job queued through an API process before any worker ever started is run by the worker once it starts', async () => {
+    const up = await call(api2, 'POST', `/api/v1/workspaces/${ws}/files`, {
+      token,
+      workspace: ws,
+      body: { filename: 'notes.txt', content_type: 'text/plain', content: Buffer.from('the printer on floor two is out of toner').toString('base64') },
+    });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    // The API processes (RUN_JOBS=false) declared the queues at start: queuing needs no worker.
+    const queued = await call(api2, 'POST', `/api/v1/workspaces/${ws}/embeddings/files/embed`, { token, body: { file_ids: [up.body.id] } });
+    expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+    const fileStatus = async () => {
+      const s = await call(api1, 'GET', `/api/v1/workspaces/${ws}/embeddings/files/status`, { token });
+      return s.body.files?.find((f: { file_id?: string; id?: string }) => (f.file_id ?? f.id) === up.body.id)?.status as string | undefined;
+    };
+    expect(await fileStatus()).toBe('pending');
+
+    worker = await startWorker();
+    const status = await until(
+      async () => {
+        const s = await fileStatus();
+        return s && s !== 'pending' && s !== 'processing' ? s : undefined;
+      },
+      60_000,
+      'the worker to embed the file',
+    );
+    expect(status).toBe('completed');
+    // The worker ran it; the API processes run no jobs.
+    expect(worker.output.join('')).toMatch(/"queue":"embeddings".*"msg":"job done"/);
+    for (const p of [api1, api2]) expect(p.output.join('')).not.toContain('"msg":"job done"');
+  });
+
   it('an API key revoked through one process is refused by the other (cache invalidation)', async () => {
     const key = await call(api1, 'POST', '/api/v1/api-keys', { token, body: { name: 'k' } });
     expect(key.status, JSON.stringify(key.body)).toBe(201);
@@ -205,30 +241,6 @@ describe('two API processes and a worker on one database and one S3 store', () =
     expect(r.status).toBe(200);
     const got = Buffer.from(await r.arrayBuffer());
     expect(createHash('sha256').update(got).digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
-  });
-
-  it('a job queued through an API process that runs no jobs is run by the worker', async () => {
-    const up = await call(api2, 'POST', `/api/v1/workspaces/${ws}/files`, {
-      token,
-      workspace: ws,
-      body: { filename: 'notes.txt', content_type: 'text/plain', content: Buffer.from('the printer on floor two is out of toner').toString('base64') },
-    });
-    expect(up.status, JSON.stringify(up.body)).toBe(201);
-    const queued = await call(api2, 'POST', `/api/v1/workspaces/${ws}/embeddings/files/embed`, { token, body: { file_ids: [up.body.id] } });
-    expect(queued.status, JSON.stringify(queued.body)).toBe(202);
-    const status = await until(
-      async () => {
-        const s = await call(api1, 'GET', `/api/v1/workspaces/${ws}/embeddings/files/status`, { token });
-        const file = s.body.files?.find((f: { file_id?: string; id?: string }) => (f.file_id ?? f.id) === up.body.id);
-        return file && file.status !== 'pending' && file.status !== 'processing' ? file.status : undefined;
-      },
-      60_000,
-      'the worker to embed the file',
-    );
-    expect(status).toBe('completed');
-    // The worker ran it; the API processes (RUN_JOBS=false) run no jobs.
-    expect(worker.output.join('')).toMatch(/"queue":"embeddings".*"msg":"job done"/);
-    for (const p of [api1, api2]) expect(p.output.join('')).not.toContain('"msg":"job done"');
   });
 
   it('an API process killed (-9) under write load loses no acknowledged write', async () => {

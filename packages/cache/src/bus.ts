@@ -48,7 +48,8 @@ export class InvalidationBus {
 
   async start(): Promise<void> {
     if (!this.connectionString || this.stopped) return;
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'wds-cache-bus' });
+    // TCP keep-alive: a half-open connection (a peer that vanished without a FIN) errors out instead of looking healthy.
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'wds-cache-bus', keepAlive: true });
     client.on('notification', (m) => m.channel === CHANNEL && m.payload && this.invalidate(m.payload));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));

@@ -9,7 +9,8 @@ export function isConnectionLost(err: unknown): boolean {
   const { code, message } = err as { code?: unknown; message?: unknown };
   // SQLSTATE class 08 (connection exception), 57P01..57P03 (admin/crash shutdown, cannot connect now), 53300 (too
   // many connections), and the socket's own errors (an AggregateError when several addresses were tried).
-  if (typeof code === 'string' && (code.startsWith('08') || LOST_CODES.has(code))) return true;
+  // 08P01 (protocol violation) is deterministic, e.g. too many bind parameters: not a reason to try again.
+  if (typeof code === 'string' && ((code.startsWith('08') && code !== '08P01') || LOST_CODES.has(code))) return true;
   if (typeof message === 'string' && LOST_MESSAGES.test(message)) return true;
   return err instanceof AggregateError && err.errors.some(isConnectionLost);
 }

@@ -237,8 +237,18 @@ async function removeStalePidFile(pgDir: string): Promise<void> {
   const content = await readFile(file, 'utf8').catch(() => undefined);
   if (content === undefined) return;
   const pid = Number.parseInt(content, 10);
-  if (pid > 0 && isPostgresProcess(pid)) return;
+  // A dead PID is left to PostgreSQL: it also checks that no backend of that postmaster still holds shared memory.
+  if (pid > 0 && (!processExists(pid) || isPostgresProcess(pid))) return;
   await rm(file, { force: true });
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function isPostgresProcess(pid: number): boolean {

@@ -27,6 +27,7 @@ describe('isConnectionLost', () => {
       withCode('23505', 'duplicate key value violates unique constraint'),
       withCode('57014', 'canceling statement due to statement timeout'),
       withCode('42P01', 'relation "x" does not exist'),
+      withCode('08P01', 'bind message supplies 70000 parameters'),
       new TypeError('fetch failed', { cause: withCode('ECONNREFUSED') }),
       new Error('boom'),
       undefined,

@@ -192,13 +192,13 @@ export class JobQueue {
   }
 
   /**
-   * Creates the queue (or updates its options) and starts working it in this process. Options apply to jobs
-   * enqueued from then on; the queue's settings are shared by every process, so register it alike everywhere.
+   * Creates the queue (or updates its options) without working it here: a process that only enqueues (an API
+   * process with RUN_JOBS=false) declares the queues the workers register, so its jobs have a queue to go to
+   * before any worker has started. Same options as `register`, applied alike.
    */
-  async register<T>(name: string, handler: JobHandler<T>, opts: RegisterOptions<T>): Promise<void> {
+  async declare<T>(name: string, opts: Omit<RegisterOptions<T>, 'concurrency'>): Promise<void> {
     checkQueueName(name);
-    const { concurrency = 1, expireInSeconds, retryLimit = 2, retryDelaySeconds = 0, onFailed } = opts;
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw misuse('concurrency: a whole number, at least 1');
+    const { expireInSeconds, retryLimit = 2, retryDelaySeconds = 0, onFailed } = opts;
     if (!Number.isInteger(expireInSeconds) || expireInSeconds < 1 || expireInSeconds > MAX_EXPIRE_SECONDS) {
       throw misuse('expireInSeconds: whole seconds, at least 1 and less than 24 h');
     }
@@ -215,7 +215,16 @@ export class JobQueue {
       this.#registered.delete(name);
       throw err;
     }
+  }
 
+  /**
+   * Creates the queue (or updates its options) and starts working it in this process. Options apply to jobs
+   * enqueued from then on; the queue's settings are shared by every process, so register it alike everywhere.
+   */
+  async register<T>(name: string, handler: JobHandler<T>, opts: RegisterOptions<T>): Promise<void> {
+    const { concurrency = 1, expireInSeconds, onFailed } = opts;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw misuse('concurrency: a whole number, at least 1');
+    await this.declare(name, opts);
     this.#work(name, concurrency, {
       run: (job, signal) =>
         handler({ id: job.data.id, data: job.data.data as T, attempt: job.retryCount + 1, signal }),

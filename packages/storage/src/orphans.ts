@@ -47,15 +47,16 @@ export async function sweepOrphanBlobs(opts: OrphanSweep): Promise<number> {
 // a blob that backup still copies. While a backup runs the batch is skipped (the next sweep takes it), so neither
 // waits for the other.
 async function removeUnreferenced(opts: OrphanSweep, keys: string[]): Promise<number> {
-  return (await tryWithBlobDeletionLock(opts.db, () => removeUnreferencedNow(opts, keys))) ?? 0;
+  return (await tryWithBlobDeletionLock(opts.db, (conn) => removeUnreferencedNow(conn, opts, keys))) ?? 0;
 }
 
-async function removeUnreferencedNow(opts: OrphanSweep, keys: string[]): Promise<number> {
-  const rows = await opts.db.selectFrom('platform.files').select('blob_key').where('blob_key', 'in', keys).execute();
+async function removeUnreferencedNow(conn: Db, opts: OrphanSweep, keys: string[]): Promise<number> {
+  const rows = await conn.selectFrom('platform.files').select('blob_key').where('blob_key', 'in', keys).execute();
   const referenced = new Set(rows.map((r) => r.blob_key));
   let removed = 0;
   for (const key of keys) {
     if (referenced.has(key)) continue;
+    if (opts.signal?.aborted) break;
     await opts.blobs.delete(key);
     removed++;
   }

@@ -15,10 +15,12 @@ const HOUR = 3600_000;
 const longAgo = () => new Date(Date.now() - 2 * HOUR);
 
 let db: Db;
+let dbUrl: string;
 const WS = newId();
 
 beforeAll(async () => {
-  db = createDb(await createDatabase(inject('pgServerUrl'), { prefix: 'storage' }), { max: 2 }).db;
+  dbUrl = await createDatabase(inject('pgServerUrl'), { prefix: 'storage' });
+  db = createDb(dbUrl, { max: 2 }).db;
   await migrateToLatest(db);
   await db.insertInto('platform.workspaces').values({ id: WS, name: 'sweeps' }).execute();
 });
@@ -79,6 +81,19 @@ function orphanSuite(ctx: () => { store: BlobStore; backdate: (key: string) => P
     release();
     await backup;
     expect(await sweepOrphanBlobs({ db, blobs: store, graceMs: HOUR })).toBe(1);
+    expect(await store.has(orphan)).toBe(false);
+  });
+
+  it('works on a pool of one connection (the lock and the lookup share it)', async () => {
+    const { store, backdate } = ctx();
+    const orphan = await put(store);
+    await backdate(orphan);
+    const one = createDb(dbUrl, { max: 1 }).db;
+    try {
+      expect(await sweepOrphanBlobs({ db: one, blobs: store, graceMs: HOUR })).toBe(1);
+    } finally {
+      await one.destroy();
+    }
     expect(await store.has(orphan)).toBe(false);
   });
 

@@ -21,13 +21,17 @@ export async function withBlobDeletionLock<T>(db: Db, work: () => Promise<T>): P
   });
 }
 
-/** Like withBlobDeletionLock, but does not wait: `undefined` without running `work` while a backup holds the lock. */
-export async function tryWithBlobDeletionLock<T>(db: Db, work: () => Promise<T>): Promise<T | undefined> {
+/**
+ * Like withBlobDeletionLock, but does not wait: `undefined` without running `work` while a backup holds the lock.
+ * `work` gets the locked connection and must make its queries on it (taking a second connection from the pool while
+ * holding this one could wait forever on a pool of one).
+ */
+export async function tryWithBlobDeletionLock<T>(db: Db, work: (conn: Db) => Promise<T>): Promise<T | undefined> {
   return db.connection().execute(async (conn) => {
     const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${BLOB_DELETION_LOCK}) AS locked`.execute(conn);
     if (!rows[0]?.locked) return undefined;
     try {
-      return await work();
+      return await work(conn);
     } finally {
       await sql`SELECT pg_advisory_unlock(${BLOB_DELETION_LOCK})`.execute(conn);
     }
