@@ -10,7 +10,7 @@ import {
   PG_BOSS_TIMEOUT_OUTPUT,
   SUPERSEDED_MESSAGE,
 } from './failure-message.js';
-import { beat, findPendingJob, inTransaction, lockExpiredJobs, lockKey, lockOwnAttempt } from './pgboss-tables.js';
+import { beat, findPendingJob, grantExtraAttempt, inTransaction, lockExpiredJobs, lockKey, lockOwnAttempt } from './pgboss-tables.js';
 import { QueueWorker } from './queue-worker.js';
 import type {
   EnqueueOptions,
@@ -71,8 +71,8 @@ const DEAD_LETTER_DEADLINE_SECONDS = 15 * 60;
  * - Restarts. Jobs live in PostgreSQL. A job whose process died while it was active stays `active` until its
  *   heartbeat is stale; then maintenance on any running instance (every `maintenanceIntervalSeconds`) expires it
  *   into a retry, or into `failed` + `onFailed` if it was the last attempt. `stop({ graceful: false })` and a
- *   graceful stop that times out fail the running attempts at once instead ("interrupted"), which also counts as an
- *   attempt.
+ *   graceful stop that times out fail the running attempts at once instead ("interrupted"), to be retried elsewhere
+ *   without using up one of the job's attempts (a rolling restart says nothing about the job).
  * - Settling is fenced: an attempt completes or fails only while it is still the active attempt it fetched, so a
  *   late handler never settles the retry that replaced it.
  *
@@ -349,7 +349,7 @@ export class JobQueue {
     } finally {
       await heartbeat.stop();
     }
-    await this.#settle(name, job, failure === undefined ? undefined : work.failureOutput(job, failure));
+    await this.#settle(name, job, failure === undefined ? undefined : work.failureOutput(job, failure), interrupted.aborted && !deadline.aborted);
   }
 
   /**
@@ -392,11 +392,13 @@ export class JobQueue {
   }
 
   /** Completes the attempt, or fails it with `failure` as its output; only while it is still this attempt. */
-  async #settle(name: string, job: FetchedJob, failure: object | undefined): Promise<void> {
+  async #settle(name: string, job: FetchedJob, failure: object | undefined, interrupted = false): Promise<void> {
     const boss = this.#boss!;
     try {
       await inTransaction(this.#pool!, async (db) => {
         if (!(await lockOwnAttempt(db, this.#schema, name, job.id, job.retryCount))) return;
+        // Cut by this process's shutdown: retried elsewhere without using up one of the job's attempts.
+        if (failure !== undefined && interrupted) await grantExtraAttempt(db, this.#schema, name, job.id);
         if (failure === undefined) await boss.complete(name, job.id, {}, { db });
         else await boss.fail(name, job.id, failure, { db });
       });

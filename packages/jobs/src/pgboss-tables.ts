@@ -92,3 +92,11 @@ export async function lockOwnAttempt(db: TransactionDb, schema: string, name: st
   );
   return rows.length > 0;
 }
+
+/**
+ * Gives the (locked, active) job one more attempt: failing it next then retries it even when this was its last
+ * attempt. For an attempt cut by this process's shutdown, which says nothing about the job.
+ */
+export async function grantExtraAttempt(db: TransactionDb, schema: string, name: string, id: string): Promise<void> {
+  await db.executeSql(`UPDATE ${schema}.job SET retry_limit = retry_limit + 1 WHERE name = $1 AND id = $2 AND state = 'active'`, [name, id]);
+}

@@ -92,6 +92,25 @@ describe('restarts', () => {
     ]);
   });
 
+  it('an interrupted attempt does not use up the job\'s attempts: with retryLimit 0 it is still retried', async () => {
+    const first = await queues.start();
+    const runs: Job<unknown>[] = [];
+    const opts = { expireInSeconds: 60, retryLimit: 0 };
+    await first.register('interrupted-last', async (job) => {
+      runs.push(job);
+      await forever();
+    }, opts);
+    const id = (await first.enqueue('interrupted-last', { n: 1 }))!;
+    await until(() => runs.length === 1);
+    await first.stop({ graceful: false });
+
+    const second = await queues.start();
+    expect(await second.getJob('interrupted-last', id)).toBe('retry'); // not failed: the shutdown said nothing about it
+    await second.register('interrupted-last', async (job) => void runs.push(job), opts);
+    await until(() => second.getJob('interrupted-last', id), (s) => s === 'completed');
+    expect(runs).toHaveLength(2);
+  });
+
   it('a graceful stop lets the running job finish, and interrupts it once timeoutMs has passed', async () => {
     const observer = await queues.start();
     const opts = { expireInSeconds: 60, retryLimit: 1 };
