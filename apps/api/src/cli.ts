@@ -48,6 +48,8 @@ async function main(argv: string[]): Promise<void> {
     // `pnpm cli` runs in apps/api; a relative directory means the one the command was typed in.
     const dir = resolve(process.env.INIT_CWD ?? process.cwd(), verb);
     const log = (msg: string) => console.error(`${noun}: ${msg}`);
+    // Whatever the tools create (pg_dump's file while it writes, restored secrets, a new DATA_DIR) is the owner's only.
+    process.umask(0o077);
     const manifest = await (noun === 'backup' ? backup : restore)(loadConfig(process.env), dir, process.env, log);
     console.log(
       JSON.stringify({ dir, created_at: manifest.created_at, server_version: manifest.database.server_version, blobs: manifest.blobs.count }, null, 2),

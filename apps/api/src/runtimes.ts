@@ -38,7 +38,8 @@ export function createRuntimes(
     javascript: createJavascriptRuntime({ workers: jsWorkers, prewarm: opts.prewarm, ...fairness(jsWorkers) }),
     wasm: createWasmRuntime({
       allowedHosts: config.STF_WASM_ALLOWED_HOSTS,
-      fetch: guardedFetch(outbound),
+      // No call of a run outlives the run: its abort signal (the deadline) and, as a backstop, the STF time limit.
+      fetch: guardedFetch(outbound, { timeoutMs: config.STF_TIMEOUT_MS }),
       concurrency: config.STF_WASM_CONCURRENCY,
       ...fairness(config.STF_WASM_CONCURRENCY),
     }),
@@ -69,12 +70,15 @@ export function runLimits(runtime: RuntimeName, config: Config): StfLimits {
  * literal is checked first (Node does not look those up), no pooled sockets, and redirects are returned to the
  * plugin, never followed. A refusal rejects with the guard's EffectError ("outbound calls may not reach …").
  */
-export function guardedFetch(guard: OutboundGuard): typeof fetch {
+export function guardedFetch(guard: OutboundGuard, opts: { timeoutMs?: number } = {}): typeof fetch {
+  const timeoutMs = opts.timeoutMs ?? 300_000;
   return async (input, init = {}) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`only http and https URLs may be called, not ${url.protocol}`);
-    const signal = init.signal ?? undefined;
-    signal?.throwIfAborted();
+    // The caller's signal (a run's deadline) or the backstop, whichever comes first; it covers the whole exchange,
+    // the response body included: a server that sends headers and then trickles cannot hold the call open.
+    const signal = AbortSignal.any([...(init.signal ? [init.signal] : []), AbortSignal.timeout(timeoutMs)]);
+    signal.throwIfAborted();
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) await guard.resolve(host);
     const body = requestBody(init.body);
@@ -85,18 +89,26 @@ export function guardedFetch(guard: OutboundGuard): typeof fetch {
     if (body) headers['content-length'] = String(body.byteLength);
     return new Promise<Response>((resolve, reject) => {
       const req = guardedRequest(url, guard, { method: (init.method ?? 'GET').toUpperCase(), headers });
-      const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error('the request was aborted'));
-      signal?.addEventListener('abort', onAbort, { once: true });
+      let res: IncomingMessage | undefined;
+      const onAbort = () => {
+        const reason = signal.reason instanceof Error ? signal.reason : new Error('the request was aborted');
+        req.destroy(reason);
+        res?.destroy(reason); // the body's reader rejects
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      const done = () => signal.removeEventListener('abort', onAbort);
       req.on('error', (err) => {
-        signal?.removeEventListener('abort', onAbort);
+        done();
         reject(err);
       });
-      req.on('response', (res) => {
-        signal?.removeEventListener('abort', onAbort);
+      req.on('response', (r) => {
+        res = r;
+        r.once('close', done);
         try {
-          resolve(toResponse(res));
+          resolve(toResponse(r));
         } catch (err) {
-          res.destroy();
+          done();
+          r.destroy();
           reject(err);
         }
       });

@@ -151,6 +151,11 @@ describe('failed authentication per client address', () => {
       forged.push((await proxied.call('GET', '/api/v1/auth/me', { token: 'svc_x', headers })).status);
     }
     expect(forged).toEqual([401, 401, 429, 429]);
+    // Fewer entries than trusted proxies (a client that reached the port directly): the socket's address counts.
+    const twoHops = limited(h, { RATE_LIMIT_AUTH_FAILURES_PER_IP: 2, TRUST_PROXY: 2 });
+    const short: number[] = [];
+    for (let i = 0; i < 4; i++) short.push((await twoHops.call('GET', '/api/v1/auth/me', spoofed(i))).status);
+    expect(short).toEqual([401, 401, 429, 429]);
   });
 });
 

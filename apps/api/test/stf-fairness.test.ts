@@ -7,14 +7,14 @@
  * well defined, and the tests wait for the runtime's own queue statistics instead of sleeping.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { OutboundGuard } from '@wds/effect-runner';
 import { DEFAULT_LIMITS, type JavascriptRuntime, type StfRuntime } from '@wds/stf-runtime';
 import { WorkflowConcurrency } from '@wds/workflows';
 import { afterAll, beforeAll, test } from 'vitest';
 import wabtInit from 'wabt';
 import { loadConfig } from '../src/config.js';
-import { createRuntimes } from '../src/runtimes.js';
+import { createRuntimes, guardedFetch } from '../src/runtimes.js';
 import { describe, expect, Harness, until } from './support.js';
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
@@ -325,5 +325,52 @@ describe('workflow executions through the API: the per-workspace cap engages', (
     await until(async () => (waiting.length === 1 ? true : undefined), 20_000);
     waiting.shift()?.writeHead(200, { 'content-type': 'application/json' }).end('{"n":3}');
     expect((await again).status).toBe(200);
+  });
+});
+
+describe('wasm outbound: no call outlives its run', () => {
+  /** Sends headers at once, then a byte now and then, never ending; counts the connections still open. */
+  async function trickler() {
+    const open = new Set<Socket>();
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('x');
+      const t = setInterval(() => res.write('x'), 50);
+      res.on('close', () => clearInterval(t));
+    });
+    server.on('connection', (s) => {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    return { url, open, close: () => new Promise((r) => server.close(r)) };
+  }
+  const guard = new OutboundGuard({ allowlist: loadConfig({ OUTBOUND_ALLOWLIST: '127.0.0.1' }).OUTBOUND_ALLOWLIST });
+
+  test("the run's abort signal ends the response body too, after the headers came", async () => {
+    const t = await trickler();
+    try {
+      const abort = new AbortController();
+      const res = await guardedFetch(guard)(t.url, { signal: abort.signal });
+      expect(res.status).toBe(200);
+      const reading = res.text();
+      abort.abort(new Error('deadline'));
+      await expect(reading).rejects.toThrow();
+      await until(async () => (t.open.size === 0 ? true : undefined), 10_000);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('without a signal, the time limit ends it', async () => {
+    const t = await trickler();
+    try {
+      const res = await guardedFetch(guard, { timeoutMs: 300 })(t.url);
+      await expect(res.text()).rejects.toThrow();
+      await until(async () => (t.open.size === 0 ? true : undefined), 10_000);
+    } finally {
+      await t.close();
+    }
   });
 });

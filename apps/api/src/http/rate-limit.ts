@@ -148,6 +148,7 @@ function writeHeaders(c: Context<AppEnv>, r: RequestLimits): void {
 /**
  * The client's address: the socket's, or with TRUST_PROXY = n the one the outermost of n trusted proxies saw (the
  * n-th X-Forwarded-For entry from the right; entries further left are written by the client and prove nothing).
+ * The port must then be reachable only through those proxies: a client that reaches it directly writes the header.
  */
 export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
   let address: string | undefined;
@@ -158,7 +159,8 @@ export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
   }
   if (trustProxy > 0) {
     const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-    const seen = hops[Math.max(0, hops.length - trustProxy)];
+    // Fewer entries than trusted proxies: not what n proxies would have written; the socket's address counts.
+    const seen = hops.length >= trustProxy ? hops[hops.length - trustProxy] : undefined;
     if (seen !== undefined && isIP(seen.replace(/%.*$/, '')) !== 0) address = seen;
   }
   return address === undefined ? 'unknown' : addressKey(address);

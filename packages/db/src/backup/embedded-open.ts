@@ -1,12 +1,13 @@
 /**
  * The embedded database of a DATA_DIR for a tool (backup, restore) that runs beside the service or without it: a
- * server already running on that directory is used where it listens (postmaster.pid names the port; the password
- * is in DATA_DIR/postgres-password); otherwise the tool starts one for itself and stops it when done.
+ * server already running on that directory is used where it listens (the password is in DATA_DIR/postgres-password);
+ * otherwise the tool starts one for itself and stops it when done.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../embedded.js';
+import { findPostmaster, processInfo } from '../postmaster.js';
 
 export interface OpenedEmbedded {
   url: string;
@@ -15,27 +16,24 @@ export interface OpenedEmbedded {
   close(): Promise<void>;
 }
 
-/** postmaster.pid: pid, data directory, start time, port, socket directory, listen address, shmem key, status. */
-async function runningServer(pgDir: string): Promise<{ port: number; host: string } | undefined> {
-  const content = await readFile(path.join(pgDir, 'postmaster.pid'), 'utf8').catch(() => undefined);
-  const lines = content?.split('\n') ?? [];
-  const pid = Number.parseInt(lines[0] ?? '', 10);
-  const port = Number.parseInt(lines[3] ?? '', 10);
-  if (!(pid > 0) || !(port > 0)) return undefined;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
-  }
-  const comm = await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => undefined);
-  if (comm !== undefined && comm.trim() !== 'postgres') return undefined;
-  const host = (lines[5] ?? '').trim().split(/[ ,]/)[0] || '127.0.0.1';
-  return { port, host: host === '*' || host === '0.0.0.0' ? '127.0.0.1' : host };
+/**
+ * The server running on pgDir, verified the way the service verifies a left-over one (findPostmaster: a live
+ * `postgres` whose own command line names this data directory, so a reused PID is never taken for it), at the
+ * port on that command line (not the lock file's, which may be stale). The superuser password is only ever sent
+ * there, to 127.0.0.1, where the embedded server listens.
+ */
+function runningServer(pgDir: string): { port: number; host: string } | undefined {
+  const pm = findPostmaster(pgDir);
+  if (!pm) return undefined;
+  const args = processInfo(pm.pid)?.args ?? [];
+  const p = args.indexOf('-p');
+  const port = p >= 0 ? Number.parseInt(args[p + 1] ?? '', 10) : Number.NaN;
+  return port > 0 ? { port, host: '127.0.0.1' } : undefined;
 }
 
 export async function openEmbeddedDatabase(dataDir: string, opts: { log?: (msg: string) => void } = {}): Promise<OpenedEmbedded> {
   const pgDir = path.join(dataDir, 'postgres');
-  const running = existsSync(path.join(pgDir, 'PG_VERSION')) ? await runningServer(pgDir) : undefined;
+  const running = existsSync(path.join(pgDir, 'PG_VERSION')) ? runningServer(pgDir) : undefined;
   if (running) {
     const password = (await readFile(path.join(dataDir, 'postgres-password'), 'utf8')).trim();
     return {

@@ -66,6 +66,8 @@ async function prepareEmptyDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const entries = await readdir(dir);
   if (entries.length) throw new Error(`${dir} is not empty: back up into a new directory`);
+  // An empty directory that existed already keeps its mode otherwise: a backup holds secrets.
+  await chmod(dir, 0o700);
 }
 
 /** The file records' blobs, read in the dump's snapshot (none when the database has no files table yet). */
@@ -144,6 +146,19 @@ export async function readManifest(dir: string): Promise<BackupManifest> {
   if (manifest.format !== BACKUP_FORMAT) throw new Error(`${dir}/manifest.json is not a ${BACKUP_FORMAT} manifest`);
   if (manifest.format_version !== BACKUP_FORMAT_VERSION) {
     throw new Error(`backup format version ${manifest.format_version} is not supported (this version reads ${BACKUP_FORMAT_VERSION})`);
+  }
+  // Whatever names a path or a role is checked before anything is read or created: no path leaves the backup, and
+  // no role of PostgreSQL's own (pg_*) is granted. The contents are trusted all the same (docs/backups.md).
+  const bad = (what: string) => new Error(`${dir}/manifest.json: ${what}`);
+  const SHA = /^[0-9a-f]{64}$/;
+  if (manifest.database?.file !== 'database.dump') throw bad('database.file must be database.dump');
+  if (!SHA.test(manifest.database.sha256 ?? '')) throw bad('database.sha256 is not a SHA-256');
+  for (const b of manifest.blobs?.items ?? []) if (!SHA.test(b.sha256 ?? '')) throw bad(`blob ${String(b.key)}: sha256 is not a SHA-256`);
+  for (const f of manifest.files ?? []) {
+    if (!/^[a-z][a-z0-9-]*$/.test(f.name ?? '') || !SHA.test(f.sha256 ?? '')) throw bad(`file ${String(f.name)}: not a service file`);
+  }
+  for (const r of manifest.database.roles ?? []) {
+    if (typeof r.name !== 'string' || r.name.startsWith('pg_') || r.name.length > 63) throw bad(`role ${String(r.name)}: not a role a backup may create`);
   }
   return manifest;
 }
