@@ -12,6 +12,7 @@ const running = await startServer(
     LOG_LEVEL: 'silent',
     DATABASE_URL: process.env.DATABASE_URL,
     STF_JS_WORKERS: '2',
+    ...(process.env.SQL_WORKSPACE_CONNECTIONS_SHARED ? { SQL_WORKSPACE_CONNECTIONS_SHARED: process.env.SQL_WORKSPACE_CONNECTIONS_SHARED } : {}),
     // BENCH_BUDGETS=1: request-rate budgets on (off by default), set above what the victim sends.
     ...(process.env.BENCH_BUDGETS === '1' ? { RATE_LIMIT_PER_PRINCIPAL: '12000', RATE_LIMIT_PER_WORKSPACE: '24000' } : {}),
   }),

@@ -37,6 +37,8 @@ export const ConfigSchema = v.object({
   SQL_MAX_RESPONSE_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   SQL_POOL_MAX: int(20, 1, 1000),
   SQL_WORKSPACE_CONNECTIONS: int(4, 1, 100),
+  // Unset: half of SQL_WORKSPACE_CONNECTIONS (at least 1). What a workspace may hold while others use SQL too.
+  SQL_WORKSPACE_CONNECTIONS_SHARED: v.optional(v.pipe(v.string(), v.trim(), v.toNumber(), v.integer(), v.minValue(1), v.maxValue(100))),
   SQL_WORKSPACE_QUEUE: int(64, 0, 10_000),
   SQL_ACQUIRE_TIMEOUT_MS: int(30_000, 100, 600_000),
   SQL_ROLE_SECRET: v.optional(v.pipe(v.string(), v.minLength(16, 'SQL_ROLE_SECRET must have at least 16 characters'))),

@@ -14,6 +14,7 @@ export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: C
     pools: {
       maxTotal: config.SQL_POOL_MAX,
       maxPerWorkspace: config.SQL_WORKSPACE_CONNECTIONS,
+      maxPerWorkspaceShared: config.SQL_WORKSPACE_CONNECTIONS_SHARED ?? Math.max(1, Math.floor(config.SQL_WORKSPACE_CONNECTIONS / 2)),
       maxQueuePerWorkspace: config.SQL_WORKSPACE_QUEUE,
       acquireTimeoutMs: config.SQL_ACQUIRE_TIMEOUT_MS,
     },

@@ -14,6 +14,16 @@ export interface TenantPoolsOptions {
   connect(workspaceId: string): Promise<pg.Client>;
   /** Connections (= concurrent statements or open STF sessions) one workspace may hold. SQL_WORKSPACE_CONNECTIONS. */
   maxPerWorkspace: number;
+  /**
+   * What one workspace may hold while another workspace is using SQL too (holding or waiting for a connection, or
+   * having asked for one within `contentionWindowMs`): its statements share the database's CPUs with theirs, and
+   * PostgreSQL has no priorities, so a workspace alone gets `maxPerWorkspace` and one among others this many.
+   * Statements already running are not stopped; new ones wait. SQL_WORKSPACE_CONNECTIONS_SHARED; default
+   * `maxPerWorkspace` (no difference).
+   */
+  maxPerWorkspaceShared?: number;
+  /** How recent another workspace's last acquire must be for it to count as using SQL. Default 2000 ms. */
+  contentionWindowMs?: number;
   /** Open connections across all workspaces: leased, idle and connecting. SQL_POOL_MAX. */
   maxTotal: number;
   /** Waiting acquires one workspace may have; one more is refused at once. SQL_WORKSPACE_QUEUE. */
@@ -86,6 +96,10 @@ export class TenantPools {
   private open = 0;
   private turn = 0;
   private closed = false;
+  /** Workspace → when it last asked for a connection (pruned to the contention window). */
+  private readonly lastAsked = new Map<string, number>();
+  /** Workspaces using SQL as of the current pump (see maxPerWorkspaceShared). */
+  private active = 0;
 
   constructor(private readonly opts: TenantPoolsOptions) {
     if (opts.maxPerWorkspace < 1 || opts.maxTotal < 1 || opts.maxQueuePerWorkspace < 0) {
@@ -98,6 +112,7 @@ export class TenantPools {
     if (this.closed) return Promise.reject(closedError());
     if (signal?.aborted) return Promise.reject(signal.reason);
     const t = this.tenant(workspaceId);
+    this.asked(workspaceId);
     return new Promise<Lease>((resolve, reject) => {
       const w: Waiter = { tenant: t, connecting: false, settled: false, resolve, reject };
       w.timer = setTimeout(() => this.settle(w, timeoutError(w.connecting, this.opts.acquireTimeoutMs)), this.opts.acquireTimeoutMs);
@@ -144,6 +159,7 @@ export class TenantPools {
    * Without contention this is just "the next waiter of the workspace that released".
    */
   private pump(): void {
+    this.active = this.countActive();
     while (!this.closed) {
       let next: Tenant | undefined;
       for (const t of this.tenants.values()) {
@@ -165,7 +181,7 @@ export class TenantPools {
   }
 
   private canServe(t: Tenant): boolean {
-    if (t.waiters.length === 0 || held(t) >= this.opts.maxPerWorkspace) return false;
+    if (t.waiters.length === 0 || held(t) >= this.capOf(t)) return false;
     return t.idle.length > 0 || this.open < this.opts.maxTotal || this.idle.size > 0;
   }
 
@@ -281,6 +297,40 @@ export class TenantPools {
     this.tidy(w.tenant);
     if (lease) w.resolve(lease);
     else w.reject(err);
+  }
+
+  /** maxPerWorkspace alone, maxPerWorkspaceShared while another workspace uses SQL too. */
+  private capOf(t: Tenant): number {
+    const shared = this.opts.maxPerWorkspaceShared;
+    if (shared === undefined || shared >= this.opts.maxPerWorkspace) return this.opts.maxPerWorkspace;
+    const selfActive = held(t) > 0 || t.waiters.length > 0 || this.recentlyAsked(t.id);
+    return this.active - (selfActive ? 1 : 0) > 0 ? Math.max(1, shared) : this.opts.maxPerWorkspace;
+  }
+
+  private asked(id: string): void {
+    if (this.opts.maxPerWorkspaceShared === undefined) return;
+    const now = Date.now();
+    this.lastAsked.delete(id); // re-inserted last: the map stays ordered by time, oldest first
+    this.lastAsked.set(id, now);
+    const window = this.opts.contentionWindowMs ?? 2000;
+    for (const [k, at] of this.lastAsked) {
+      if (now - at < window) break;
+      this.lastAsked.delete(k);
+    }
+  }
+
+  private recentlyAsked(id: string): boolean {
+    const at = this.lastAsked.get(id);
+    return at !== undefined && Date.now() - at < (this.opts.contentionWindowMs ?? 2000);
+  }
+
+  /** Workspaces holding or waiting for connections, or that asked within the window. */
+  private countActive(): number {
+    if (this.opts.maxPerWorkspaceShared === undefined) return 0;
+    const ids = new Set<string>();
+    for (const t of this.tenants.values()) if (held(t) > 0 || t.waiters.length > 0) ids.add(t.id);
+    for (const id of this.lastAsked.keys()) if (this.recentlyAsked(id)) ids.add(id);
+    return ids.size;
   }
 
   private tenant(id: string): Tenant {

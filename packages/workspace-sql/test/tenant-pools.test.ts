@@ -706,3 +706,51 @@ describe('invariants under random load (fake connections)', () => {
     );
   });
 });
+
+describe('shared cap: a workspace among others holds at most maxPerWorkspaceShared', () => {
+  const flush = () => new Promise((r) => setTimeout(r, 50));
+
+  it('alone, a workspace gets maxPerWorkspace; once another asks, its new statements wait at the shared cap', async () => {
+    const { pools: p } = pools({ maxPerWorkspace: 4, maxPerWorkspaceShared: 1, contentionWindowMs: 60_000 });
+    // A alone: all four at once.
+    const first = await Promise.all([0, 1, 2, 3].map(() => p.acquire('A')));
+    expect(p.stats().workspaces.A?.leased).toBe(4);
+    for (const l of first) l.release();
+
+    // B asks (and is served): from now on A is among others.
+    const b = await p.acquire('B');
+    b.release();
+    const a1 = await p.acquire('A');
+    const a2 = track(p.acquire('A'));
+    await flush();
+    expect(a2.state).toBe('pending');
+    expect(p.stats().workspaces.A).toMatchObject({ leased: 1, waiting: 1 });
+    // B is never held back by A's load.
+    const b2 = await p.acquire('B');
+    b2.release();
+    a1.release();
+    (await a2.promise).release();
+  });
+
+  it('statements already running are not stopped, and the cap lifts once the others have gone quiet', async () => {
+    const { pools: p } = pools({ maxPerWorkspace: 3, maxPerWorkspaceShared: 1, contentionWindowMs: 200 });
+    const running = await Promise.all([0, 1, 2].map(() => p.acquire('A')));
+    (await p.acquire('B')).release();
+    // Three running; a fourth of A waits for both the full cap and the shared one.
+    const next = track(p.acquire('A'));
+    for (const l of running.slice(0, 2)) l.release();
+    await flush();
+    expect(next.state).toBe('pending'); // A holds 1 = the shared cap while B counts as active
+    await new Promise((r) => setTimeout(r, 300)); // B's last request is older than the window
+    running[2]!.release(); // any pump: A alone again
+    (await next.promise).release();
+  });
+
+  it('without maxPerWorkspaceShared nothing changes', async () => {
+    const { pools: p } = pools({ maxPerWorkspace: 2 });
+    (await p.acquire('B')).release();
+    const two = await Promise.all([p.acquire('A'), p.acquire('A')]);
+    expect(p.stats().workspaces.A?.leased).toBe(2);
+    for (const l of two) l.release();
+  });
+});
