@@ -1,30 +1,15 @@
 // Child process of noisy-neighbour.mjs: our API (as `pnpm start` runs it) with two workspaces of two users, a
 // victim and an abuser, each with a small table and the STFs the abuses need.
-import { loadConfig } from '@wds/api/config';
-import { createLogger } from '@wds/api/logger';
-import { startServer } from '@wds/api/server';
+import { admin, callerOf, startApi } from './bootstrap.mjs';
 
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-const running = await startServer(
-  loadConfig({
-    PORT: '0',
-    ADMIN_TOKEN,
-    LOG_LEVEL: 'silent',
-    DATABASE_URL: process.env.DATABASE_URL,
-    STF_JS_WORKERS: '2',
-    ...(process.env.SQL_WORKSPACE_CONNECTIONS_SHARED ? { SQL_WORKSPACE_CONNECTIONS_SHARED: process.env.SQL_WORKSPACE_CONNECTIONS_SHARED } : {}),
-    // BENCH_BUDGETS=1: request-rate budgets on (off by default), set above what the victim sends.
-    ...(process.env.BENCH_BUDGETS === '1' ? { RATE_LIMIT_PER_PRINCIPAL: '12000', RATE_LIMIT_PER_WORKSPACE: '24000' } : {}),
-  }),
-  createLogger('silent'),
-);
-const call = async (method, path, body, headers = {}) => {
-  const r = await fetch(running.url + path, { method, headers: { 'content-type': 'application/json', ...headers }, body: body && JSON.stringify(body) });
-  const json = await r.json();
-  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-};
-const admin = { 'x-admin-token': ADMIN_TOKEN };
+const running = await startApi({
+  DATABASE_URL: process.env.DATABASE_URL,
+  STF_JS_WORKERS: '2',
+  ...(process.env.SQL_WORKSPACE_CONNECTIONS_SHARED ? { SQL_WORKSPACE_CONNECTIONS_SHARED: process.env.SQL_WORKSPACE_CONNECTIONS_SHARED } : {}),
+  // BENCH_BUDGETS=1: request-rate budgets on (off by default), set above what the victim sends.
+  ...(process.env.BENCH_BUDGETS === '1' ? { RATE_LIMIT_PER_PRINCIPAL: '12000', RATE_LIMIT_PER_WORKSPACE: '24000' } : {}),
+});
+const call = callerOf(running);
 const b64 = (s) => Buffer.from(s).toString('base64');
 
 async function tenant(name, stfs) {

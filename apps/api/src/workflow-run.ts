@@ -83,18 +83,12 @@ function gateOf(services: Services): WorkflowConcurrency {
   return gate;
 }
 
-export async function executeAndRecord(
-  services: Services,
-  workspace: { id: string; ddl_policy_group_id: string | null },
-  workflow: WorkflowView,
-  input: unknown,
-  executedBy: string | null,
-  audit: Omit<AuditEntry, 'details'>,
-): Promise<{ runId: string; result: ExecutionResult }> {
+export async function executeAndRecord(...args: Parameters<typeof execute>): Promise<{ runId: string; result: ExecutionResult }> {
+  const [services, workspace] = args;
   // At most WORKFLOW_WORKSPACE_CONCURRENCY executions of one workspace at once; more wait (bounded) or get 429.
   const release = await gateOf(services).acquire(workspace.id);
   try {
-    return await execute(services, workspace, workflow, input, executedBy, audit);
+    return await execute(...args);
   } finally {
     release();
   }
