@@ -1,11 +1,11 @@
 /**
  * The sweeps of a process that runs background work, wired to this server's services: nothing a crash left behind
- * stays. Interrupted workflow runs are failed, table embedding requests whose job never came are queued again (on
- * MAINTENANCE_INTERVAL_MS), temp uploads and orphan blobs are removed (on BLOB_SWEEP_INTERVAL_MS; 0 turns these
- * two off), and STF containers a dead process left running are removed. Started next to the job queue; every
+ * stays. Interrupted workflow runs are failed, table and file embedding requests whose job never came are queued
+ * again (on MAINTENANCE_INTERVAL_MS), temp uploads and orphan blobs are removed (on BLOB_SWEEP_INTERVAL_MS; 0 turns
+ * these two off), and STF containers a dead process left running are removed. Started next to the job queue; every
  * process may run them at once.
  */
-import { EMBEDDING_QUEUE, jobKey, requeueTableRequests } from '@wds/semantic-search';
+import { EMBEDDING_QUEUE, type EmbeddingJob, jobKey, requeuePendingFiles, requeueTableRequests } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
@@ -30,14 +30,19 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
     },
   ];
   if (s.embeddings.embedder.embedder) {
-    tasks.push({
-      name: 'table embedding requests without a job',
-      intervalMs: c.MAINTENANCE_INTERVAL_MS,
-      run: () =>
-        requeueTableRequests(s.db, async (job) => void (await s.jobs.enqueue(EMBEDDING_QUEUE, job, jobKey(job))), {
-          olderThanMs: c.MAINTENANCE_INTERVAL_MS,
-        }),
-    });
+    const enqueue = async (job: EmbeddingJob) => void (await s.jobs.enqueue(EMBEDDING_QUEUE, job, jobKey(job)));
+    tasks.push(
+      {
+        name: 'table embedding requests without a job',
+        intervalMs: c.MAINTENANCE_INTERVAL_MS,
+        run: () => requeueTableRequests(s.db, enqueue, { olderThanMs: c.MAINTENANCE_INTERVAL_MS }),
+      },
+      {
+        name: 'file embeddings pending without a job',
+        intervalMs: c.MAINTENANCE_INTERVAL_MS,
+        run: () => requeuePendingFiles(s.db, enqueue, { olderThanMs: c.MAINTENANCE_INTERVAL_MS }),
+      },
+    );
   }
   const docker = s.runtimes.docker as DockerRuntime | undefined;
   if (docker) {

@@ -4,10 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from '@wds/db';
-import { EMBEDDING_QUEUE } from '@wds/semantic-search';
+import { EMBEDDING_QUEUE, type EmbeddingJob, embedFiles, jobKey, requeuePendingFiles } from '@wds/semantic-search';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobRun } from '../src/background.js';
-import { handleEmbeddingJobs } from '../src/embedding-work.js';
+import { embeddingDeps, handleEmbeddingJobs } from '../src/embedding-work.js';
 import type { Services } from '../src/services.js';
 import { Harness, until } from './support.js';
 
@@ -150,5 +150,40 @@ describe('a dead embedding job', () => {
     await until(async () => ((await status('stuck'))?.status === 'completed' ? true : undefined));
     expect(await jobOf('stuck')).toMatchObject({ id: dead, state: 'completed', retry_count: 1 });
     expect(await status('stuck')).toMatchObject({ embedded_rows: 4, pending_rows: 0 });
+  });
+});
+
+describe('a file embedding left pending without a job', () => {
+  it('is queued again by the sweep, once however often it sweeps, and embedded', async () => {
+    const up = await h.call('POST', `/api/v1/workspaces/${ws.id}/files`, {
+      token: owner.token,
+      workspace: ws.id,
+      body: { filename: 'lost.txt', content_type: 'text/plain', content: Buffer.from('the toner order went missing').toString('base64') },
+    });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    // The request committed the item, then its enqueue failed (the database went away for a moment).
+    const blip = { ...embeddingDeps(h.services), enqueue: async () => Promise.reject(new Error('blip')) };
+    await expect(embedFiles(blip, ws.id, [up.body.id], false)).rejects.toThrow('blip');
+    const item = (
+      await sql<{ id: string; status: string }>`SELECT id, status FROM platform.embedding_items
+        WHERE workspace_id = ${ws.id} AND surface = 'file' AND file_id = ${up.body.id}`.execute(h.services.db)
+    ).rows[0]!;
+    expect(item.status).toBe('pending');
+    const jobs = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = ${EMBEDDING_QUEUE} AND singleton_key = ${`file:${item.id}`}`.execute(h.services.db))
+        .rows[0]!.n;
+    expect(await jobs()).toBe(0);
+
+    holdJobs();
+    const enqueue = async (job: EmbeddingJob) => void (await h.services.jobs.enqueue(EMBEDDING_QUEUE, job, jobKey(job)));
+    expect(await requeuePendingFiles(h.services.db, enqueue, { olderThanMs: 0 })).toBeGreaterThanOrEqual(1);
+    await requeuePendingFiles(h.services.db, enqueue, { olderThanMs: 0 });
+    expect(await jobs()).toBe(1);
+    release();
+    await until(async () => {
+      const r = await h.call('GET', emb(ws.id, '/files/status'), { token: owner.token });
+      const f = r.body.files.find((x: { file_id?: string; id?: string }) => (x.file_id ?? x.id) === up.body.id);
+      return f?.status === 'completed' ? true : undefined;
+    }, 30_000);
   });
 });

@@ -82,6 +82,21 @@ export async function embedFiles(deps: FileDeps, workspaceId: string, fileIds: s
   return { files: (await fileStatus(deps, workspaceId, ids)).files };
 }
 
+/**
+ * File items left pending without a job (its enqueue failed after the item was committed, or the file was
+ * regenerated while its job ran) are queued again: those pending longer than `olderThanMs`, at most 500 a sweep.
+ * Jobs are keyed by item, so an item whose job still waits is not queued twice. Returns how many were looked at.
+ */
+export async function requeuePendingFiles(db: Db, enqueue: Enqueue, opts: { olderThanMs: number }): Promise<number> {
+  const { rows } = await sql<{ id: string; workspace_id: string }>`
+    SELECT id, workspace_id FROM platform.embedding_items
+     WHERE surface = 'file' AND status = 'pending'
+       AND updated_at < now() - ${Math.max(0, Math.floor(opts.olderThanMs))} * interval '1 millisecond'
+     ORDER BY updated_at LIMIT 500`.execute(db);
+  for (const r of rows) await enqueue({ kind: 'file', workspaceId: r.workspace_id, itemId: r.id });
+  return rows.length;
+}
+
 /** One job: the file's text, chunked and embedded. Throws to let the queue retry; the last failure marks it failed. */
 export async function runFileJob(deps: FileDeps, itemId: string, retry = false): Promise<void> {
   const item = await claimForRun(deps.db, itemId, retry);

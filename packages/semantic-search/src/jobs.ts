@@ -5,9 +5,10 @@ export const EMBEDDING_QUEUE = 'embeddings';
 
 /**
  * Jobs of one table share a key, so a burst of row changes queues one job, not many (changes made while it runs
- * are picked up by its last pass). File jobs have none: a file regenerated while its job runs needs a second job
- * (the first one's result is fenced off), and a duplicate delivery finds the item no longer pending and stops.
+ * are picked up by its last pass). A file item's jobs share a key too, so the requeue sweep never doubles a job
+ * that waits; a file regenerated while its job runs gets no second job at once (the first one's result is fenced
+ * off) but is pending afterwards, which the sweep (requeuePendingFiles) queues again.
  */
-export const jobKey = (job: EmbeddingJob): string | undefined => (job.kind === 'file' ? undefined : `table:${job.workspaceId}:${job.table}`);
+export const jobKey = (job: EmbeddingJob): string => (job.kind === 'file' ? `file:${job.itemId}` : `table:${job.workspaceId}:${job.table}`);
 
 export type Enqueue = (job: EmbeddingJob) => Promise<void>;

@@ -73,7 +73,7 @@ describe('helpers', () => {
     expect(vectorText([0.5, -1, Number.NaN], false)).toBe('{0.5,-1,0}');
     expect(vectorText([0.5, -1], true)).toBe('[0.5,-1]');
     expect(jobKey({ kind: 'table', workspaceId: 'w', table: 't' })).toBe('table:w:t');
-    expect(jobKey({ kind: 'file', workspaceId: 'w', itemId: 'i' })).toBeUndefined();
+    expect(jobKey({ kind: 'file', workspaceId: 'w', itemId: 'i' })).toBe('file:i');
   });
 });
 
