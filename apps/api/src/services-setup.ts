@@ -58,11 +58,17 @@ export function shutdownStep(logger: Logger, what: string, work: () => Promise<u
   return Promise.race([done, gaveUp]).finally(() => clearTimeout(timer));
 }
 
-/**
- * `runJobs`: this process works the job queues (an API process with RUN_JOBS=true, a worker); otherwise it only
- * declares them, so what it enqueues waits for a worker.
- */
-export async function openServices(config: Config, logger: Logger, opts: { runJobs: boolean }): Promise<OpenedServices> {
+export interface OpenOptions {
+  /** This process works the job queues (an API process with RUN_JOBS=true, a worker); else it only declares them. */
+  runJobs: boolean;
+  /** Start the job queue now (default) or on the first enqueue (the test harness: most test files queue nothing). */
+  startJobs?: boolean;
+  /** STF runtime sizing other than the configuration's (the test harness: one worker, none started ahead). */
+  runtimes?: { jsWorkers?: number; prewarm?: boolean };
+}
+
+/** The one assembly of `Services`, for the API, the worker and the test harness. */
+export async function openServices(config: Config, logger: Logger, opts: OpenOptions): Promise<OpenedServices> {
   const dataDir = resolve(config.DATA_DIR);
   let databaseUrl = config.DATABASE_URL;
   let embedded: RunningEmbeddedPostgres | undefined;
@@ -112,7 +118,8 @@ export async function openServices(config: Config, logger: Logger, opts: { runJo
   const bus = new InvalidationBus(databaseUrl, (msg, err) => logger.warn({ err }, msg));
   await bus.start();
   const ttl = config.CACHE_TTL_MS;
-  const runtimes = createRuntimes(config);
+  const outbound = new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
+  const runtimes = createRuntimes(config, { ...opts.runtimes, outbound });
   const docker = runtimes.docker as DockerRuntime | undefined;
   if (docker) {
     await docker.ping().then(
@@ -120,7 +127,6 @@ export async function openServices(config: Config, logger: Logger, opts: { runJo
       (err: Error) => logger.warn({ docker_host: config.DOCKER_HOST, err: err.message }, 'container engine not reachable: docker STFs answer 503 until it is'),
     );
   }
-  const outbound = new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
   const blobs = createBlobStore(config, dataDir);
   const services: Services = {
     db,
@@ -151,7 +157,7 @@ export async function openServices(config: Config, logger: Logger, opts: { runJo
   handleEmbeddingJobs(services);
   handleDriveSyncJobs(services);
   try {
-    await services.jobs.start();
+    if (opts.startJobs ?? true) await services.jobs.start();
   } catch (err) {
     await closeAll(services, embedded, logger);
     throw err;

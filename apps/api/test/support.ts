@@ -1,26 +1,14 @@
-import { createDb, migrateToLatest } from '@wds/db';
-import { createJwtVerifier } from '@wds/identity';
 import { randomBytes } from 'node:crypto';
-import { InvalidationBus, TopicCache } from '@wds/cache';
-import { SecretBox } from '@wds/crypto';
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OutboundGuard } from '@wds/effect-runner';
-import { createFsBlobStore } from '@wds/storage';
-import { createRuntimes } from '../src/runtimes.js';
-import { Background } from '../src/background.js';
-import { createEmbeddings } from '../src/embeddings-config.js';
-import { createProviders } from '../src/providers-config.js';
-import { handleDriveSyncJobs } from '../src/drive-sync-work.js';
-import { handleEmbeddingJobs } from '../src/embedding-work.js';
 import { createDatabase } from '@wds/testkit';
 import { test as base, inject } from 'vitest';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { createWorkspaceSql } from '../src/workspace-sql-config.js';
+import { type OpenedServices, openServices } from '../src/services-setup.js';
 import type { Services } from '../src/services.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -52,7 +40,7 @@ export class Harness {
   /** A fresh database, or (with `url`) another process's view of an existing one. */
   static async create(env: Record<string, string> = {}, existingUrl?: string): Promise<Harness> {
     const url = existingUrl ?? (await createDatabase(inject('pgServerUrl'), { prefix: 'api' }));
-    const config = loadConfig({
+    const configEnv = {
       ADMIN_TOKEN,
       AUTH_JWT_SECRET: JWT_SECRET,
       LOG_LEVEL: 'silent',
@@ -64,39 +52,19 @@ export class Harness {
       // Every in-process request comes from one (unknown) address, and the security suite fails auth on purpose.
       RATE_LIMIT_AUTH_FAILURES_PER_IP: '1000000',
       ...env,
-    });
-    const { db, pool } = createDb(url, { max: 5 });
+    };
     // STORAGE_DIR shares a blob directory with another harness (a restarted process); it is then not removed.
     const blobDir = env.STORAGE_DIR ?? mkdtempSync(join(tmpdir(), 'wds-blobs-'));
-    await migrateToLatest(db);
-    const bus = new InvalidationBus(url);
-    await bus.start();
-    const ttl = config.CACHE_TTL_MS;
-    const secrets = SecretBox.fromBase64(randomBytes(32).toString('base64'));
-    const outbound = new OutboundGuard({ allowlist: config.OUTBOUND_ALLOWLIST });
-    const blobs = createFsBlobStore(blobDir);
-    const services: Services = {
-      db,
-      pool,
-      // Started on the first enqueue: most test files never queue a job.
-      jobs: new Background({ connectionString: url, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger: createLogger('silent') }),
-      embeddings: await createEmbeddings(config, db),
-      providers: createProviders(config, { db, secrets, blobs, outbound }),
-      sql: createWorkspaceSql(pool, url, config, bus, createLogger('silent')),
-      secrets,
-      runtimes: createRuntimes(config, { jsWorkers: 1, prewarm: false }),
-      outbound,
-      blobs,
-      bus,
-      caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
-      config,
-      logger: createLogger('silent'),
-      jwt: createJwtVerifier({ jwksUrl: config.AUTH_JWKS_URL, secret: config.AUTH_JWT_SECRET }),
-      adminToken: ADMIN_TOKEN,
-    };
-    handleEmbeddingJobs(services);
-    handleDriveSyncJobs(services);
+    // The server's own assembly (services-setup.ts), on this database: one worker, the job queue started on the
+    // first enqueue (most test files never queue a job).
+    const opened = await openServices(
+      loadConfig({ ...configEnv, DATABASE_URL: url, DB_POOL_MAX: '5', STORAGE_DIR: blobDir, SECRETS_KEY: randomBytes(32).toString('base64') }),
+      createLogger('silent'),
+      { runJobs: true, startJobs: false, runtimes: { jsWorkers: 1, prewarm: false } },
+    );
+    const services = opened.services;
     const h = new Harness(services, createApp(services), url);
+    h.opened = opened;
     h.blobDir = blobDir;
     h.ownsBlobDir = env.STORAGE_DIR === undefined;
     return h;
@@ -104,15 +72,12 @@ export class Harness {
 
   /** The directory of this harness's filesystem blob store. */
   blobDir = '';
+  private opened: OpenedServices | undefined;
   ownsBlobDir = true;
 
   async close() {
     if (this.ownsBlobDir) await rm(this.blobDir, { recursive: true, force: true }).catch(() => undefined);
-    await this.services.jobs.stop();
-    await Promise.all(Object.values(this.services.runtimes).map((r) => r?.close()));
-    await this.services.sql.close();
-    await this.services.bus.stop();
-    await this.services.db.destroy();
+    await this.opened?.close();
   }
 
   async call<T = any>(method: string, path: string, opts: Call = {}): Promise<Res<T>> {
