@@ -1,4 +1,4 @@
-import { sql } from '@wds/db';
+import { databaseAnswers } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -96,20 +96,11 @@ export function createApp(services: Services, options: { clock?: Clock } = {}): 
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // The service pool (never the workspaces' SQL pools), bounded: a database that is down or hangs is a quick 503.
-  app.get('/readyz', async (c) => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        sql`SELECT 1`.execute(services.db),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error('readiness check timed out')), READY_TIMEOUT_MS);
-        }),
-      ]).finally(() => clearTimeout(timer));
-      return c.json({ status: 'ok' });
-    } catch {
-      return c.json({ error: 'Database unreachable', code: 'SERVICE_UNAVAILABLE' }, 503);
-    }
-  });
+  app.get('/readyz', async (c) =>
+    (await databaseAnswers(services.db, READY_TIMEOUT_MS))
+      ? c.json({ status: 'ok' })
+      : c.json({ error: 'Database unreachable', code: 'SERVICE_UNAVAILABLE' }, 503),
+  );
   const openapi = buildOpenApi(routes);
   app.get('/api/v1/openapi.json', (c) => c.json(openapi));
 

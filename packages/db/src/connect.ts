@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
@@ -28,4 +28,22 @@ export function createDb(url: string, opts: DbOptions = {}): { db: Db; pool: pg.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
+}
+
+/** Whether the database answers within `timeoutMs` (a readiness check; never waits longer). */
+export async function databaseAnswers(db: Db, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      sql`SELECT 1`.execute(db),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('readiness check timed out')), timeoutMs);
+      }),
+    ]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
