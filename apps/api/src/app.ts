@@ -9,6 +9,7 @@ import { buildOpenApi } from './http/openapi.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { RateLimits, rateLimit } from './http/rate-limit.js';
 import type { Clock } from './http/rate-limiter.js';
+import { McpEndpoint } from './mcp/server.js';
 import { adminRoutes } from './routes/admin.js';
 import { adminCredentialRoutes } from './routes/admin-credentials.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
@@ -91,6 +92,14 @@ export function createApp(services: Services, options: { clock?: Clock } = {}): 
   // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).
   app.use('/api/*', (c, next) => (c.req.method === 'POST' && FILE_UPLOAD.test(c.req.path) ? next() : limitBody(c, next)));
   app.use('/admin/*', limitBody);
+  // MCP bodies carry uploads as base64: their own limit, applied by the transport too.
+  app.use(
+    '/mcp',
+    bodyLimit({
+      maxSize: services.config.MCP_MAX_BODY_BYTES,
+      onError: (c) => c.json(new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `limit ${services.config.MCP_MAX_BODY_BYTES} bytes`).toBody(), 413),
+    }),
+  );
   app.onError(renderError);
   app.notFound(renderNotFound);
 
@@ -106,5 +115,7 @@ export function createApp(services: Services, options: { clock?: Clock } = {}): 
 
   for (const r of routes) mount(app, r);
   mountMethodNotAllowed(app, routes);
+  // The same operations as tools (docs/mcp.md).
+  new McpEndpoint(services, routes).mount(app);
   return app;
 }

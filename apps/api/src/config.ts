@@ -28,6 +28,14 @@ export const ConfigSchema = v.object({
   AUTH_CLIENT_SECRET: opt,
   SESSION_TTL_SECONDS: int(30 * 24 * 3600, 60, 365 * 24 * 3600),
   MAX_BODY_BYTES: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  // MCP (docs/mcp.md): one JSON-RPC request body (an upload's base64 counts), one tool result's text before it is
+  // cut with a note on how to page, and the open sessions of this process (each user at most a tenth of them).
+  MCP_MAX_BODY_BYTES: int(32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  MCP_MAX_RESULT_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
+  MCP_MAX_SESSIONS: int(1000, 10, 1_000_000),
+  MCP_SESSION_IDLE_SECONDS: int(1800, 10, 7 * 24 * 3600),
+  // The longest a tool call may take on this deployment, whatever a workspace's mcp_timeout_ms says.
+  MCP_MAX_TIMEOUT_MS: int(3_600_000, 100, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   // false: this API process only enqueues background jobs; worker processes (apps/worker) run them and the sweeps.
   RUN_JOBS: v.optional(v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1')), 'true'),

@@ -101,7 +101,7 @@ export function runAsCaller(
   opts: { sql?: boolean } = {},
 ): Promise<RunAnswer> {
   const userId = ctx.principal.user.id;
-  return runStf(ctx.c.var.services, ctx.db, {
+  return runStf(ctx.services, ctx.db, {
     workspace: ctx.access.workspace,
     version,
     input,

@@ -194,6 +194,7 @@ async function execute(
       resource_id: audit.resourceId,
       details: JSON.stringify({ run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) }),
       request_id: audit.requestId ?? null,
+      transport: audit.transport ?? null,
     });
     return { runId, result };
   } finally {

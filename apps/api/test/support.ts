@@ -75,7 +75,22 @@ export class Harness {
   private opened: OpenedServices | undefined;
   ownsBlobDir = true;
 
+  private server: { close(cb: () => void): void; closeAllConnections?(): void } | undefined;
+
+  /** Serves the app on 127.0.0.1 (a real HTTP server, for clients that need a URL); its base URL. */
+  async listen(): Promise<string> {
+    const { serve } = await import('@hono/node-server');
+    return new Promise((resolve) => {
+      this.server = serve({ fetch: this.app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => resolve(`http://127.0.0.1:${info.port}`));
+    });
+  }
+
   async close() {
+    if (this.server) {
+      const closed = new Promise<void>((resolve) => this.server?.close(() => resolve()));
+      this.server.closeAllConnections?.();
+      await closed;
+    }
     if (this.ownsBlobDir) await rm(this.blobDir, { recursive: true, force: true }).catch(() => undefined);
     await this.opened?.close();
   }

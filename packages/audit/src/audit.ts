@@ -10,6 +10,8 @@ export interface AuditEntry {
   /** Never secrets, tokens or file contents: callers pass only what is safe to show an admin. */
   details?: Record<string, unknown>;
   requestId?: string | null;
+  /** The interface the operation came through (`http`, `mcp`); omitted for the service's own work. */
+  transport?: 'http' | 'mcp' | null;
 }
 
 export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
@@ -25,6 +27,7 @@ export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
       resource_id: e.resourceId,
       details: JSON.stringify(e.details ?? {}),
       request_id: e.requestId ?? null,
+      transport: e.transport ?? null,
     })
     .execute();
 }
@@ -35,7 +38,7 @@ export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
  */
 export function auditInsertSql(e: AuditEntry, literal: (s: string) => string): string {
   const v = (x: string | null | undefined) => (x === null || x === undefined ? 'NULL' : literal(x));
-  return `INSERT INTO platform.audit_logs (id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id) VALUES (${[
+  return `INSERT INTO platform.audit_logs (id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id, transport) VALUES (${[
     v(newId()),
     v(e.workspaceId),
     v(e.userId),
@@ -45,6 +48,7 @@ export function auditInsertSql(e: AuditEntry, literal: (s: string) => string): s
     v(e.resourceId),
     v(JSON.stringify(e.details ?? {})),
     v(e.requestId),
+    v(e.transport),
   ].join(', ')})`;
 }
 
@@ -69,6 +73,7 @@ export interface AuditLogView {
   resource_id: string | null;
   details: unknown;
   request_id: string | null;
+  transport: 'http' | 'mcp' | null;
   created_at: string;
 }
 
@@ -82,6 +87,7 @@ const toView = (r: AuditLog): AuditLogView => ({
   resource_id: r.resource_id,
   details: r.details,
   request_id: r.request_id,
+  transport: r.transport,
   created_at: r.created_at.toISOString(),
 });
 

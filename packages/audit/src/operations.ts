@@ -153,3 +153,17 @@ export const OPERATIONS = {
 } as const satisfies Record<string, { resource: string; mutates: boolean }>;
 
 export type Operation = keyof typeof OPERATIONS;
+
+/** Mutations that only add something (nothing existing is changed or lost): not destructive for a tool host. */
+const ADDITIVE = /^(create|add|upload|invite|embed|generate|start|materialize|pin|duplicate)_/;
+/** Mutations whose effect reaches beyond the workspace's data (outbound calls, user code with side effects). */
+const OPEN_WORLD = new Set<Operation>(['execute_workflow', 'instant_run_stf', 'saas_proxy', 'saas_proxy_download', 'start_drive_sync', 'materialize_drive_file', 'read_drive_file', 'drive_picker']);
+
+/**
+ * How a tool host should treat an operation (MCP tool annotations): whether it only reads, whether it may change or
+ * delete what exists (SQL statements, updates, deletes, runs of user code), and whether it talks to the outside.
+ */
+export function operationHints(op: Operation): { readOnly: boolean; destructive: boolean; openWorld: boolean } {
+  const { mutates } = OPERATIONS[op];
+  return { readOnly: !mutates, destructive: mutates && !ADDITIVE.test(op), openWorld: OPEN_WORLD.has(op) };
+}

@@ -9,6 +9,7 @@ import * as m0006 from './migrations/0006_embeddings.js';
 import * as m0007 from './migrations/0007_drive_sync.js';
 import * as m0008 from './migrations/0008_sql_walls.js';
 import * as m0009 from './migrations/0009_nothing_left_behind.js';
+import * as m0010 from './migrations/0010_mcp.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '0007_drive_sync': m0007,
   '0008_sql_walls': m0008,
   '0009_nothing_left_behind': m0009,
+  '0010_mcp': m0010,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

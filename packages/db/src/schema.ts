@@ -102,6 +102,8 @@ export interface AuditLogsTable {
   resource_id: string | null;
   details: Json;
   request_id: string | null;
+  /** Which interface the operation came through; null for the service's own work (migration 0010). */
+  transport: 'http' | 'mcp' | null;
   created_at: CreatedAt;
 }
 

@@ -28,6 +28,8 @@ export const ERROR_STATUS = {
   UPSTREAM_ERROR: 502,
   EMBEDDING_API_ERROR: 502,
   SERVICE_UNAVAILABLE: 503,
+  /** An MCP tool call past the workspace's mcp_timeout_ms (nothing of it is kept). */
+  TIMEOUT: 504,
   EMBEDDING_NOT_CONFIGURED: 503,
   MODEL_NOT_MULTIMODAL: 503,
 } as const;

@@ -35,6 +35,8 @@ export interface SqlAuditActor {
   userId: string | null;
   apiKeyId: string | null;
   requestId: string | null;
+  /** The interface the statement came through. */
+  transport?: 'http' | 'mcp';
 }
 
 export interface SqlResult {
@@ -219,7 +221,7 @@ export class WorkspaceSql {
     if (audit || stale) {
       const details = { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: result.affected_rows ?? 0 }) };
       const statements = [
-        ...(audit ? [auditInsertSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)] : []),
+        ...(audit ? [auditInsertSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, transport: audit.transport, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)] : []),
         ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : []),
       ];
       // The statement has committed: a failure here must not tell the caller it failed (it is logged instead).

@@ -1,4 +1,3 @@
-import type { WorkspaceAccess } from '@wds/workspaces';
 import type { Principal } from '@wds/identity';
 import type { Services } from '../services.js';
 
@@ -8,6 +7,5 @@ export interface AppEnv {
     requestId: string;
     services: Services;
     principal?: Principal;
-    access?: WorkspaceAccess;
   };
 }

@@ -5,9 +5,18 @@ import { HTTPException } from 'hono/http-exception';
 import { inputErrorOf } from './db-errors.js';
 import type { AppEnv } from './env.js';
 
-/** The one place where errors become HTTP responses. Unknown errors are logged, never shown. */
-export function renderError(err: Error, c: Context<AppEnv>): Response {
-  if (err instanceof ServiceError) return c.json(err.toBody(), err.status);
+/** What an error becomes for a caller: the envelope (never an unknown error's message or stack) and how to log it. */
+export interface ClassifiedError {
+  error: ServiceError | undefined;
+  /** The body of an unknown error (500): a fixed message and the request id. */
+  internal: boolean;
+  retryAfterSeconds?: number;
+  log?: { level: 'warn' | 'error'; message: string };
+}
+
+/** The one mapping of thrown errors to the error envelope, for every transport (HTTP responses, MCP tool errors). */
+export function classifyError(err: unknown): ClassifiedError {
+  if (err instanceof ServiceError) return { error: err, internal: false };
   if (err instanceof HTTPException) {
     // Hono's own exceptions (body limit, malformed input to its helpers).
     const e =
@@ -16,22 +25,28 @@ export function renderError(err: Error, c: Context<AppEnv>): Response {
         : err.status === 401
           ? new ServiceError('UNAUTHORIZED', 'Missing or invalid token')
           : new ServiceError('BAD_REQUEST', err.message || 'Bad request');
-    return c.json(e.toBody(), e.status);
+    return { error: e, internal: false };
   }
   if (isConnectionLost(err)) {
-    // The database restarted or a connection was cut: this request failed, the pools reconnect for the next one.
-    c.var.services?.logger.warn({ err: err.message, req_id: c.var.requestId, path: c.req.path }, 'database connection lost');
+    // The database restarted or a connection was cut: this call failed, the pools reconnect for the next one.
     const e = new ServiceError('SERVICE_UNAVAILABLE', 'The database is not reachable', 'the connection was lost or refused; try again');
-    c.header('Retry-After', '1');
-    return c.json(e.toBody(), e.status);
+    return { error: e, internal: false, retryAfterSeconds: 1, log: { level: 'warn', message: 'database connection lost' } };
   }
   const refused = inputErrorOf(err);
-  if (refused) {
-    c.var.services?.logger.warn({ err, req_id: c.var.requestId, path: c.req.path }, 'database refused request input');
-    return c.json(refused.toBody(), refused.status);
+  if (refused) return { error: refused, internal: false, log: { level: 'warn', message: 'database refused request input' } };
+  return { error: undefined, internal: true, log: { level: 'error', message: 'unhandled error' } };
+}
+
+/** The one place where errors become HTTP responses. Unknown errors are logged, never shown. */
+export function renderError(err: Error, c: Context<AppEnv>): Response {
+  const k = classifyError(err);
+  if (k.log) {
+    const detail = k.log.level === 'warn' && isConnectionLost(err) ? { err: err.message } : { err };
+    c.var.services?.logger[k.log.level]({ ...detail, req_id: c.var.requestId, path: c.req.path }, k.log.message);
   }
-  c.var.services?.logger.error({ err, req_id: c.var.requestId, path: c.req.path }, 'unhandled error');
-  return c.json(internalErrorBody(c.var.requestId), 500);
+  if (k.retryAfterSeconds !== undefined) c.header('Retry-After', String(k.retryAfterSeconds));
+  if (!k.error) return c.json(internalErrorBody(c.var.requestId), 500);
+  return c.json(k.error.toBody(), k.error.status);
 }
 
 export const renderNotFound = (c: Context<AppEnv>): Response =>

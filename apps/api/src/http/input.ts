@@ -83,13 +83,9 @@ export function requireObject(body: unknown): void {
 /** Path parameters that name a resource by id: `:id`, `:workspaceId`, `:fileId`, … */
 const isIdParam = (name: string) => name === 'id' || name.endsWith('Id');
 
-/**
- * Path parameters, query string and header values, before anything is looked up: an id that is not a UUID names
- * nothing (404, or 401 for an anonymous caller of an optional-auth route, who learns nothing); other parameters,
- * query values and headers must be storable text (400).
- */
-export function checkRequestText(c: Context<AppEnv>, anonymousOptional: boolean): void {
-  for (const [name, value] of Object.entries(c.req.param() as Record<string, string>)) {
+/** Path parameters (or the tool arguments that stand for them): ids are UUIDs, other values storable text. */
+export function checkPathParams(params: Record<string, string>, anonymousOptional = false): void {
+  for (const [name, value] of Object.entries(params)) {
     if (isIdParam(name)) {
       if (isUuid(value)) continue;
       if (anonymousOptional) throw unauthorized();
@@ -98,6 +94,15 @@ export function checkRequestText(c: Context<AppEnv>, anonymousOptional: boolean)
     const problem = textProblem(value);
     if (problem) throw validationError(`path parameter ${name}: ${problem}`);
   }
+}
+
+/**
+ * Path parameters, query string and header values, before anything is looked up: an id that is not a UUID names
+ * nothing (404, or 401 for an anonymous caller of an optional-auth route, who learns nothing); other parameters,
+ * query values and headers must be storable text (400).
+ */
+export function checkRequestText(c: Context<AppEnv>, anonymousOptional: boolean): void {
+  checkPathParams(c.req.param() as Record<string, string>, anonymousOptional);
   for (const [name, values] of Object.entries(c.req.queries())) {
     const problem = textProblem(name) ?? values.map(textProblem).find(Boolean);
     if (problem) throw validationError(`query parameter ${textProblem(name) ? '(a name)' : clip(name)}: ${problem}`);

@@ -4,8 +4,10 @@ import { ServiceError, badRequest, forbidden, unauthorized, validationError } fr
 import { CHANNEL } from '@wds/cache';
 import { type Principal, authenticate, bearerToken, hashToken } from '@wds/identity';
 import { type WorkspaceAccess, acceptPendingInvitations, resolveAccess } from '@wds/workspaces';
+import { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
 import * as v from 'valibot';
+import type { Services } from '../services.js';
 import type { AppEnv } from './env.js';
 import { checkAdminToken } from './admin-token.js';
 import { checkJsonValue, checkRequestText, isObjectSchema, requireObject } from './input.js';
@@ -34,8 +36,34 @@ export interface AuditInfo {
   workspaceId?: string | null;
 }
 
+/**
+ * What the transport an operation is reached through (HTTP, MCP) supplies beyond the validated input. Handlers use
+ * this and never a transport's own request object, so every operation runs the same under both.
+ */
+export interface Transport {
+  name: 'http' | 'mcp';
+  requestId: string;
+  /** Aborted when the caller is gone or the call's time is up (MCP: the workspace's mcp_timeout_ms). */
+  signal: AbortSignal;
+  /** Whether the call's time is up (MCP); a transaction that finds it so rolls back. */
+  timedOut(): boolean;
+  /** The time the call has left (MCP), to bound what it starts (a statement's timeout); undefined over HTTP. */
+  remainingMs(): number | undefined;
+  /** A request header (HTTP), or the tool argument that stands for it (MCP: `range` of download_file). */
+  header(name: string): string | undefined;
+  /** A response header (HTTP), or result metadata (MCP). */
+  setHeader(name: string, value: string): void;
+  /** The raw request body as bytes, for operations that stream it (uploads). */
+  bodyStream(): Readable;
+  /** The workspace named outside path and payload: X-Workspace-ID, or the MCP session's workspace. */
+  workspaceId(): string;
+  /** Charges the workspace's request budget once its access is resolved (rate-limit.ts). */
+  limitWorkspace(workspaceId: string): void;
+}
+
 export interface HandlerCtx<B, Q> {
-  c: Context<AppEnv>;
+  services: Services;
+  transport: Transport;
   db: Db;
   principal: Principal;
   access: WorkspaceAccess;
@@ -64,6 +92,12 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   transaction?: boolean;
   /** The handler writes its own audit entry (inside its own transaction), so the wrapper does not. */
   auditsItself?: boolean;
+  /**
+   * How MCP reaches the operation: omitted, it is a tool named after the operation; `{ exclude }` keeps it HTTP-only
+   * with the reason (the MCP parity test lists them); `headers` are tool arguments handed to the handler as request
+   * headers; `bodyName` names the tool argument holding a body that is not a JSON object (default `body`).
+   */
+  mcp?: { exclude: string } | { headers?: Record<string, AnySchema>; bodyName?: string };
   /**
    * Which cached state a successful mutation makes stale: the workspace's (access, policies, tables — the default
    * for workspace routes), the caller's credentials, or none (the handler invalidates itself).
@@ -110,7 +144,15 @@ async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principa
   if (mode === 'none' || mode === 'admin') return undefined;
   const header = c.req.header('authorization');
   if (mode === 'optional' && header === undefined) return undefined;
-  const { services } = c.var;
+  const principal = await authenticateBearer(c.var.services, header);
+  if (mode === 'session' && principal.kind !== 'session') throw sessionRequired();
+  return principal;
+}
+
+export const sessionRequired = () => forbidden('This operation needs a session token', 'API keys and scoped tokens cannot perform it');
+
+/** The principal of an Authorization header (cached by token hash): 401 when it is missing, malformed or dead. */
+export async function authenticateBearer(services: Services, header: string | undefined): Promise<Principal> {
   const token = bearerToken(header);
   const principal = await services.caches.principals.through(
     hashToken(token),
@@ -119,55 +161,55 @@ async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principa
   );
   // A cached credential past its expiry is as dead as an uncached one.
   if (principal.expiresAt !== null && principal.expiresAt.getTime() <= Date.now()) throw unauthorized();
-  if (mode === 'session' && principal.kind !== 'session') {
-    throw forbidden('This operation needs a session token', 'API keys and scoped tokens cannot perform it');
-  }
   return principal;
 }
 
-async function accessOf(c: Context<AppEnv>, route: AnyRoute, principal: Principal | undefined, body: unknown) {
+/**
+ * Where the workspace of a call is named, as the transport saw it: the path id, `workspace_id` of the payload, or
+ * the transport's own (X-Workspace-ID; the MCP session's workspace).
+ */
+export interface WorkspaceNaming {
+  pathId?: string | undefined;
+  payloadId?: unknown;
+  /** For payload-scoped routes: where the id was looked for, in the error for a missing one. */
+  payloadWhere?: string;
+}
+
+/** The workspace a call addresses, checked (400 when missing or not a UUID); undefined for routes outside one. */
+function workspaceIdOf(route: AnyRoute, transport: Transport, naming: WorkspaceNaming): string | undefined {
   if (!route.workspace) return undefined;
-  const header = c.req.header('x-workspace-id');
-  let workspaceId: string;
   if (route.workspace === 'payload') {
-    const fromQuery = route.method === 'get' || route.method === 'delete';
-    const given = fromQuery ? c.req.query('workspace_id') : (body as { workspace_id?: unknown } | null | undefined)?.workspace_id;
-    const where = fromQuery ? 'query parameter' : 'body field';
+    const given = naming.payloadId;
+    const where = naming.payloadWhere ?? 'argument';
     if (given === undefined || given === null || given === '') throw badRequest(`Missing workspace_id (${where})`);
     if (typeof given !== 'string' || !isUuid(given)) throw badRequest(`workspace_id must be a UUID (${where})`);
-    workspaceId = given;
-  } else if (route.workspace === 'path') {
-    workspaceId = c.req.param('id') ?? '';
-    if (header !== undefined && header !== workspaceId) {
-      throw badRequest('X-Workspace-ID does not match the workspace in the path');
-    }
-  } else {
-    workspaceId = headerWorkspaceId(c);
+    return given;
   }
-  if (!principal) throw unauthorized();
-  const access = await workspaceAccess(c, principal, workspaceId);
-  if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
-  return access;
+  if (route.workspace === 'path' && naming.pathId !== undefined) return naming.pathId;
+  return transport.workspaceId();
 }
 
 /** The workspace named by X-Workspace-ID: 400 when it is missing or not a UUID. */
-export function headerWorkspaceId(c: Context<AppEnv>): string {
-  const header = c.req.header('x-workspace-id');
+export function checkWorkspaceHeader(header: string | undefined): string {
   if (header === undefined || header === '') throw badRequest('Missing X-Workspace-ID');
   if (!isUuid(header)) throw badRequest('X-Workspace-ID must be a UUID');
   return header;
 }
 
 /** The principal's access to a workspace (cached; 404 for an unknown or deleted one, 403 for a non-member). */
-export async function workspaceAccess(c: Context<AppEnv>, principal: Principal, workspaceId: string): Promise<WorkspaceAccess> {
-  const { services } = c.var;
+export async function workspaceAccess(
+  services: Services,
+  transport: Transport,
+  principal: Principal,
+  workspaceId: string,
+): Promise<WorkspaceAccess> {
   const who = { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId };
   const access = await services.caches.access.through(
     `${who.userId}:${who.scopedWorkspaceId ?? ''}:${workspaceId}`,
     [`ws:${workspaceId}`],
     () => resolveAccess(services.db, who, workspaceId),
   );
-  limitWorkspace(c, access.workspace.id);
+  transport.limitWorkspace(access.workspace.id);
   return access;
 }
 
@@ -179,13 +221,120 @@ function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, ac
   return undefined;
 }
 
-/** Registers a route: authenticate → resolve workspace → authorize → validate → handle (+ audit) → render. */
-export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
+/** A call of an operation as a transport presents it: who, which workspace, and the input not yet validated. */
+export interface Call {
+  principal: Principal | undefined;
+  naming: WorkspaceNaming;
+  params: Record<string, string>;
+  /** Read once the caller's access is resolved, so a refusal never waits for a large body. */
+  readBody(): Promise<unknown>;
+  query: unknown;
+}
+
+/** Raised (and rolled back) when a call's time ran out while its transaction ran: nothing of it commits. */
+export const callAborted = () => new ServiceError('TIMEOUT', 'The call took longer than it may', 'nothing it did was kept');
+
+/**
+ * Runs one operation for any transport: resolve the workspace → authorize → validate → handle (+ audit, in the same
+ * transaction for mutations) → publish what became stale. Authentication (which differs per transport) is done.
+ */
+export async function invoke(services: Services, route: AnyRoute, transport: Transport, call: Call): Promise<unknown> {
   const spec = OPERATIONS[route.operation];
+  const { principal } = call;
+  if (route.auth === 'session' && principal?.kind !== 'session') throw sessionRequired();
+  const workspaceId = workspaceIdOf(route, transport, call.naming);
+  let access: WorkspaceAccess | undefined;
+  if (workspaceId !== undefined) {
+    if (!principal) throw unauthorized();
+    access = await workspaceAccess(services, transport, principal, workspaceId);
+    if (route.role === 'admin' && access.role !== 'admin') throw forbidden('This operation needs the admin role');
+  }
+  const body = route.body ? parseWith(route.body, await call.readBody()) : undefined;
+  const query = route.query ? parseWith(route.query, call.query) : undefined;
+
   const inTransaction = route.transaction ?? spec.mutates;
+  const auditInfo: AuditInfo = {};
+  const stale = staleTopic(route, spec.mutates, principal, access);
+  const run = async (db: Db) => {
+    const result = await route.handler({
+      services,
+      transport,
+      db,
+      principal: principal as Principal,
+      access: access as WorkspaceAccess,
+      body,
+      query,
+      params: call.params,
+      requestId: transport.requestId,
+      audit: (info) => Object.assign(auditInfo, info),
+    });
+    const failed = result instanceof Response && result.status >= 400;
+    if (spec.mutates && !route.auditsItself && !failed) {
+      const resultId = (result as { id?: unknown } | undefined)?.id;
+      await recordAudit(db, {
+        workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,
+        userId: principal?.user.id ?? null,
+        apiKeyId: principal?.apiKeyId ?? null,
+        action: auditInfo.action ?? route.operation,
+        resourceType: spec.resource,
+        resourceId: auditInfo.resourceId ?? (typeof resultId === 'string' ? resultId : null),
+        details: auditInfo.details ?? {},
+        requestId: transport.requestId,
+        transport: transport.name,
+      });
+    }
+    if (stale && !failed) {
+      // Delivered to every process when this transaction commits.
+      await sql`SELECT pg_notify(${CHANNEL}, ${stale})`.execute(db);
+    }
+    // A call whose time ran out commits nothing: its transport has already answered with the timeout.
+    if (inTransaction && transport.timedOut()) throw callAborted();
+    return result;
+  };
+  const result = inTransaction ? await services.db.transaction().execute(run) : await run(services.db);
+  if (stale) services.bus.invalidate(stale);
+  return result;
+}
+
+/**
+ * The request body as bytes. Under @hono/node-server this is the Node request itself: its web-stream wrapper reads
+ * ahead without backpressure, so a consumer slower than the network would make it queue the whole body in memory.
+ */
+function requestBodyStream(c: Context<AppEnv>): Readable {
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
+  if (incoming instanceof Readable) return incoming;
+  const body = c.req.raw.body;
+  if (!body) throw validationError('the request has no body');
+  return Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>);
+}
+
+/** The HTTP transport of one request. */
+export function httpTransport(c: Context<AppEnv>): Transport & { headersSet: [string, string][] } {
+  const headersSet: [string, string][] = [];
+  return {
+    headersSet,
+    name: 'http',
+    requestId: c.var.requestId,
+    signal: c.req.raw.signal,
+    timedOut: () => false,
+    remainingMs: () => undefined,
+    header: (name) => c.req.header(name),
+    setHeader: (name, value) => {
+      headersSet.push([name, value]);
+      c.header(name, value);
+    },
+    bodyStream: () => requestBodyStream(c),
+    workspaceId: () => checkWorkspaceHeader(c.req.header('x-workspace-id')),
+    limitWorkspace: (id) => limitWorkspace(c, id),
+  };
+}
+
+/** Registers a route: authenticate → read the body → invoke → render. */
+export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
   const objectBody = isObjectSchema(route.body);
   const readBody = async (c: Context<AppEnv>) => {
-    const body = await readJson(c);
+    // A body that is any JSON value (a workflow's $input) reads an empty body as null.
+    const body = await readJson(c, objectBody ? {} : null);
     if (objectBody) requireObject(body);
     return body;
   };
@@ -197,50 +346,32 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     limitCaller(c, principal);
     // Ids in the path are UUIDs and all text is storable before anything is looked up by it.
     checkRequestText(c, route.auth === 'optional' && !principal);
+    const fromQuery = route.method === 'get' || route.method === 'delete';
+    const params = c.req.param() as Record<string, string>;
+    const header = c.req.header('x-workspace-id');
+    if (route.workspace === 'path' && header !== undefined && header !== params.id) {
+      throw badRequest('X-Workspace-ID does not match the workspace in the path');
+    }
     // A payload-scoped route names its workspace in the body, so the body is read before access is resolved.
-    const early = route.workspace === 'payload' && route.body ? await readBody(c) : undefined;
-    const access = await accessOf(c, route, principal, early);
-    if (access) c.set('access', access);
-    const body = route.body ? parseWith(route.body, early ?? (await readBody(c))) : undefined;
-    const query = route.query ? parseWith(route.query, c.req.query()) : undefined;
-
-    const auditInfo: AuditInfo = {};
-    const stale = staleTopic(route, spec.mutates, principal, access);
-    const run = async (db: Db) => {
-      const result = await route.handler({
-        c,
-        db,
-        principal: principal as Principal,
-        access: access as WorkspaceAccess,
-        body,
-        query,
-        params: c.req.param() as Record<string, string>,
-        requestId: c.var.requestId,
-        audit: (info) => Object.assign(auditInfo, info),
-      });
-      if (spec.mutates && !route.auditsItself && !(result instanceof Response && result.status >= 400)) {
-        const resultId = (result as { id?: unknown } | undefined)?.id;
-        await recordAudit(db, {
-          workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,
-          userId: principal?.user.id ?? null,
-          apiKeyId: principal?.apiKeyId ?? null,
-          action: auditInfo.action ?? route.operation,
-          resourceType: spec.resource,
-          resourceId: auditInfo.resourceId ?? (typeof resultId === 'string' ? resultId : null),
-          details: auditInfo.details ?? {},
-          requestId: c.var.requestId,
-        });
-      }
-      if (stale && !(result instanceof Response && result.status >= 400)) {
-        // Delivered to every process when this transaction commits.
-        await sql`SELECT pg_notify(${CHANNEL}, ${stale})`.execute(db);
-      }
-      return result;
+    const early = route.workspace === 'payload' && route.body && !fromQuery ? await readBody(c) : undefined;
+    const transport = httpTransport(c);
+    const naming: WorkspaceNaming = {
+      pathId: route.workspace === 'path' ? (params.id ?? '') : undefined,
+      payloadId: fromQuery ? c.req.query('workspace_id') : (early as { workspace_id?: unknown } | null | undefined)?.workspace_id,
+      payloadWhere: fromQuery ? 'query parameter' : 'body field',
     };
-    const result = inTransaction ? await services.db.transaction().execute(run) : await run(services.db);
-    if (stale) services.bus.invalidate(stale);
-
-    if (result instanceof Response) return result;
+    const result = await invoke(services, route, transport, {
+      principal,
+      naming,
+      params,
+      readBody: async () => early ?? (await readBody(c)),
+      query: c.req.query(),
+    });
+    if (result instanceof Response) {
+      // A Response of the handler's own does not carry the context's headers: copy those the operation set.
+      for (const [name, value] of transport.headersSet) result.headers.set(name, value);
+      return result;
+    }
     const status = route.status ?? 200;
     if (status === 204) return c.body(null, 204);
     return c.json(result as object, status);

@@ -4,7 +4,7 @@ import type { HandlerCtx } from './route.js';
 
 /** The service's SecretBox, or 503 when no SECRETS_KEY is configured (STF secrets, provider credentials). */
 export function secretBox(ctx: HandlerCtx<unknown, unknown>): SecretBox {
-  const box = ctx.c.var.services.secrets;
+  const box = ctx.services.secrets;
   if (!box) throw new ServiceError('SERVICE_UNAVAILABLE', 'Secrets are not configured', 'set SECRETS_KEY');
   return box;
 }

@@ -28,11 +28,11 @@ export const adminRoutes = [
     auth: 'admin',
     body: v.object({ expires_at: v.optional(IsoTimestamp) }),
     status: 201,
-    handler: async ({ c, db, params, body, audit }) => {
+    handler: async ({ services, db, params, body, audit }) => {
       const userId = params.userId ?? '';
       if (!isUuid(userId) || !(await getUser(db, userId))) throw notFound('User');
       const s = await createSession(db, userId, {
-        ttlSeconds: c.var.services.config.SESSION_TTL_SECONDS,
+        ttlSeconds: services.config.SESSION_TTL_SECONDS,
         ...(body.expires_at ? { expiresAt: body.expires_at } : {}),
       });
       audit({ resourceId: s.id, details: { user_id: userId, expires_at: s.expires_at } });

@@ -29,8 +29,8 @@ export const authRoutes = [
     summary: 'OAuth token exchange (authorization_code or refresh_token), forwarded to the authentication server',
     auth: 'none',
     body: TokenRequest,
-    handler: async ({ c, body }) => {
-      const { config } = c.var.services;
+    handler: async ({ services, body }) => {
+      const { config } = services;
       const form = new URLSearchParams();
       if (body.grant_type === 'authorization_code') {
         if (!body.code) return oauthError('invalid_request', 'code is required');

@@ -24,7 +24,7 @@ export const driveSyncRoutes = [
     operation: 'get_drive_sync_status',
     summary: 'Sync state, roots, node count, last sync time and error',
     query: WorkspaceQuery,
-    handler: (ctx) => driveSync(ctx.c.var.services).status(ctx.access.workspace.id),
+    handler: (ctx) => driveSync(ctx.services).status(ctx.access.workspace.id),
   }),
   defineRoute({
     ...member,
@@ -33,7 +33,7 @@ export const driveSyncRoutes = [
     operation: 'get_drive_sync_config',
     summary: 'Drive sync settings of the workspace',
     query: WorkspaceQuery,
-    handler: (ctx) => driveSync(ctx.c.var.services).getConfig(ctx.access.workspace.id),
+    handler: (ctx) => driveSync(ctx.services).getConfig(ctx.access.workspace.id),
   }),
   defineRoute({
     ...admin,
@@ -44,7 +44,7 @@ export const driveSyncRoutes = [
     body: v.looseObject({ workspace_id: Uuid }),
     handler: async (ctx) => {
       const { workspace_id: _ws, ...settings } = ctx.body;
-      return driveSync(ctx.c.var.services).putConfig(ctx.access.workspace.id, settings);
+      return driveSync(ctx.services).putConfig(ctx.access.workspace.id, settings);
     },
   }),
   defineRoute({
@@ -54,7 +54,7 @@ export const driveSyncRoutes = [
     operation: 'list_drive_sync_roots',
     summary: 'The folders and drives that are synced',
     query: WorkspaceQuery,
-    handler: (ctx) => driveSync(ctx.c.var.services).listRoots(ctx.access.workspace.id),
+    handler: (ctx) => driveSync(ctx.services).listRoots(ctx.access.workspace.id),
   }),
   defineRoute({
     ...admin,
@@ -72,7 +72,7 @@ export const driveSyncRoutes = [
     status: 201,
     handler: async (ctx) => {
       const { workspace_id: _ws, shared_drive_id, ...rest } = ctx.body;
-      const root = await driveSync(ctx.c.var.services).addRoot(ctx.access.workspace.id, { ...rest, ...(shared_drive_id ? { shared_drive_id } : {}) });
+      const root = await driveSync(ctx.services).addRoot(ctx.access.workspace.id, { ...rest, ...(shared_drive_id ? { shared_drive_id } : {}) });
       ctx.audit({ resourceId: root.id, details: { drive_id: root.drive_id, drive_type: root.drive_type } });
       return root;
     },
@@ -86,7 +86,7 @@ export const driveSyncRoutes = [
     query: WorkspaceQuery,
     status: 204,
     handler: async (ctx) => {
-      await driveSync(ctx.c.var.services).removeRoot(ctx.access.workspace.id, ctx.params.rootId ?? '');
+      await driveSync(ctx.services).removeRoot(ctx.access.workspace.id, ctx.params.rootId ?? '');
       ctx.audit({ resourceId: ctx.params.rootId ?? null });
     },
   }),
@@ -101,7 +101,7 @@ export const driveSyncRoutes = [
     transaction: false,
     invalidates: 'none',
     handler: async (ctx) => {
-      const services = ctx.c.var.services;
+      const services = ctx.services;
       const drive = driveSync(services);
       const started = await startDriveSync(services, ctx.access.workspace.id);
       const status = await drive.status(ctx.access.workspace.id);
@@ -120,7 +120,7 @@ export const driveSyncRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
-      const file = await driveSync(ctx.c.var.services).materialize(ctx.access.workspace.id, ctx.body.drive_file_id, { userId: ctx.principal.user.id });
+      const file = await driveSync(ctx.services).materialize(ctx.access.workspace.id, ctx.body.drive_file_id, { userId: ctx.principal.user.id });
       ctx.audit({ resourceId: file.id, details: { drive_file_id: ctx.body.drive_file_id, filename: file.filename, size: file.size } });
       return file;
     },
@@ -137,7 +137,7 @@ export const driveSyncRoutes = [
       max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10 * 1024 * 1024))),
     }),
     handler: (ctx) =>
-      driveSync(ctx.c.var.services).read(ctx.access.workspace.id, ctx.body.drive_file_id, {
+      driveSync(ctx.services).read(ctx.access.workspace.id, ctx.body.drive_file_id, {
         ...(ctx.body.max_bytes ? { maxBytes: ctx.body.max_bytes } : {}),
       }),
   }),
@@ -153,7 +153,7 @@ export const driveSyncRoutes = [
       shared_drives: v.optional(v.picklist(['true', 'false', '1', '0'], 'must be true or false')),
     }),
     handler: (ctx) =>
-      driveSync(ctx.c.var.services).picker(ctx.access.workspace.id, {
+      driveSync(ctx.services).picker(ctx.access.workspace.id, {
         ...(ctx.query.parent ? { parent: ctx.query.parent } : {}),
         sharedDrives: ctx.query.shared_drives === 'true' || ctx.query.shared_drives === '1',
       }),

@@ -31,7 +31,7 @@ const embedFilesRoute = (action: string, operation: 'embed_files' | 'regenerate_
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
       ctx.audit({ details: { file_ids: ctx.body.file_ids } });
-      return embedFiles(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.file_ids, force);
+      return embedFiles(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.file_ids, force);
     },
   });
 
@@ -47,7 +47,7 @@ export const embeddingRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       await assertDdlAllowed(ctx);
-      const r = await generateColumn(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.table_name, ctx.body.column_name);
+      const r = await generateColumn(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.table_name, ctx.body.column_name);
       ctx.audit({ resourceId: `${ctx.body.table_name}.${ctx.body.column_name}`, details: { generated_count: r.generated_count, column_added: r.column_added } });
       return r;
     },
@@ -69,7 +69,7 @@ export const embeddingRoutes = [
     summary: 'Rows most similar to a query by an embedded column, with scores; only rows the caller may read',
     body: v.object({ table_name: Name, column_name: Name, query: Query, limit: Limit }),
     handler: (ctx) =>
-      searchColumn(embeddingDeps(ctx.c.var.services), sqlCallerOf(ctx), ctx.body.table_name, ctx.body.column_name, ctx.body.query, ctx.body.limit),
+      searchColumn(embeddingDeps(ctx.services), sqlCallerOf(ctx), ctx.body.table_name, ctx.body.column_name, ctx.body.query, ctx.body.limit),
   }),
   embedFilesRoute('embed', 'embed_files', 'Queue files for embedding (1–50 ids; storage editors); poll files/status', false),
   defineRoute({
@@ -78,7 +78,7 @@ export const embeddingRoutes = [
     path: `${base}/files/status`,
     operation: 'get_file_embedding_status',
     summary: 'Embedding state of every file: pending, processing, completed, failed or skipped',
-    handler: (ctx) => fileStatus(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id),
+    handler: (ctx) => fileStatus(embeddingDeps(ctx.services), ctx.access.workspace.id),
   }),
   defineRoute({
     ...member,
@@ -87,7 +87,7 @@ export const embeddingRoutes = [
     operation: 'search_files',
     summary: 'Files whose text is most similar to a query, with the best-matching passage and its score',
     body: v.object({ query: Query, limit: Limit }),
-    handler: (ctx) => searchFiles(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.query, ctx.body.limit),
+    handler: (ctx) => searchFiles(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.query, ctx.body.limit),
   }),
   embedFilesRoute('regenerate', 'regenerate_file_embeddings', 'Embed files again, whatever their state (1–50 ids; storage editors)', true),
   defineRoute({
@@ -103,7 +103,7 @@ export const embeddingRoutes = [
     handler: async (ctx) => {
       await assertDdlAllowed(ctx);
       ctx.audit({ resourceId: ctx.body.table_names.join(','), details: { table_names: ctx.body.table_names } });
-      return embedTables(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id, ctx.body.table_names, false);
+      return embedTables(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.table_names, false);
     },
   }),
   defineRoute({
@@ -112,7 +112,7 @@ export const embeddingRoutes = [
     path: `${base}/tables/status`,
     operation: 'get_table_embedding_status',
     summary: 'Per table: total live rows, embedded rows, pending rows, failed rows',
-    handler: (ctx) => tableStatus(embeddingDeps(ctx.c.var.services), ctx.access.workspace.id),
+    handler: (ctx) => tableStatus(embeddingDeps(ctx.services), ctx.access.workspace.id),
   }),
   defineRoute({
     ...member,
@@ -121,7 +121,7 @@ export const embeddingRoutes = [
     operation: 'search_tables',
     summary: 'Rows of any embedded table most similar to a query, with scores; only rows the caller may read',
     body: v.object({ query: Query, limit: Limit, table_names: v.optional(TableNames) }),
-    handler: (ctx) => searchTables(embeddingDeps(ctx.c.var.services), sqlCallerOf(ctx), ctx.body.query, ctx.body.limit, ctx.body.table_names),
+    handler: (ctx) => searchTables(embeddingDeps(ctx.services), sqlCallerOf(ctx), ctx.body.query, ctx.body.limit, ctx.body.table_names),
   }),
   defineRoute({
     ...member,
@@ -135,7 +135,7 @@ export const embeddingRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       await assertDdlAllowed(ctx);
-      const deps = embeddingDeps(ctx.c.var.services);
+      const deps = embeddingDeps(ctx.services);
       const names = ctx.body.table_names ?? (await tableStatus(deps, ctx.access.workspace.id)).tables.map((t) => t.table_name);
       ctx.audit({ resourceId: names.join(',') || null, details: { table_names: names } });
       if (names.length === 0) return { tables: [] };

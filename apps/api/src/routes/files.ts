@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import * as v from 'valibot';
 import { newId } from '@wds/db';
 import { notFound, ServiceError, validationError } from '@wds/errors';
 import {
@@ -13,9 +14,7 @@ import {
 } from '@wds/storage';
 import { parseJsonUpload, parseMultipartUpload, UploadError } from '@wds/uploads';
 import { forgetFile } from '@wds/semantic-search';
-import type { Context } from 'hono';
 import { autoEmbedFile } from '../embedding-work.js';
-import type { AppEnv } from '../http/env.js';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
 import { checkJsonValue, textProblem } from '../http/input.js';
@@ -27,19 +26,6 @@ const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 // Quoted parameter values are printable ASCII: no controls (NUL included), nothing PostgreSQL text refuses.
 const CONTENT_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9_.-]+=("[\x20\x21\x23-\x7e]*"|[a-z0-9_.+-]+))*$/i;
 const MAX_METADATA_BYTES = 64 * 1024;
-
-/**
- * The upload's request body as bytes, never buffered (the body limit of other routes does not apply here). Under
- * @hono/node-server this is the Node request itself: its web-stream wrapper reads ahead without backpressure, so a
- * consumer slower than the network would make it queue the whole body in memory.
- */
-function bodyStream(c: Context<AppEnv>): Readable {
-  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
-  if (incoming instanceof Readable) return incoming;
-  const body = c.req.raw.body;
-  if (!body) throw validationError('the request has no body');
-  return Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>);
-}
 
 function checkFields(fields: { filename: unknown; content_type: unknown; metadata: unknown }): {
   filename: string;
@@ -80,9 +66,9 @@ async function store(
   ctx: HandlerCtx<unknown, unknown>,
   receive: (put: (source: AsyncIterable<Uint8Array>) => Promise<PutResult>) => Promise<{ blob: PutResult; fields: { filename: unknown; content_type: unknown; metadata: unknown } }>,
 ) {
-  const { services } = ctx.c.var;
+  const { services } = ctx;
   const max = services.config.MAX_FILE_BYTES;
-  const signal = ctx.c.req.raw.signal;
+  const signal = ctx.transport.signal;
   let written: PutResult | undefined;
   try {
     const { blob, fields } = await receive(async (source) => {
@@ -108,7 +94,7 @@ async function store(
     if (written) await services.blobs.delete(written.key).catch(() => undefined);
     if (err instanceof BlobTooLargeError) {
       // Answer now and drop the connection: the rest of the body is not read.
-      ctx.c.header('Connection', 'close');
+      ctx.transport.setHeader('Connection', 'close');
       throw new ServiceError('PAYLOAD_TOO_LARGE', 'The file is larger than the limit', `at most ${max} bytes`);
     }
     if (err instanceof UploadError) throw validationError(err.message);
@@ -155,7 +141,8 @@ export const fileRoutes = [
     transaction: false,
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
-      const source = bodyStream(ctx.c);
+      // The body is never buffered: the body limit of other routes does not apply here.
+      const source = ctx.transport.bodyStream();
       return store(ctx, async (put) => {
         const { content, done } = parseJsonUpload(source);
         const blob = await put(content);
@@ -171,13 +158,14 @@ export const fileRoutes = [
     path: `${base}/multipart`,
     operation: 'upload_file',
     summary: 'Upload a file as multipart/form-data: part `file`, optional part `metadata` (JSON) (storage editors; streamed)',
+    mcp: { exclude: 'an HTTP encoding of upload_file, which MCP reaches with the JSON form (content as base64)' },
     status: 201,
     transaction: false,
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
-      const source = bodyStream(ctx.c);
+      const source = ctx.transport.bodyStream();
       return store(ctx, async (put) => {
-        const { fields, file } = await parseMultipartUpload(source, { 'content-type': ctx.c.req.header('content-type') }, async (f) => {
+        const { fields, file } = await parseMultipartUpload(source, { 'content-type': ctx.transport.header('content-type') }, async (f) => {
           // A form that ends mid-part destroys the part's stream with an error, possibly before the blob store
           // reads from it: listened to here, it is the upload's 400 (busboy reports it too), not a stray exception.
           f.stream.on('error', () => undefined);
@@ -212,9 +200,11 @@ export const fileRoutes = [
     path: `${base}/:fileId/download`,
     operation: 'download_file',
     summary: 'The bytes of a file (streamed; one HTTP Range answered with 206)',
-    handler: async ({ c, db, access, params }) => {
+    // MCP: `range` (e.g. `bytes=0-1048575`) pages through a file larger than one result.
+    mcp: { headers: { range: v.optional(v.pipe(v.string(), v.maxLength(100))) } },
+    handler: async ({ services, transport, db, access, params }) => {
       const file = await getFile(db, access.workspace.id, params.fileId ?? '');
-      const range = byteRange(c.req.header('range'), file.size);
+      const range = byteRange(transport.header('range'), file.size);
       const headers: Record<string, string> = {
         'content-type': file.content_type,
         'content-disposition': contentDisposition(file.filename),
@@ -226,7 +216,7 @@ export const fileRoutes = [
       if (range === 'unsatisfiable') {
         return new Response(null, { status: 416, headers: { ...headers, 'content-range': `bytes */${file.size}` } });
       }
-      const stream = await c.var.services.blobs.get(file.blob_key, range).catch((err: { code?: string }) => {
+      const stream = await services.blobs.get(file.blob_key, range).catch((err: { code?: string }) => {
         if (err?.code === 'ENOENT') throw notFound('File content');
         throw err;
       });

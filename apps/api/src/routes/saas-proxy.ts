@@ -44,7 +44,7 @@ async function providerRequest(ctx: HandlerCtx<unknown, unknown>, b: ProxyBody):
     method: b.method,
     path: q < 0 ? b.path : b.path.slice(0, q),
     headers,
-    signal: ctx.c.req.raw.signal,
+    signal: ctx.transport.signal,
     ...(q < 0 ? {} : { query: b.path.slice(q + 1) }),
   };
   const hasType = Object.keys(headers).some((h) => h.toLowerCase() === 'content-type');
@@ -54,7 +54,7 @@ async function providerRequest(ctx: HandlerCtx<unknown, unknown>, b: ProxyBody):
     if (!hasType) headers['content-type'] = 'application/json';
   } else if (b.file_id != null) {
     const file = await getFile(ctx.db, ctx.access.workspace.id, b.file_id);
-    req.body = { stream: Readable.from((await ctx.c.var.services.blobs.get(file.blob_key)) as AsyncIterable<Uint8Array>), length: file.size };
+    req.body = { stream: Readable.from((await ctx.services.blobs.get(file.blob_key)) as AsyncIterable<Uint8Array>), length: file.size };
     if (!hasType) headers['content-type'] = file.content_type;
   }
   return req;
@@ -77,7 +77,7 @@ export const saasProxyRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       const req = await providerRequest(ctx, ctx.body);
-      const res = await client(ctx.c.var.services).request({ ...req, maxBytes: PROXY_MAX_BYTES, redirects: 'return' });
+      const res = await client(ctx.services).request({ ...req, maxBytes: PROXY_MAX_BYTES, redirects: 'return' });
       ctx.audit({ resourceId: ctx.body.provider, details: auditOf(ctx.body, res.status) });
       const type = res.headers['content-type'] ?? '';
       const textual = res.body.length === 0 || TEXTUAL.test(type);
@@ -111,7 +111,7 @@ export const saasProxyRoutes = [
       const bad = checkFilename(filename);
       if (bad) throw validationError(`suggested_filename: ${bad}`);
       const req = await providerRequest(ctx, b);
-      const services = ctx.c.var.services;
+      const services = ctx.services;
       const r = await client(services).downloadToStorage({
         ...req,
         maxBytes: DOWNLOAD_MAX_BYTES,

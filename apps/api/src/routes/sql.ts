@@ -22,14 +22,17 @@ export const sqlRoutes = [
     // Only DDL changes what is cached about the workspace; WorkspaceSql publishes that itself.
     invalidates: 'none',
     handler: async (ctx) => {
-      const { config } = ctx.c.var.services;
-      const r = await ctx.c.var.services.sql.execute(
+      const { config } = ctx.services;
+      // An MCP call's statement ends with the call's time (mcp_timeout_ms): it never runs on after the answer.
+      const left = ctx.transport.remainingMs();
+      const statementTimeoutMs = left === undefined ? config.SQL_STATEMENT_TIMEOUT_MS : Math.min(config.SQL_STATEMENT_TIMEOUT_MS, left);
+      const r = await ctx.services.sql.execute(
         callerOf(ctx),
         ctx.body.sql,
-        { statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS, maxRows: config.SQL_MAX_ROWS },
-        { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId },
+        { statementTimeoutMs, maxRows: config.SQL_MAX_ROWS },
+        { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name },
       );
-      if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.c.var.services, ctx.access.workspace, r.tables);
+      if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.services, ctx.access.workspace, r.tables);
       if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows, executed_sql: r.executed_sql };
       return {
         affected_rows: r.affected_rows ?? 0,
@@ -47,6 +50,6 @@ export const sqlRoutes = [
     workspace: 'path',
     role: 'member',
     body: v.object({ sql: Sql, with_policies: v.optional(v.boolean()) }),
-    handler: (ctx) => ctx.c.var.services.sql.preview(callerOf(ctx), ctx.body.sql, ctx.body.with_policies ?? false),
+    handler: (ctx) => ctx.services.sql.preview(callerOf(ctx), ctx.body.sql, ctx.body.with_policies ?? false),
   }),
 ];

@@ -21,10 +21,10 @@ export const stfLibraryRoutes = [
     operation: 'get_stf_library_types',
     summary: 'TypeScript declarations (.d.ts, text/plain) of a library: `declare module "<name>"` blocks',
     auth: 'user',
-    handler: async ({ c, params }) => {
+    handler: async ({ params }) => {
       const types = bundledLibraryTypes(params.name ?? '');
       if (types === undefined) throw notFound('STF library');
-      return c.body(types, 200, { 'content-type': 'text/plain; charset=utf-8' });
+      return new Response(types, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
     },
   }),
 ];

@@ -52,7 +52,7 @@ const PatchStf = v.strictObject({
 async function decodeCode(ctx: HandlerCtx<unknown, unknown>, runtime: 'javascript' | 'docker' | 'wasm', base64: string): Promise<Buffer> {
   const code = Buffer.from(base64.replace(/\s+/g, ''), 'base64');
   if (code.length === 0) throw validationError('code: must not be empty');
-  const config = ctx.c.var.services.config;
+  const config = ctx.services.config;
   const max = config.STF_MAX_CODE_BYTES;
   if (code.length > max) throw validationError(`code: at most ${max} bytes after base64 decoding (got ${code.length})`);
   try {

@@ -15,7 +15,7 @@ import {
 } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { defineRoute, headerWorkspaceId, readJson, workspaceAccess } from '../http/route.js';
+import { defineRoute, workspaceAccess } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
 import { executeAndRecord } from '../workflow-run.js';
 
@@ -97,15 +97,15 @@ export const workflowRoutes = [
     transaction: false,
     auditsItself: true,
     invalidates: 'none',
+    // The body is `$input`, any JSON value; an empty body is null.
+    body: v.unknown(),
+    mcp: { bodyName: 'input' },
     handler: async (ctx) => {
-      const { c, principal } = ctx;
-      const { services } = c.var;
-      const workspaceId = headerWorkspaceId(c);
-      // The body is `$input`, any JSON value; an empty body is null.
-      const body = await readJson(c, null);
+      const { services, transport, principal, body } = ctx;
+      const workspaceId = transport.workspaceId();
       let workspace: { id: string; ddl_policy_group_id: string | null };
       if (principal) {
-        workspace = (await workspaceAccess(c, principal, workspaceId)).workspace;
+        workspace = (await workspaceAccess(services, transport, principal, workspaceId)).workspace;
       } else {
         const ws = await services.db
           .selectFrom('platform.workspaces')
@@ -131,9 +131,10 @@ export const workflowRoutes = [
         action: 'execute_workflow',
         resourceType: 'workflow',
         resourceId: workflow.id,
-        requestId: c.var.requestId,
+        requestId: transport.requestId,
+        transport: transport.name,
       });
-      c.header('X-Workflow-Run-Id', run.runId);
+      transport.setHeader('X-Workflow-Run-Id', run.runId);
       const { error, output } = run.result;
       if (error) {
         throw new ServiceError(
@@ -142,7 +143,7 @@ export const workflowRoutes = [
           JSON.stringify({ run_id: run.runId, step: error.step, kind: error.kind, message: error.message, ...(error.details ? { details: error.details } : {}) }),
         );
       }
-      return c.body(JSON.stringify(output ?? null), 200, { 'content-type': 'application/json' });
+      return output ?? null;
     },
   }),
   defineRoute({
