@@ -5,7 +5,7 @@
  * these two off), and STF containers a dead process left running are removed. Started next to the job queue; every
  * process may run them at once.
  */
-import { EMBEDDING_QUEUE, type EmbeddingJob, jobKey, requeuePendingFiles, requeueTableRequests } from '@wds/semantic-search';
+import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
@@ -28,22 +28,8 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       intervalMs: c.MAINTENANCE_INTERVAL_MS,
       run: () => sweepInterruptedRuns(s.db, { staleAfterMs: c.RUN_STALE_AFTER_MS }),
     },
+    ...embeddingSweeps(s, c.MAINTENANCE_INTERVAL_MS),
   ];
-  if (s.embeddings.embedder.embedder) {
-    const enqueue = async (job: EmbeddingJob) => void (await s.jobs.enqueue(EMBEDDING_QUEUE, job, jobKey(job)));
-    tasks.push(
-      {
-        name: 'table embedding requests without a job',
-        intervalMs: c.MAINTENANCE_INTERVAL_MS,
-        run: () => requeueTableRequests(s.db, enqueue, { olderThanMs: c.MAINTENANCE_INTERVAL_MS }),
-      },
-      {
-        name: 'file embeddings pending without a job',
-        intervalMs: c.MAINTENANCE_INTERVAL_MS,
-        run: () => requeuePendingFiles(s.db, enqueue, { olderThanMs: c.MAINTENANCE_INTERVAL_MS }),
-      },
-    );
-  }
   const docker = s.runtimes.docker as DockerRuntime | undefined;
   if (docker) {
     // A run's container outlives it only when its process died mid-run; a minute past its deadline it is removed.

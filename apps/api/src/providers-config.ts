@@ -4,6 +4,7 @@ import type { Db } from '@wds/db';
 import { DriveSync } from '@wds/drive-sync';
 import type { OutboundGuard } from '@wds/effect-runner';
 import { ProviderClient, parseProviders } from '@wds/providers';
+import { hasCredential } from '@wds/setup';
 import type { BlobStore } from '@wds/storage';
 import type { Config } from './config.js';
 
@@ -18,5 +19,5 @@ export function createProviders(config: Config, deps: { db: Db; secrets: SecretB
   const registry = parseProviders(config.PROVIDERS, { allowHttpLoopback });
   if (!deps.secrets) return { client: undefined, drive: undefined };
   const client = new ProviderClient({ db: deps.db, sealer: deps.secrets, registry, guard: deps.outbound, allowHttpLoopback });
-  return { client, drive: new DriveSync({ db: deps.db, providers: client, blobs: deps.blobs }) };
+  return { client, drive: new DriveSync({ db: deps.db, providers: client, blobs: deps.blobs, hasCredential }) };
 }

@@ -3,24 +3,24 @@
  * the database (given or embedded) with migrations applied, secrets, the cache bus, runtimes and blob store, as one
  * `Services`; and the background work (job handlers, job queue, maintenance sweeps) a process may run.
  */
-import { createDb, migrateToLatest, type RunningEmbeddedPostgres, startEmbeddedPostgres } from '@wds/db';
+import { createDb, migrateToLatest, notifyOnCommit, type RunningEmbeddedPostgres, startEmbeddedPostgres } from '@wds/db';
 import { createJwtVerifier } from '@wds/identity';
 import { onRoundTripMismatch } from '@wds/sql-rewriter';
-import { InvalidationBus, TopicCache } from '@wds/cache';
+import { CHANNEL, InvalidationBus, TopicCache } from '@wds/cache';
 import { SecretBox } from '@wds/crypto';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { OutboundGuard } from '@wds/effect-runner';
+import { handleDriveSyncJobs } from '@wds/drive-sync';
+import { BackgroundJobs } from '@wds/jobs';
+import { handleEmbeddingJobs } from '@wds/semantic-search';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { createBlobStore } from './blob-store.js';
 import { createRuntimes } from './runtimes.js';
-import { Background } from './background.js';
 import { createEmbeddings } from './embeddings-config.js';
 import { createProviders } from './providers-config.js';
-import { handleDriveSyncJobs } from './drive-sync-work.js';
-import { handleEmbeddingJobs } from './embedding-work.js';
 import { startMaintenance } from './maintenance-work.js';
 import { createWorkspaceSql } from './workspace-sql-config.js';
 import type { Services } from './services.js';
@@ -131,7 +131,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
   const services: Services = {
     db,
     pool,
-    jobs: new Background({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger, work: opts.runJobs }),
+    jobs: new BackgroundJobs({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger, work: opts.runJobs }),
     embeddings: await createEmbeddings(config, db),
     providers: createProviders(config, { db, secrets, blobs, outbound }),
     sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger),
@@ -140,6 +140,10 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
     outbound,
     blobs,
     bus,
+    invalidateEverywhere: async (topic) => {
+      await notifyOnCommit(db, CHANNEL, topic);
+      bus.invalidate(topic);
+    },
     caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
     config,
     logger,

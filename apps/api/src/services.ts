@@ -9,8 +9,8 @@ import type { JwtVerifier } from '@wds/identity';
 import type { OutboundGuard } from '@wds/effect-runner';
 import type { BlobStore } from '@wds/storage';
 import type { SearchEmbedder } from '@wds/semantic-search';
+import type { BackgroundJobs } from '@wds/jobs';
 import type pg from 'pg';
-import type { Background } from './background.js';
 import type { Config } from './config.js';
 import type { ProviderServices } from './providers-config.js';
 import type { Logger } from './logger.js';
@@ -36,13 +36,15 @@ export interface Services {
   /** Seals STF secrets (and provider credentials); undefined when no key is configured. */
   secrets: SecretBox | undefined;
   /** The PostgreSQL job queue of background work (embeddings, drive syncs). */
-  jobs: Background;
+  jobs: BackgroundJobs;
   /** The configured embedder (EMBEDDER) and whether vectors are stored with pgvector. */
   embeddings: { embedder: SearchEmbedder; pgvector: boolean };
   /** Provider calls on a workspace's behalf (SaaS proxy) and its drive sync. */
   providers: ProviderServices;
   /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */
   bus: InvalidationBus;
+  /** Drops a cache topic in every process: NOTIFY on the bus's channel for the others, and at once here. */
+  invalidateEverywhere: (topic: string) => Promise<void>;
   caches: {
     /** By token hash; topic `user:<id>`. */
     principals: TopicCache<Principal>;

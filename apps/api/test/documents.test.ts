@@ -276,4 +276,38 @@ describe('permissions and isolation', () => {
     const after = await h.call('GET', '/api/v1/audit-logs?limit=1000', { token: owner.token, workspace: ws.id });
     expect(after.body.filter((e: any) => e.resource_id === kept.id).map((e: any) => e.action)).toEqual(['create_document']);
   });
+  it('replace-section: the body under a heading, or one occurrence of old_text; a version and an audit entry; refusals change nothing', async () => {
+    const content = '# Plan\n\nIntro.\n\n## Pricing\n\nOld price.\n\n## Risks\n\nSome.\n';
+    const d = (await create({ ...valid, content })).body;
+    const replace = (body: unknown, token = owner.token) => call('POST', `${docs()}/${d.id}/replace-section`, { token, body });
+    const r = await replace({ heading: '## Pricing', content: 'New price.' });
+    expect(r.status).toBe(200);
+    expect(r.body.content).toBe('# Plan\n\nIntro.\n\n## Pricing\nNew price.\n\n## Risks\n\nSome.\n');
+    expect(r.body.version).toBe(2);
+    const t = await replace({ old_text: 'Some.', new_text: 'None known.' });
+    expect(t.body.content).toContain('## Risks\n\nNone known.\n');
+    expect((await versions(d.id)).body.map((v: any) => v.version)).toEqual([3, 2, 1]);
+
+    for (const [body, detail] of [
+      [{ heading: 'Nowhere', content: 'x' }, 'no heading'],
+      [{ old_text: 'absent', new_text: 'x' }, 'does not occur'],
+      [{ heading: 'Plan', old_text: 'Intro.', content: 'x', new_text: 'y' }, 'give heading with content'],
+      [{ heading: 'Plan' }, 'give heading with content'],
+    ] as const) {
+      const bad = await replace(body);
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(bad.body.code).toBe('VALIDATION_ERROR');
+      expect(bad.body.details).toContain(detail);
+    }
+    const member = await h.user('member');
+    await h.addMember(owner.token, ws.id, member.email, 'member');
+    expect((await replace({ old_text: 'Intro.', new_text: 'Hijacked.' }, member.token)).status).toBe(403);
+    expect((await call('POST', `${docs()}/01900000-0000-7000-8000-000000000000/replace-section`, { token: owner.token, body: { old_text: 'a', new_text: 'b' } })).status).toBe(404);
+    expect((await get(d.id)).body.version).toBe(3);
+    const audit = await h.call('GET', '/api/v1/audit-logs?action=replace_document_section', { token: owner.token, workspace: ws.id });
+    expect(audit.body.map((e: any) => e.details)).toEqual([
+      { changed: ['content'], by: 'old_text', version: 3, version_added: true },
+      { changed: ['content'], by: 'heading', version: 2, version_added: true },
+    ]);
+  });
 });

@@ -4,10 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from '@wds/db';
-import { EMBEDDING_QUEUE, type EmbeddingJob, embedFiles, jobKey, requeuePendingFiles } from '@wds/semantic-search';
+import type { JobRun } from '@wds/jobs';
+import { EMBEDDING_QUEUE, type EmbeddingJob, embedFiles, embeddingDeps, handleEmbeddingJobs, jobKey, requeuePendingFiles } from '@wds/semantic-search';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobRun } from '../src/background.js';
-import { embeddingDeps, handleEmbeddingJobs } from '../src/embedding-work.js';
 import type { Services } from '../src/services.js';
 import { Harness, until } from './support.js';
 

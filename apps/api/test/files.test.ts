@@ -239,3 +239,29 @@ describe('permissions, isolation, deletion, audit', () => {
     expect(actions.sort()).toEqual(['delete_file', 'upload_file']);
   });
 });
+
+describe('text extraction', () => {
+  it('answers the text of a file in pages of characters; 415 for images, 404 for another workspace’s file', async () => {
+    const text = `${'é'.repeat(5)}line two\n`;
+    const f = (await uploadJson({ filename: 'notes.md', content_type: 'text/markdown', content: Buffer.from(`# Title\n\n${text}`).toString('base64') })).body;
+    const whole = await h.call('GET', `${files()}/${f.id}/text`, { token: owner.token, workspace: ws.id });
+    expect(whole.status).toBe(200);
+    expect(whole.body).toMatchObject({ file_id: f.id, filename: 'notes.md', content_type: 'text/markdown', offset: 0, next_offset: null });
+    expect(whole.body.text).toContain('line two');
+    const total = whole.body.total_chars;
+    const page = await h.call('GET', `${files()}/${f.id}/text?offset=2&limit=3`, { token: owner.token, workspace: ws.id });
+    expect(page.body).toMatchObject({ text: Array.from(whole.body.text as string).slice(2, 5).join(''), offset: 2, total_chars: total, next_offset: 5 });
+    expect((await h.call('GET', `${files()}/${f.id}/text?limit=0`, { token: owner.token, workspace: ws.id })).body.code).toBe('VALIDATION_ERROR');
+
+    const png = (await uploadJson({ filename: 'p.png', content_type: 'image/png', content: Buffer.from('89504e470d0a1a0a', 'hex').toString('base64') })).body;
+    const refused = await h.call('GET', `${files()}/${png.id}/text`, { token: owner.token, workspace: ws.id });
+    expect(refused.status).toBe(415);
+    expect(refused.body.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+
+    const stranger = await h.user('stranger');
+    const theirs = await h.workspace(stranger.token, 'theirs');
+    const cross = await h.call('GET', `/api/v1/workspaces/${theirs.id}/files/${f.id}/text`, { token: stranger.token, workspace: theirs.id });
+    expect(cross.status).toBe(404);
+    expect(JSON.stringify(cross.body)).not.toContain('line two');
+  });
+});

@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ERROR_STATUS } from '@wds/errors';
 import { routes } from '../src/app.js';
@@ -224,11 +227,136 @@ describe('mcp', () => {
     const shown = await c.call('download_file', { fileId: img.structuredContent.id });
     expect(shown.content[0]).toEqual({ type: 'image', data: png.toString('base64'), mimeType: 'image/png' });
 
+    const extracted = await c.call('extract_file_text', { fileId: up.structuredContent.id, limit: 5 });
+    expect(extracted.structuredContent).toMatchObject({ text: 'hello', offset: 0, next_offset: 5, total_chars: text.length });
+
     // The same upload over HTTP and MCP is audited alike.
     const log = await h.call('GET', '/api/v1/audit-logs?action=upload_file', { token: owner.token, workspace: ws.id });
     expect(log.body.map((e: any) => e.transport)).toEqual(['mcp', 'mcp']);
     const bad = await c.call('upload_file', { filename: 'x.txt' });
     expect(codeOf(bad)).toBe('VALIDATION_ERROR');
+    await c.close();
+  });
+
+  test('an agent builds and runs automation: STF, instant run, workflow, its run record, documents', async ({ owner, ws }) => {
+    const c = await connect(base, owner.token, ws.id);
+    const ok = async (name: string, args: Record<string, unknown>) => {
+      const r = await c.call(name, args);
+      expect(r.isError, `${name}: ${JSON.stringify(r.structuredContent)}`).toBeFalsy();
+      return r;
+    };
+    const stf = (
+      await ok('create_stf', { name: 'double', version: '1.0.0', runtime: 'javascript', code: Buffer.from('return { n: $input.n * 2 }').toString('base64') })
+    ).structuredContent;
+    const [version] = (await ok('list_stf_versions', { stfId: stf.id })).structuredContent.result;
+    expect((await ok('instant_run_stf', { stf_id: stf.id, input: { n: 4 } })).structuredContent).toMatchObject({ success: true, output: { n: 8 } });
+    const wf = (await ok('create_workflow', { name: 'doubler', stf_steps: [{ stf_version_id: version.id, input_mappings: [] }] })).structuredContent;
+    const run = await ok('execute_workflow', { workflowId: wf.id, input: { n: 21 } });
+    expect(run.structuredContent).toEqual({ n: 42 });
+    const runId = run._meta?.headers?.['x-workflow-run-id'];
+    expect(runId).toBeTruthy();
+    expect((await ok('get_workflow_run', { workflowId: wf.id, runId })).structuredContent).toMatchObject({ id: runId, status: 'succeeded' });
+
+    const doc = (await ok('create_document', { title: 'Plan', doc_type: 'plan', status: 'draft', content: '# Plan\n\n## Budget\n\nTBD\n' })).structuredContent;
+    const replaced = await ok('replace_document_section', { docId: doc.id, heading: 'Budget', content: '100 EUR' });
+    expect(replaced.structuredContent).toMatchObject({ version: 2, content: '# Plan\n\n## Budget\n100 EUR\n' });
+    expect((await ok('list_document_versions', { docId: doc.id })).structuredContent.result.map((v: any) => v.version)).toEqual([2, 1]);
+    expect(codeOf(await c.call('replace_document_section', { docId: doc.id, old_text: 'absent', new_text: 'x' }))).toBe('VALIDATION_ERROR');
+    await c.close();
+  });
+
+  test('an oversized /mcp body is 413 before any tool runs', async ({ h, owner }) => {
+    const big = 'x'.repeat(h.services.config.MCP_MAX_BODY_BYTES + 10);
+    const r = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${owner.token}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_me', arguments: { pad: big } } }),
+    });
+    expect(r.status).toBe(413);
+  });
+
+  test('one JSON-RPC message per request: a batch is refused; a body that is not JSON is a parse error', async ({ owner }) => {
+    const c = await connect(base, owner.token);
+    const post = (body: string) =>
+      fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${owner.token}`,
+          'mcp-session-id': c.transport.sessionId as string,
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body,
+      });
+    const call = { jsonrpc: '2.0', method: 'tools/call', params: { name: 'get_me', arguments: {} } };
+    const batch = await post(JSON.stringify([{ ...call, id: 1 }, { ...call, id: 2 }]));
+    expect(batch.status).toBe(400);
+    expect(((await batch.json()) as { error: { message: string } }).error.message).toContain('Batches are not accepted');
+    expect((await post('{nope')).status).toBe(400);
+    await c.close();
+  });
+
+  test('a cancelled call is answered (the request carrying it ends) with a cancellation error', async ({ owner, ws }) => {
+    const c = await connect(base, owner.token, ws.id);
+    const stf = (await c.call('create_stf', { name: 'spin', version: '1', runtime: 'javascript', code: Buffer.from('while (true) {}').toString('base64') }))
+      .structuredContent;
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${owner.token}`,
+      'x-workspace-id': ws.id,
+      'mcp-session-id': c.transport.sessionId as string,
+      'mcp-protocol-version': '2025-06-18',
+    };
+    const running = fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'instant_run_stf', arguments: { stf_id: stf.id } } }),
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const cancel = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77, reason: 'user stopped it' } }),
+    });
+    expect(cancel.status).toBe(202);
+    const answer = (await (await running).json()) as { id: number; result: ToolResult };
+    expect(answer.id).toBe(77);
+    expect(answer.result.isError).toBe(true);
+    expect(answer.result.structuredContent).toMatchObject({ code: 'BAD_REQUEST', error: 'The call was cancelled' });
+    await c.close();
+  });
+
+  test('tools outside a workspace work whatever became of the chosen one', async ({ h, owner }) => {
+    const doomed = await h.workspace(owner.token, 'doomed');
+    const c = await connect(base, owner.token);
+    await c.call('set_workspace', { workspace_id: doomed.id });
+    expect((await c.call('delete_workspace')).isError).toBeFalsy();
+    expect(codeOf(await c.call('list_files'))).toBe('NOT_FOUND');
+    const mine = await c.call('list_workspaces');
+    expect(mine.isError).toBeFalsy();
+    expect(mine.structuredContent.result.map((w: any) => w.id)).not.toContain(doomed.id);
+    expect((await c.call('get_me')).structuredContent.id).toBe(owner.id);
+    await c.close();
+  });
+
+  test('download_file: an unsatisfiable range is a tool error; a file declared JSON that is not is answered as text', async ({ owner, ws }) => {
+    const c = await connect(base, owner.token, ws.id);
+    const f = (await c.call('upload_file', { filename: 'bad.json', content_type: 'application/json', content: Buffer.from('{not json').toString('base64') }))
+      .structuredContent;
+    expect((await c.call('download_file', { fileId: f.id })).content[0]?.text).toBe('{not json');
+    const past = await c.call('download_file', { fileId: f.id, range: 'bytes=100-' });
+    expect(past.isError).toBe(true);
+    expect(codeOf(past)).toBe('VALIDATION_ERROR');
+    await c.close();
+  });
+
+  test('docs/mcp.md names every tool', async ({ owner }) => {
+    const c = await connect(base, owner.token);
+    const doc = readFileSync(new URL('../../../docs/mcp.md', import.meta.url), 'utf8');
+    const missing = (await c.client.listTools()).tools.map((t) => t.name).filter((n) => !doc.includes(`| \`${n}\` |`));
+    expect(missing, 'run node apps/api/scripts/mcp-tools-doc.mjs and update docs/mcp.md').toEqual([]);
     await c.close();
   });
 
@@ -305,9 +433,46 @@ describe('mcp', () => {
   });
 });
 
+describe('mcp over stdio', () => {
+  test('the stdio bridge (dist/mcp-stdio.js) forwards tools and calls with its key; a bad key never starts', async ({ h, owner, ws }) => {
+    const base = await h.listen();
+    const key = await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'desktop agent' } });
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE notes (body text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['notes']);
+    const client = new Client({ name: 'desktop', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['dist/mcp-stdio.js', '--url', base, '--workspace', ws.id],
+        env: { PATH: process.env.PATH ?? '', WDS_MCP_KEY: key.body.key },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toContain('execute_sql');
+      const r = (await client.callTool({ name: 'execute_sql', arguments: { sql: "INSERT INTO notes (body) VALUES ('from stdio')" } })) as ToolResult;
+      expect(r.isError, JSON.stringify(r)).toBeFalsy();
+      const log = await h.call('GET', '/api/v1/audit-logs?action=execute_sql_insert', { token: owner.token, workspace: ws.id });
+      expect(log.body[0]).toMatchObject({ transport: 'mcp', api_key_id: key.body.id });
+    } finally {
+      await client.close();
+    }
+    // Not spawnSync: the service answering it runs in this process.
+    const bad = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, ['dist/mcp-stdio.js', '--url', base], { env: { PATH: process.env.PATH ?? '', WDS_MCP_KEY: 'svc_nope' }, timeout: 20_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr }),
+      );
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toContain('cannot reach');
+  });
+});
+
 describe('mcp limits', () => {
   test('a call past the time limit ends with TIMEOUT and keeps nothing; a large result is cut with a way to page', async () => {
-    const h = await Harness.create({ MCP_MAX_TIMEOUT_MS: '1000', SQL_STATEMENT_TIMEOUT_MS: '20000', MCP_MAX_RESULT_BYTES: '2048' });
+    const h = await Harness.create({ MCP_MAX_TIMEOUT_MS: '1000', SQL_STATEMENT_TIMEOUT_MS: '20000', MCP_MAX_RESULT_BYTES: '2048', MCP_MAX_SESSIONS: '10' });
     try {
       const base = await h.listen();
       const owner = await h.user('owner');
@@ -331,7 +496,19 @@ describe('mcp limits', () => {
       expect(big.structuredContent.truncated.note).toContain('LIMIT/OFFSET');
       const list = await c.call('list_audit_logs', { limit: 200 });
       expect(list.structuredContent.truncated?.note ?? '').toContain('offset');
-      await c.close();
+      // One row larger than a result: none is shown, and the note says how to ask for less.
+      await h.sqlOk(owner.token, ws.id, 'CREATE TABLE notes (body text)');
+      await h.allowAll(owner.token, ws.id, [owner.id], ['notes']);
+      await h.sqlOk(owner.token, ws.id, `INSERT INTO notes (body) VALUES ('${'x'.repeat(5000)}')`);
+      const long = await c.call('execute_sql', { sql: 'SELECT body FROM notes' });
+      expect(Buffer.byteLength(long.content[0]?.text ?? '')).toBeLessThanOrEqual(2048);
+      expect(long.structuredContent.truncated).toMatchObject({ shown: 0, total: 1 });
+
+      // MCP_MAX_SESSIONS 10: one user holds at most one session; opening another closes the older one.
+      const second = await connect(base, owner.token, ws.id);
+      await expect(c.client.listTools()).rejects.toThrow();
+      expect((await second.call('get_me')).isError).toBeFalsy();
+      await second.close();
     } finally {
       await h.close();
     }

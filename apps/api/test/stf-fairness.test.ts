@@ -8,13 +8,13 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { OutboundGuard } from '@wds/effect-runner';
 import { DEFAULT_LIMITS, type JavascriptRuntime, type StfRuntime } from '@wds/stf-runtime';
 import { WorkflowConcurrency } from '@wds/workflows';
 import { afterAll, beforeAll, test } from 'vitest';
 import wabtInit from 'wabt';
 import { loadConfig } from '../src/config.js';
-import { createRuntimes, guardedFetch } from '../src/runtimes.js';
+import { guardedFetch, OutboundGuard } from '@wds/effect-runner';
+import { createRuntimes } from '../src/runtimes.js';
 import { describe, expect, Harness, until } from './support.js';
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');

@@ -76,13 +76,17 @@ export class Harness {
   ownsBlobDir = true;
 
   private server: { close(cb: () => void): void; closeAllConnections?(): void } | undefined;
+  private listening: Promise<string> | undefined;
 
-  /** Serves the app on 127.0.0.1 (a real HTTP server, for clients that need a URL); its base URL. */
-  async listen(): Promise<string> {
-    const { serve } = await import('@hono/node-server');
-    return new Promise((resolve) => {
-      this.server = serve({ fetch: this.app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => resolve(`http://127.0.0.1:${info.port}`));
-    });
+  /** Serves the app on 127.0.0.1 (a real HTTP server, for clients that need a URL), once; its base URL. */
+  listen(): Promise<string> {
+    this.listening ??= import('@hono/node-server').then(
+      ({ serve }) =>
+        new Promise((resolve) => {
+          this.server = serve({ fetch: this.app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => resolve(`http://127.0.0.1:${info.port}`));
+        }),
+    );
+    return this.listening;
   }
 
   async close() {

@@ -70,6 +70,7 @@ export const OPERATIONS = {
   // files
   list_files: { resource: 'file', mutates: false },
   get_file: { resource: 'file', mutates: false },
+  extract_file_text: { resource: 'file', mutates: false },
   download_file: { resource: 'file', mutates: false },
   upload_file: { resource: 'file', mutates: true },
   delete_file: { resource: 'file', mutates: true },
@@ -79,6 +80,7 @@ export const OPERATIONS = {
   create_document: { resource: 'document', mutates: true },
   update_document: { resource: 'document', mutates: true },
   delete_document: { resource: 'document', mutates: true },
+  replace_document_section: { resource: 'document', mutates: true },
   list_document_versions: { resource: 'document_version', mutates: false },
   // pinned charts
   list_pinned_charts: { resource: 'pinned_chart', mutates: false },

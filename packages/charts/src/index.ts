@@ -1,1 +1,2 @@
 export * from './charts.js';
+export * from './pinning.js';

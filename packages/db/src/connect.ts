@@ -47,3 +47,8 @@ export async function databaseAnswers(db: Db, timeoutMs: number): Promise<boolea
     clearTimeout(timer);
   }
 }
+
+/** NOTIFY on a channel from inside a transaction: listeners receive `payload` when (and only if) it commits. */
+export async function notifyOnCommit(db: Db, channel: string, payload: string): Promise<void> {
+  await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
+}

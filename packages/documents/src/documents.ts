@@ -1,5 +1,6 @@
 import { type Db, type DocumentRow, type DocumentVersionRow, isUuid, newId, sql } from '@wds/db';
-import { notFound } from '@wds/errors';
+import { notFound, validationError } from '@wds/errors';
+import { replaceSection, type SectionTarget } from './sections.js';
 
 /** Size limits of a document's fields (checked at the HTTP edge, documented in docs/documents.md). */
 export const DOCUMENT_LIMITS = {
@@ -259,4 +260,26 @@ export async function listDocumentVersions(
     .offset(page.offset)
     .execute();
   return rows.map(toVersionView);
+}
+
+/**
+ * Replaces one section of a document's content (sections.ts) as a content change: a new version when the content
+ * differs. The content is read and written under the row lock of `updateDocument`'s transaction.
+ */
+export async function replaceDocumentSection(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  target: SectionTarget,
+  changedBy: string | null,
+): Promise<{ document: DocumentView; versionAdded: boolean }> {
+  return inTransaction(db, async (tx) => {
+    const current = await live(tx, workspaceId, id).select(['content']).forUpdate().executeTakeFirst();
+    if (!current) throw notFound('Document');
+    const content = replaceSection(current.content, target);
+    if (Buffer.byteLength(content) > DOCUMENT_LIMITS.contentBytes) {
+      throw validationError(`content: the result would be larger than ${DOCUMENT_LIMITS.contentBytes} bytes of UTF-8 text`);
+    }
+    return updateDocument(tx, workspaceId, id, { content }, changedBy);
+  });
 }

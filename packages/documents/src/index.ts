@@ -1,1 +1,2 @@
 export * from './documents.js';
+export * from './sections.js';

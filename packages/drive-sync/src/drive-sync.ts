@@ -6,7 +6,7 @@
  */
 import { type Db, type DriveSyncState, newId, sql } from '@wds/db';
 import { ServiceError, validationError } from '@wds/errors';
-import { DOWNLOAD_MAX_BYTES, DRIVE_PROVIDER, formatBytes, type ProviderClient } from '@wds/providers';
+import { DOWNLOAD_MAX_BYTES, DRIVE_PROVIDER, formatBytes, missingCredential, type ProviderClient } from '@wds/providers';
 import type { BlobStore, FileView } from '@wds/storage';
 import { isTextType, MEDIA_TYPE, storedFilename, utf8Prefix } from './content.js';
 import { checkDriveId, DriveClient, type DriveFile, driveError, EXPORT_FORMATS, FOLDER_MIME, GOOGLE_APPS_PREFIX, scrubTokens } from './drive-client.js';
@@ -30,6 +30,11 @@ export interface DriveSyncOptions {
   pageSize?: number;
   /** A queued or running sync without a heartbeat for this long may be requested again (default 15 min). */
   staleAfterMs?: number;
+  /**
+   * Whether the workspace has a credential for the provider, without opening it (@wds/setup `hasCredential`). With
+   * it, `checkCredential` refuses a sync that could only fail in the background; without it, that check passes.
+   */
+  hasCredential?: (db: Db, workspaceId: string, provider: string) => Promise<boolean>;
 }
 
 export interface ConfigView {
@@ -82,6 +87,7 @@ export class DriveSync {
   private readonly provider: string;
   private readonly pageSize: number;
   private readonly staleAfterMs: number;
+  private readonly hasCredential: DriveSyncOptions['hasCredential'];
 
   constructor(opts: DriveSyncOptions) {
     this.db = opts.db;
@@ -90,6 +96,12 @@ export class DriveSync {
     this.provider = opts.provider ?? DRIVE_PROVIDER;
     this.pageSize = opts.pageSize ?? 1000;
     this.staleAfterMs = opts.staleAfterMs ?? 15 * 60_000;
+    this.hasCredential = opts.hasCredential;
+  }
+
+  /** CONFLICT naming the provider when the workspace has no credential for it (see `hasCredential`). */
+  async checkCredential(workspaceId: string): Promise<void> {
+    if (this.hasCredential && !(await this.hasCredential(this.db, workspaceId, this.provider))) throw missingCredential(workspaceId, this.provider);
   }
 
   /** A Drive v3 client acting with the workspace's credential. */

@@ -29,3 +29,4 @@ export {
 } from './drive-sync.js';
 export { checkNewRoot, DRIVE_TYPES, type DriveType, type NewRoot, type RootView } from './roots.js';
 export { checkSettings, DEFAULT_SETTINGS, type DriveSyncSettings } from './settings.js';
+export { DRIVE_SYNC_QUEUE, type DriveSyncServices, handleDriveSyncJobs, requireDriveSync, startDriveSync } from './jobs.js';

@@ -21,6 +21,7 @@ export {
 } from './effect.js';
 export { EffectError, type EffectErrorKind } from './errors.js';
 export { guardedLookup, guardedRequest } from './http.js';
+export { guardedFetch } from './guarded-fetch.js';
 export { FETCH_MAX_BYTES, FETCH_MAX_TIMEOUT_MS, type FetchSourceOptions, type FetchSourceResult, type FetchSpec, fetchSource } from './fetch-source.js';
 export { OutboundGuard, type OutboundGuardOptions, parseAllowlist, type Resolver } from './guard.js';
 export { buildObject, evaluateMappings, type FieldMapping, parsePath, readPath, validateFieldMappings } from './mappings.js';

@@ -4,3 +4,4 @@ export * from './sessions.js';
 export * from './api-keys.js';
 export * from './jwt.js';
 export * from './authenticate.js';
+export * from './token-exchange.js';

@@ -133,7 +133,7 @@ export async function runFileJob(deps: FileDeps, itemId: string, retry = false):
   );
 }
 
-async function readAll(stream: AsyncIterable<Uint8Array>, max: number): Promise<Uint8Array> {
+export async function readAll(stream: AsyncIterable<Uint8Array>, max: number): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of stream) {

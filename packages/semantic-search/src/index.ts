@@ -7,6 +7,7 @@ export {
   type RowHit,
   type TableEmbedding,
   embedTables,
+  failTableJob,
   failTableRequest,
   requeueTableRequests,
   runTableJob,
@@ -14,3 +15,15 @@ export {
   tableStatus,
 } from './rows.js';
 export type { StatusCounts } from './status.js';
+export {
+  type EmbeddingConfig,
+  type EmbeddingDeps,
+  type EmbeddingJobHandlers,
+  type EmbeddingJobRun,
+  type EmbeddingQueue,
+  type EmbeddingServices,
+  embeddingDeps,
+  enqueueEmbedding,
+} from './services.js';
+export { autoEmbedFile, autoEmbedRows, embeddingSweeps, handleEmbeddingJobs } from './work.js';
+export { type FileText, type FileTextDeps, extractFileText } from './text.js';

@@ -69,6 +69,22 @@ async function recordRequest(db: Db, workspaceId: string, table: string, force: 
       SET requested_at = clock_timestamp(), force = e.force OR EXCLUDED.force, failed_at = NULL, error = NULL`.execute(db);
 }
 
+/**
+ * The table's job failed for good (its `onFailed`): the rows it left pending or processing show failed, and so does
+ * its request (if not yet reconciled), with the reason.
+ */
+export async function failTableJob(db: Db, workspaceId: string, table: string, message: string): Promise<void> {
+  await db
+    .updateTable('platform.embedding_items')
+    .set({ status: 'failed', error: message, updated_at: sql`now()` })
+    .where('workspace_id', '=', workspaceId)
+    .where('surface', '=', 'table_row')
+    .where('table_name', '=', table)
+    .where('status', 'in', ['pending', 'processing'])
+    .execute();
+  await failTableRequest(db, workspaceId, table, message);
+}
+
 /** The table's job failed for good: its request (if not yet reconciled) shows failed, with the reason. */
 export async function failTableRequest(db: Db, workspaceId: string, table: string, message: string): Promise<void> {
   await sql`UPDATE platform.embedding_tables SET failed_at = clock_timestamp(), error = ${message}

@@ -37,6 +37,20 @@ export async function resolveAccess(
   return { workspace, role };
 }
 
+/**
+ * A workspace that exists and is not deleted, or undefined — without asking who wants it. For callers that are
+ * not members (anonymous workflow execution), which decide themselves what a missing workspace means.
+ */
+export async function findLiveWorkspace(db: Db, workspaceId: string): Promise<Workspace | undefined> {
+  if (!isUuid(workspaceId)) return undefined;
+  return db
+    .selectFrom('platform.workspaces')
+    .selectAll()
+    .where('id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
 export async function listWorkspaces(
   db: Db,
   who: { userId: string; scopedWorkspaceId: string | null },

@@ -1,5 +1,5 @@
 import { OPERATIONS, type Operation, recordAudit } from '@wds/audit';
-import { type Db, isUuid, sql } from '@wds/db';
+import { type Db, isUuid, notifyOnCommit } from '@wds/db';
 import { ServiceError, badRequest, forbidden, unauthorized, validationError } from '@wds/errors';
 import { CHANNEL } from '@wds/cache';
 import { type Principal, authenticate, bearerToken, hashToken } from '@wds/identity';
@@ -45,8 +45,12 @@ export interface Transport {
   requestId: string;
   /** Aborted when the caller is gone or the call's time is up (MCP: the workspace's mcp_timeout_ms). */
   signal: AbortSignal;
-  /** Whether the call's time is up (MCP); a transaction that finds it so rolls back. */
-  timedOut(): boolean;
+  /**
+   * Asked once a transactional operation is done and about to commit: false when the call was abandoned (MCP: its
+   * time ran out or the client cancelled it), and the transaction rolls back; true commits, and from then on the
+   * call is no longer abandoned for running out of time.
+   */
+  beginCommit(): boolean;
   /** The time the call has left (MCP), to bound what it starts (a statement's timeout); undefined over HTTP. */
   remainingMs(): number | undefined;
   /** A request header (HTTP), or the tool argument that stands for it (MCP: `range` of download_file). */
@@ -97,7 +101,7 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
    * with the reason (the MCP parity test lists them); `headers` are tool arguments handed to the handler as request
    * headers; `bodyName` names the tool argument holding a body that is not a JSON object (default `body`).
    */
-  mcp?: { exclude: string } | { headers?: Record<string, AnySchema>; bodyName?: string };
+  mcp?: { exclude: string } | McpOptions;
   /**
    * Which cached state a successful mutation makes stale: the workspace's (access, policies, tables — the default
    * for workspace routes), the caller's credentials, or none (the handler invalidates itself).
@@ -106,6 +110,16 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   handler: (
     ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
   ) => Promise<unknown>;
+}
+
+/** How MCP adapts a route (see RouteDef.mcp). */
+export interface McpOptions {
+  headers?: Record<string, AnySchema>;
+  bodyName?: string;
+  /** The handler finds its workspace with `transport.workspaceId()` although the route declares none. */
+  workspace?: boolean;
+  /** The handler ends within `transport.remainingMs()` and then keeps nothing (a statement's own timeout). */
+  selfBounded?: boolean;
 }
 
 export type AnyRoute = RouteDef<AnySchema | undefined, AnySchema | undefined>;
@@ -285,10 +299,10 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
     }
     if (stale && !failed) {
       // Delivered to every process when this transaction commits.
-      await sql`SELECT pg_notify(${CHANNEL}, ${stale})`.execute(db);
+      await notifyOnCommit(db, CHANNEL, stale);
     }
-    // A call whose time ran out commits nothing: its transport has already answered with the timeout.
-    if (inTransaction && transport.timedOut()) throw callAborted();
+    // An abandoned call commits nothing: its transport has already answered with the timeout or the cancellation.
+    if (inTransaction && !transport.beginCommit()) throw callAborted();
     return result;
   };
   const result = inTransaction ? await services.db.transaction().execute(run) : await run(services.db);
@@ -316,7 +330,7 @@ export function httpTransport(c: Context<AppEnv>): Transport & { headersSet: [st
     name: 'http',
     requestId: c.var.requestId,
     signal: c.req.raw.signal,
-    timedOut: () => false,
+    beginCommit: () => true,
     remainingMs: () => undefined,
     header: (name) => c.req.header(name),
     setHeader: (name, value) => {

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 
-const intParam = (def: number, min: number, max: number, name: string) =>
+/** An integer query parameter (a string of digits in the URL) with a default and bounds. */
+export const intQuery = (def: number, min: number, max: number, name: string) =>
   v.optional(
     v.pipe(
       v.string(),
@@ -14,8 +15,8 @@ const intParam = (def: number, min: number, max: number, name: string) =>
 
 /** `limit` (default 100, max 1000) and `offset`, shared by every list. */
 export const pageEntries = {
-  limit: intParam(100, 1, 1000, 'limit'),
-  offset: intParam(0, 0, Number.MAX_SAFE_INTEGER, 'offset'),
+  limit: intQuery(100, 1, 1000, 'limit'),
+  offset: intQuery(0, 0, Number.MAX_SAFE_INTEGER, 'offset'),
 };
 export const PageQuery = v.object(pageEntries);
 

@@ -49,6 +49,9 @@ function bulkOf(value: unknown): { key: string | undefined; items: unknown[] } |
 export function capJson(value: unknown, cap: number, howToPage: string, meta?: Record<string, unknown>): CallToolResult {
   const text = json(value);
   if (bytes(text) <= cap) return jsonResult(value, meta);
+  const tooLarge = {
+    truncated: { note: `The result was ${bytes(text)} bytes, larger than the ${cap} bytes a tool result may have. ${howToPage}` },
+  };
   const bulk = bulkOf(value);
   if (bulk) {
     const rest = bulk.key === undefined ? 0 : bytes(json({ ...(value as object), [bulk.key]: [] }));
@@ -62,12 +65,10 @@ export function capJson(value: unknown, cap: number, howToPage: string, meta?: R
       bulk.key === undefined
         ? { items: bulk.items.slice(0, shown), truncated }
         : { ...(value as object), [bulk.key]: bulk.items.slice(0, shown), truncated };
-    return jsonResult(cut, meta);
+    // The list may not be where the bulk is (a long text beside a short list): then only the note remains.
+    if (bytes(json(cut)) <= cap) return jsonResult(cut, meta);
   }
-  return jsonResult(
-    { truncated: { note: `The result was ${bytes(text)} bytes, larger than the ${cap} bytes a tool result may have. ${howToPage}` } },
-    meta,
-  );
+  return jsonResult(tooLarge, meta);
 }
 
 /** How to get more of a result, by operation: lists page with limit/offset, SQL with LIMIT/OFFSET in the statement. */
@@ -82,12 +83,25 @@ export function pagingHint(operation: string, queryArgs: readonly string[]): str
  * are not read; the note names the `range` to ask for next.
  */
 export async function responseResult(res: Response, cap: number, meta?: Record<string, unknown>): Promise<CallToolResult> {
+  if (res.status >= 400) {
+    await res.body?.cancel().catch(() => undefined);
+    const range = res.headers.get('content-range');
+    return errorResult(
+      res.status === 416
+        ? { error: 'The range is not satisfiable', code: 'VALIDATION_ERROR', details: `range: outside the content (${range ?? 'no content range'})` }
+        : { error: 'The operation failed', code: 'BAD_REQUEST', details: `status ${res.status}` },
+      meta,
+    );
+  }
   const type = res.headers.get('content-type') ?? 'application/octet-stream';
   const isText = /^text\/|^application\/(json|xml|javascript|typescript)\b/i.test(type);
   // Bytes that are not text travel as base64, a third larger.
   const { data, complete } = await readUpTo(res, isText ? cap : Math.floor((cap * 3) / 4));
   if (/^application\/json\b/i.test(type) && complete) {
-    return jsonResult(JSON.parse(data.toString('utf8')), meta);
+    // A stored file declared JSON may not be: it is then answered as the text it is.
+    try {
+      return jsonResult(JSON.parse(data.toString('utf8')), meta);
+    } catch {}
   }
   // Where these bytes sit in the file: a 206 names the range, a 200 starts at 0.
   const total = Number(/\/(\d+)$/.exec(res.headers.get('content-range') ?? '')?.[1] ?? res.headers.get('content-length') ?? Number.NaN);

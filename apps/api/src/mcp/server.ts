@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { OPERATIONS } from '@wds/audit';
 import { badRequest, internalErrorBody, ServiceError } from '@wds/errors';
 import type { Principal } from '@wds/identity';
 import type { Context, Hono } from 'hono';
@@ -31,6 +32,9 @@ interface Session {
   id: string;
   /** The identity the session belongs to: the same user through the same kind of credential (key, scope). */
   owner: string;
+  userId: string;
+  /** The tool calls in progress, by JSON-RPC id: a cancellation aborts one. */
+  calls: Map<string | number, AbortController>;
   transport: WebStandardStreamableHTTPServerTransport;
   /** Chosen with set_workspace (X-Workspace-ID, when a request sends it, names the workspace instead). */
   workspaceId: string | undefined;
@@ -94,36 +98,52 @@ export class McpEndpoint {
     // Tool results come back on the POST; the service sends nothing unasked, so there is no standalone SSE stream.
     if (c.req.method === 'GET') return new Response(null, { status: 405, headers: { allow: 'POST, DELETE' } });
     const sessionId = c.req.header('mcp-session-id');
-    let session: Session | undefined;
-    if (sessionId !== undefined) {
-      session = this.sessions.get(sessionId);
-      // Another identity's session id is answered as an unknown one: it reveals nothing and reaches nothing.
-      if (!session || session.owner !== ownerOf(principal)) return sessionNotFound();
-    } else {
-      if (c.req.method !== 'POST') throw badRequest('Mcp-Session-Id is required', 'open a session with an initialize request first');
-      session = this.open(principal);
+    const session = sessionId === undefined ? undefined : this.sessions.get(sessionId);
+    // Another identity's session id is answered as an unknown one: it reveals nothing and reaches nothing.
+    if (sessionId !== undefined && (!session || session.owner !== ownerOf(principal))) return sessionNotFound();
+    if (c.req.method !== 'POST') {
+      if (!session) throw badRequest('Mcp-Session-Id is required', 'open a session with an initialize request first');
+      return session.transport.handleRequest(c.req.raw);
     }
-    session.lastUsed = Date.now();
-    return session.transport.handleRequest(c.req.raw, {
+
+    const message = await readMessage(c);
+    if (message === undefined) return jsonRpcError(400, -32700, 'Parse error: the body is not one JSON-RPC message');
+    // One message per request (as in the current protocol): a batch would run many calls for one request's budget.
+    if (Array.isArray(message)) return jsonRpcError(400, -32600, 'Batches are not accepted: send one JSON-RPC message per request');
+    const m = message as { method?: unknown; params?: { requestId?: unknown } };
+    if (session && m.method === 'notifications/cancelled') {
+      // Handled here, not by the SDK: it would drop the cancelled call's answer, and the request waiting for that
+      // answer would never end. The call learns of it through its signal and answers an error instead.
+      session.calls.get(m.params?.requestId as string | number)?.abort();
+      return new Response(null, { status: 202 });
+    }
+    const target = session ?? this.open(principal);
+    target.lastUsed = Date.now();
+    return target.transport.handleRequest(c.req.raw, {
+      parsedBody: message,
       authInfo: { token: '', clientId: principal.user.id, scopes: [], extra: { caller } },
     });
   }
 
-  /** A new session (for an initialize request; the transport refuses anything else without a session id). */
+  /** A session for an initialize request (the transport refuses anything else without a session id). */
   private open(principal: Principal): Session {
-    this.sweep();
     const { config } = this.services;
-    const owner = ownerOf(principal);
-    const mine = [...this.sessions.values()].filter((s) => s.owner === owner);
-    if (mine.length >= Math.max(1, Math.floor(config.MCP_MAX_SESSIONS / 10))) this.close(oldest(mine));
-    if (this.sessions.size >= config.MCP_MAX_SESSIONS) this.close(oldest([...this.sessions.values()]));
-
-    const session: Session = { id: '', owner, transport: undefined as never, workspaceId: undefined, lastUsed: Date.now() };
+    const session: Session = {
+      id: '',
+      owner: ownerOf(principal),
+      userId: principal.user.id,
+      transport: undefined as never,
+      workspaceId: undefined,
+      lastUsed: Date.now(),
+      calls: new Map(),
+    };
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
       maxRequestBodySize: config.MCP_MAX_BODY_BYTES,
       onsessioninitialized: (id) => {
+        // Only a session that exists counts: room is made for it now, the user's own oldest first.
+        this.makeRoom(session.userId);
         session.id = id;
         this.sessions.set(id, session);
       },
@@ -138,28 +158,49 @@ export class McpEndpoint {
         'Tools of a workspace data service. Calls act in the workspace named by X-Workspace-ID or chosen with set_workspace; your permissions and row policies apply as over the REST API.',
     });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolList }));
-    server.setRequestHandler(CallToolRequestSchema, (req, extra) => {
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       const caller = (extra.authInfo?.extra as { caller?: RequestCaller } | undefined)?.caller;
       if (!caller) return errorResult(new ServiceError('UNAUTHORIZED', 'Missing or invalid token').toBody());
-      return this.call(session, caller, req.params.name, req.params.arguments ?? {}, extra.signal);
+      const cancel = new AbortController();
+      session.calls.set(extra.requestId, cancel);
+      try {
+        return await this.call(session, caller, req.params.name, req.params.arguments ?? {}, AbortSignal.any([cancel.signal, extra.signal]));
+      } finally {
+        session.calls.delete(extra.requestId);
+      }
     });
     void server.connect(transport);
     return session;
   }
 
+  /** Idle sessions go; then a user at their share loses their oldest, and a full process its least recently used. */
+  private makeRoom(userId: string): void {
+    const { config } = this.services;
+    const idle = Date.now() - config.MCP_SESSION_IDLE_SECONDS * 1000;
+    for (const s of this.sessions.values()) if (s.lastUsed < idle) this.close(s);
+    const mine = [...this.sessions.values()].filter((s) => s.userId === userId);
+    if (mine.length >= Math.max(1, Math.floor(config.MCP_MAX_SESSIONS / 10))) this.close(oldest(mine));
+    if (this.sessions.size >= config.MCP_MAX_SESSIONS) this.close(oldest([...this.sessions.values()]));
+  }
+
   private close(session: Session | undefined): void {
     if (!session) return;
     this.sessions.delete(session.id);
+    for (const call of session.calls.values()) call.abort();
     void session.transport.close().catch(() => undefined);
-  }
-
-  private sweep(): void {
-    const idle = Date.now() - this.services.config.MCP_SESSION_IDLE_SECONDS * 1000;
-    for (const s of this.sessions.values()) if (s.lastUsed < idle) this.close(s);
   }
 
   /** Every tool error is a result with the API's error envelope, never a protocol error. */
   private async call(session: Session, caller: RequestCaller, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    const requestId = caller.c.var.requestId;
+    const started = performance.now();
+    const result = await this.answer(session, caller, name, args, signal);
+    const code = result.isError ? (result.structuredContent as { code?: string } | undefined)?.code : undefined;
+    this.services.logger.info({ req_id: requestId, tool: name, ms: Math.round((performance.now() - started) * 10) / 10, ...(code ? { code } : {}) }, 'tool call');
+    return result;
+  }
+
+  private async answer(session: Session, caller: RequestCaller, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
     const requestId = caller.c.var.requestId;
     try {
       checkJsonValue(args, 'arguments');
@@ -179,50 +220,71 @@ export class McpEndpoint {
     return caller.headerWorkspaceId ?? session.workspaceId;
   }
 
+  /**
+   * Runs a tool within the workspace's mcp_timeout_ms. What a call past it leaves depends on the operation:
+   * - a transactional write rolls back (it may not commit once abandoned; once it commits, the timer waits for it);
+   * - a self-bounded one (execute_sql) ends itself at the deadline and keeps nothing, so it is not raced;
+   * - a read is simply abandoned;
+   * - any other write (runs of user code, workflows, uploads, provider calls) is told through its signal and goes
+   *   on under its own limits; the answer says its outcome is recorded and must be checked before repeating it.
+   */
   private async run(tool: ToolShape, session: Session, caller: RequestCaller, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
     const { services } = this;
     const { principal } = caller;
+    const { route } = tool;
+    const options = route.mcp && !('exclude' in route.mcp) ? route.mcp : {};
     const workspaceId = this.workspaceOf(session, caller);
-    const needsWorkspace = tool.route.workspace !== undefined || tool.route.operation === 'execute_workflow';
-    if (needsWorkspace && workspaceId === undefined) {
+    const actsInWorkspace = route.workspace !== undefined || options.workspace === true;
+    if (actsInWorkspace && workspaceId === undefined) {
       throw badRequest('No workspace chosen', 'send the X-Workspace-ID header on the MCP connection, or call set_workspace first');
     }
-    const split = splitArguments(tool, args, workspaceId);
+    const split = splitArguments(tool, args, actsInWorkspace ? workspaceId : undefined);
     checkPathParams(split.params);
 
     // The workspace's mcp_timeout_ms bounds the call; its access is resolved (and cached) for invoke as well.
     const own =
-      workspaceId !== undefined ? (await workspaceAccess(services, this.lookup(caller), principal, workspaceId)).workspace.mcp_timeout_ms : DEFAULT_TIMEOUT_MS;
+      actsInWorkspace && workspaceId !== undefined
+        ? (await workspaceAccess(services, this.lookup(caller), principal, workspaceId)).workspace.mcp_timeout_ms
+        : DEFAULT_TIMEOUT_MS;
     const limitMs = Math.min(own, services.config.MCP_MAX_TIMEOUT_MS);
+    const mutates = OPERATIONS[route.operation].mutates;
+    const mode = !mutates ? 'read' : options.selfBounded ? 'self' : (route.transaction ?? mutates) ? 'rollback' : 'runs-on';
+
+    const state = { timedOut: false, committing: false };
+    const deadlineAt = Date.now() + limitMs;
     const deadline = new AbortController();
-    let timedOut = false;
     const timer = setTimeout(() => {
-      timedOut = true;
+      if (state.committing) return; // its commit is under way: the answer is the commit's
+      state.timedOut = true;
       deadline.abort(new ServiceError('TIMEOUT', 'The tool call took longer than the workspace allows'));
     }, limitMs);
     const meta: Record<string, string> = {};
-    const transport = this.transportFor(caller, split, workspaceId, AbortSignal.any([signal, deadline.signal]), () => timedOut, meta, limitMs);
+    const callSignal = AbortSignal.any([signal, deadline.signal]);
+    const transport = this.transportFor(caller, split, workspaceId, callSignal, meta, limitMs, () => {
+      if (callSignal.aborted) return false;
+      state.committing = true;
+      return true;
+    });
     try {
-      const work = invoke(services, tool.route, transport, {
+      const work = invoke(services, route, transport, {
         principal,
         naming: { pathId: split.params.id, payloadId: workspaceId, payloadWhere: 'connection' },
         params: split.params,
         readBody: async () => split.body,
         query: split.query,
       });
-      // Past the deadline the answer is the timeout; what the work still does ends in its own rollback or record.
+      // Past the deadline the answer is the timeout; what the work still does ends as `mode` says.
       work.catch(() => undefined);
-      const result = await Promise.race([
-        work,
-        new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(deadline.signal.reason), { once: true })),
-      ]);
+      const ended = new Promise<never>((_, reject) => callSignal.addEventListener('abort', () => reject(callSignal.reason), { once: true }));
+      ended.catch(() => undefined);
+      const result = mode === 'self' ? await work : await Promise.race([work, ended]);
       const headers = Object.keys(meta).length ? { headers: meta } : undefined;
       if (result instanceof Response) return await responseResult(result, services.config.MCP_MAX_RESULT_BYTES, headers);
       return capJson(result ?? null, services.config.MCP_MAX_RESULT_BYTES, pagingHint(tool.name, tool.query), headers);
     } catch (err) {
-      if (timedOut) {
-        throw new ServiceError('TIMEOUT', 'The tool call took longer than the workspace allows', `mcp_timeout_ms is ${limitMs}; a transaction of the call was rolled back`);
-      }
+      // A self-bounded operation's own timeout is the deadline: an error at or past it is that timeout.
+      if (state.timedOut || (mode === 'self' && Date.now() >= deadlineAt)) throw timeoutError(mode, limitMs);
+      if (signal.aborted) throw badRequest('The call was cancelled', mode === 'runs-on' ? OUTCOME_RECORDED : 'nothing it did was kept');
       throw err;
     } finally {
       clearTimeout(timer);
@@ -234,16 +296,16 @@ export class McpEndpoint {
     split: { headers: Record<string, string>; body: unknown },
     workspaceId: string | undefined,
     signal: AbortSignal,
-    timedOut: () => boolean,
     meta: Record<string, string> = {},
     limitMs?: number,
+    beginCommit: () => boolean = () => !signal.aborted,
   ): Transport {
     const started = Date.now();
     return {
       name: 'mcp',
       requestId: caller.c.var.requestId,
       signal,
-      timedOut,
+      beginCommit,
       remainingMs: () => (limitMs === undefined ? undefined : Math.max(1, limitMs - (Date.now() - started))),
       header: (name) => split.headers[name.toLowerCase()],
       setHeader: (name, value) => {
@@ -261,7 +323,7 @@ export class McpEndpoint {
 
   /** The transport of a lookup outside any operation (workspace access for the timeout and the session tools). */
   private lookup(caller: RequestCaller): Transport {
-    return this.transportFor(caller, { headers: {}, body: null }, undefined, caller.c.req.raw.signal, () => false);
+    return this.transportFor(caller, { headers: {}, body: null }, undefined, caller.c.req.raw.signal);
   }
 
   private async setWorkspace(session: Session, caller: RequestCaller, args: Record<string, unknown>): Promise<CallToolResult> {
@@ -290,6 +352,31 @@ export class McpEndpoint {
     return { content: [{ type: 'text', text: JSON.stringify(view) }], structuredContent: view };
   }
 }
+
+const OUTCOME_RECORDED =
+  'it was not stopped: it goes on under its own time limits and its outcome is recorded (the audit log; a workflow run in list_workflow_runs); check it before repeating the call';
+
+function timeoutError(mode: 'read' | 'self' | 'rollback' | 'runs-on', limitMs: number): ServiceError {
+  const what = {
+    read: 'nothing was changed',
+    self: 'the statement was cancelled and rolled back',
+    rollback: 'what it did was rolled back',
+    'runs-on': OUTCOME_RECORDED,
+  }[mode];
+  return new ServiceError('TIMEOUT', 'The tool call took longer than the workspace allows', `mcp_timeout_ms is ${limitMs}; ${what}`);
+}
+
+/** The JSON-RPC message of a POST (its size is bounded by MCP_MAX_BODY_BYTES before it is read); undefined: not JSON. */
+async function readMessage(c: Context<AppEnv>): Promise<unknown> {
+  try {
+    return JSON.parse(await c.req.text());
+  } catch {
+    return undefined;
+  }
+}
+
+const jsonRpcError = (status: number, code: number, message: string) =>
+  Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
 
 const oldest = (sessions: Session[]) => sessions.reduce<Session | undefined>((a, s) => (a === undefined || s.lastUsed < a.lastUsed ? s : a), undefined);
 

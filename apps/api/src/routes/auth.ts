@@ -1,4 +1,4 @@
-import { ServiceError } from '@wds/errors';
+import { exchangeToken } from '@wds/identity';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 
@@ -31,53 +31,13 @@ export const authRoutes = [
     body: TokenRequest,
     handler: async ({ services, body }) => {
       const { config } = services;
-      const form = new URLSearchParams();
-      if (body.grant_type === 'authorization_code') {
-        if (!body.code) return oauthError('invalid_request', 'code is required');
-        if (!body.redirect_uri) return oauthError('invalid_request', 'redirect_uri is required');
-        let uri: URL;
-        try {
-          uri = new URL(body.redirect_uri);
-        } catch {
-          return oauthError('invalid_request', 'redirect_uri must be an absolute HTTPS URL');
-        }
-        if (uri.protocol !== 'https:') return oauthError('invalid_request', 'redirect_uri must use https');
-        form.set('code', body.code);
-        form.set('redirect_uri', body.redirect_uri);
-        if (body.code_verifier) form.set('code_verifier', body.code_verifier);
-      } else if (body.grant_type === 'refresh_token') {
-        if (!body.refresh_token) return oauthError('invalid_request', 'refresh_token is required');
-        form.set('refresh_token', body.refresh_token);
-      } else {
-        return oauthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
-      }
-      if (!config.AUTH_TOKEN_URL) {
-        throw new ServiceError('SERVICE_UNAVAILABLE', 'Token exchange is not configured', 'AUTH_TOKEN_URL is not set');
-      }
-      form.set('grant_type', body.grant_type);
-      if (config.AUTH_CLIENT_ID) form.set('client_id', config.AUTH_CLIENT_ID);
-      if (config.AUTH_CLIENT_SECRET) form.set('client_secret', config.AUTH_CLIENT_SECRET);
-      let upstream: Response;
-      try {
-        upstream = await fetch(config.AUTH_TOKEN_URL, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-          body: form,
-          redirect: 'manual',
-          signal: AbortSignal.timeout(15_000),
-        });
-      } catch {
-        throw new ServiceError('UPSTREAM_ERROR', 'The authentication server did not answer');
-      }
-      const text = await upstream.text();
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        throw new ServiceError('UPSTREAM_ERROR', 'The authentication server sent a non-JSON answer', `status ${upstream.status}`);
-      }
+      const answer = await exchangeToken(
+        { tokenUrl: config.AUTH_TOKEN_URL, clientId: config.AUTH_CLIENT_ID, clientSecret: config.AUTH_CLIENT_SECRET, fetch },
+        body,
+      );
+      if (answer.refused) return oauthError(answer.refused.error, answer.refused.description);
       // Success and OAuth errors pass through as they are, with the upstream status.
-      return Response.json(json, { status: upstream.status, headers: { 'cache-control': 'no-store' } });
+      return Response.json(answer.body, { status: answer.status, headers: { 'cache-control': 'no-store' } });
     },
   }),
 ];

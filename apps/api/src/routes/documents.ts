@@ -4,6 +4,7 @@ import {
   getDocument,
   listDocuments,
   listDocumentVersions,
+  replaceDocumentSection,
   softDeleteDocument,
   updateDocument,
 } from '@wds/documents';
@@ -158,5 +159,36 @@ export const documentRoutes = [
     summary: `Version snapshots of a document with their content, newest first (limit default ${VERSIONS_PAGE.default}, at most ${VERSIONS_PAGE.max})`,
     query: VersionsQuery,
     handler: ({ db, access, params, query }) => listDocumentVersions(db, access.workspace.id, params.docId ?? '', query),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: `${base}/:docId/replace-section`,
+    operation: 'replace_document_section',
+    summary:
+      'Replace one section of the content (workflow editors): the body under `heading` up to the next heading of its level or above, or `old_text` (exactly one occurrence) with `new_text`; adds a version like a content change',
+    body: v.pipe(
+      v.strictObject({
+        heading: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(DOCUMENT_LIMITS.titleChars))),
+        content: v.optional(Content),
+        old_text: v.optional(Content),
+        new_text: v.optional(Content),
+      }),
+      v.check(
+        (b) => (b.heading !== undefined && b.content !== undefined && b.old_text === undefined && b.new_text === undefined) || (b.old_text !== undefined && b.new_text !== undefined && b.heading === undefined && b.content === undefined),
+        'give heading with content, or old_text with new_text',
+      ),
+    ),
+    handler: async (ctx) => {
+      await assertWorkflowEditor(ctx);
+      const b = ctx.body;
+      const target = b.heading !== undefined ? { heading: b.heading, content: b.content ?? '' } : { old_text: b.old_text ?? '', new_text: b.new_text ?? '' };
+      const { document, versionAdded } = await replaceDocumentSection(ctx.db, ctx.access.workspace.id, ctx.params.docId ?? '', target, ctx.principal.user.id);
+      ctx.audit({
+        resourceId: document.id,
+        details: { changed: ['content'], by: b.heading !== undefined ? 'heading' : 'old_text', version: document.version, version_added: versionAdded },
+      });
+      return document;
+    },
   }),
 ];

@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { DRIVE_TYPES } from '@wds/drive-sync';
-import { driveSync, startDriveSync } from '../drive-sync-work.js';
+import { DRIVE_TYPES, requireDriveSync, startDriveSync } from '@wds/drive-sync';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
 import { Uuid } from '../http/schemas.js';
@@ -24,7 +23,7 @@ export const driveSyncRoutes = [
     operation: 'get_drive_sync_status',
     summary: 'Sync state, roots, node count, last sync time and error',
     query: WorkspaceQuery,
-    handler: (ctx) => driveSync(ctx.services).status(ctx.access.workspace.id),
+    handler: (ctx) => requireDriveSync(ctx.services).status(ctx.access.workspace.id),
   }),
   defineRoute({
     ...member,
@@ -33,7 +32,7 @@ export const driveSyncRoutes = [
     operation: 'get_drive_sync_config',
     summary: 'Drive sync settings of the workspace',
     query: WorkspaceQuery,
-    handler: (ctx) => driveSync(ctx.services).getConfig(ctx.access.workspace.id),
+    handler: (ctx) => requireDriveSync(ctx.services).getConfig(ctx.access.workspace.id),
   }),
   defineRoute({
     ...admin,
@@ -44,7 +43,7 @@ export const driveSyncRoutes = [
     body: v.looseObject({ workspace_id: Uuid }),
     handler: async (ctx) => {
       const { workspace_id: _ws, ...settings } = ctx.body;
-      return driveSync(ctx.services).putConfig(ctx.access.workspace.id, settings);
+      return requireDriveSync(ctx.services).putConfig(ctx.access.workspace.id, settings);
     },
   }),
   defineRoute({
@@ -54,7 +53,7 @@ export const driveSyncRoutes = [
     operation: 'list_drive_sync_roots',
     summary: 'The folders and drives that are synced',
     query: WorkspaceQuery,
-    handler: (ctx) => driveSync(ctx.services).listRoots(ctx.access.workspace.id),
+    handler: (ctx) => requireDriveSync(ctx.services).listRoots(ctx.access.workspace.id),
   }),
   defineRoute({
     ...admin,
@@ -72,7 +71,7 @@ export const driveSyncRoutes = [
     status: 201,
     handler: async (ctx) => {
       const { workspace_id: _ws, shared_drive_id, ...rest } = ctx.body;
-      const root = await driveSync(ctx.services).addRoot(ctx.access.workspace.id, { ...rest, ...(shared_drive_id ? { shared_drive_id } : {}) });
+      const root = await requireDriveSync(ctx.services).addRoot(ctx.access.workspace.id, { ...rest, ...(shared_drive_id ? { shared_drive_id } : {}) });
       ctx.audit({ resourceId: root.id, details: { drive_id: root.drive_id, drive_type: root.drive_type } });
       return root;
     },
@@ -86,7 +85,7 @@ export const driveSyncRoutes = [
     query: WorkspaceQuery,
     status: 204,
     handler: async (ctx) => {
-      await driveSync(ctx.services).removeRoot(ctx.access.workspace.id, ctx.params.rootId ?? '');
+      await requireDriveSync(ctx.services).removeRoot(ctx.access.workspace.id, ctx.params.rootId ?? '');
       ctx.audit({ resourceId: ctx.params.rootId ?? null });
     },
   }),
@@ -102,7 +101,7 @@ export const driveSyncRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       const services = ctx.services;
-      const drive = driveSync(services);
+      const drive = requireDriveSync(services);
       const started = await startDriveSync(services, ctx.access.workspace.id);
       const status = await drive.status(ctx.access.workspace.id);
       return { started, state: status.state };
@@ -120,7 +119,7 @@ export const driveSyncRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
-      const file = await driveSync(ctx.services).materialize(ctx.access.workspace.id, ctx.body.drive_file_id, { userId: ctx.principal.user.id });
+      const file = await requireDriveSync(ctx.services).materialize(ctx.access.workspace.id, ctx.body.drive_file_id, { userId: ctx.principal.user.id });
       ctx.audit({ resourceId: file.id, details: { drive_file_id: ctx.body.drive_file_id, filename: file.filename, size: file.size } });
       return file;
     },
@@ -137,7 +136,7 @@ export const driveSyncRoutes = [
       max_bytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10 * 1024 * 1024))),
     }),
     handler: (ctx) =>
-      driveSync(ctx.services).read(ctx.access.workspace.id, ctx.body.drive_file_id, {
+      requireDriveSync(ctx.services).read(ctx.access.workspace.id, ctx.body.drive_file_id, {
         ...(ctx.body.max_bytes ? { maxBytes: ctx.body.max_bytes } : {}),
       }),
   }),
@@ -153,7 +152,7 @@ export const driveSyncRoutes = [
       shared_drives: v.optional(v.picklist(['true', 'false', '1', '0'], 'must be true or false')),
     }),
     handler: (ctx) =>
-      driveSync(ctx.services).picker(ctx.access.workspace.id, {
+      requireDriveSync(ctx.services).picker(ctx.access.workspace.id, {
         ...(ctx.query.parent ? { parent: ctx.query.parent } : {}),
         sharedDrives: ctx.query.shared_drives === 'true' || ctx.query.shared_drives === '1',
       }),

@@ -1,6 +1,16 @@
-import { columnStatus, embedFiles, embedTables, fileStatus, generateColumn, searchColumn, searchFiles, searchTables, tableStatus } from '@wds/semantic-search';
+import {
+  columnStatus,
+  embedFiles,
+  embeddingDeps,
+  embedTables,
+  fileStatus,
+  generateColumn,
+  searchColumn,
+  searchFiles,
+  searchTables,
+  tableStatus,
+} from '@wds/semantic-search';
 import * as v from 'valibot';
-import { embeddingDeps } from '../embedding-work.js';
 import { assertDdlAllowed, assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
 import { sqlCallerOf } from '../http/sql-caller.js';

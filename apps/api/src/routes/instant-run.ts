@@ -1,8 +1,7 @@
-import { resolveVersion } from '@wds/stfs';
+import { instantRun } from '@wds/stf-runner';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 import { Uuid } from '../http/schemas.js';
-import { runAsCaller } from '../stf-run.js';
 
 /**
  * POST /api/v1/stfs/instant-run: runs a version without a workflow, as the calling user (its sql() calls see what
@@ -30,9 +29,16 @@ export const instantRunRoutes = [
     // A run changes nothing cached about the workspace.
     invalidates: 'none',
     handler: async (ctx) => {
-      const version = await resolveVersion(ctx.db, ctx.access.workspace.id, { stfVersionId: ctx.body.stf_version_id, stfId: ctx.body.stf_id });
+      const { version, answer } = await instantRun(ctx.services, {
+        workspace: ctx.access.workspace,
+        userId: ctx.principal.user.id,
+        stfVersionId: ctx.body.stf_version_id,
+        stfId: ctx.body.stf_id,
+        input: ctx.body.input ?? null,
+        sources: ctx.body.sources ?? {},
+      });
       ctx.audit({ resourceId: version.stf_id, details: { stf_version_id: version.id, version: version.version, runtime: version.runtime } });
-      return runAsCaller(ctx, version, ctx.body.input ?? null, ctx.body.sources ?? {});
+      return answer;
     },
   }),
 ];

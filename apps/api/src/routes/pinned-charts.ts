@@ -1,4 +1,6 @@
 import {
+  type ChartActor,
+  type ChartDeps,
   MAX_CHART_TYPE_CHARS,
   MAX_COLUMN_CHARS,
   MAX_DESCRIPTION_CHARS,
@@ -7,15 +9,12 @@ import {
   MAX_TITLE_CHARS,
   MAX_Y_COLUMNS,
   MIN_DISPLAY_ORDER,
-  type PinnedChartView,
-  createPinnedChart,
+  changePinnedChart,
   getPinnedChart,
   listPinnedCharts,
-  softDeletePinnedChart,
-  updatePinnedChart,
+  pinChart,
+  unpinChart,
 } from '@wds/charts';
-import { ServiceError, forbidden, validationError } from '@wds/errors';
-import { analyze, loadParser } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 import { type HandlerCtx, defineRoute } from '../http/route.js';
 import { pageEntries } from '../http/schemas.js';
@@ -59,29 +58,8 @@ const PatchChart = v.strictObject({
   is_visible: Fields.is_visible,
 });
 
-/**
- * The query is only stored (the client runs it through the SQL endpoint), but it must be what that endpoint will
- * run for a chart: one SELECT that writes nothing. Checked with the same parser and rules (no tables are resolved:
- * a chart may be pinned before its table exists).
- */
-async function checkChartSql(sql: string): Promise<void> {
-  await loadParser();
-  let a: ReturnType<typeof analyze>;
-  try {
-    a = analyze(sql);
-  } catch (err) {
-    if (err instanceof ServiceError) throw validationError(`sql_query: ${err.message}${err.details ? ` (${err.details})` : ''}`);
-    throw err;
-  }
-  if (a.kind !== 'select' || a.writes) throw validationError('sql_query: must be one SELECT statement that writes nothing');
-}
-
-/** The chart's creator or a workspace admin may change or delete it. */
-function assertCanChange(ctx: HandlerCtx<unknown, unknown>, chart: PinnedChartView): void {
-  if (ctx.access.role !== 'admin' && chart.created_by !== ctx.principal.user.id) {
-    throw forbidden("Only the chart's creator or a workspace admin can change it");
-  }
-}
+const chartDeps = (ctx: HandlerCtx<unknown, unknown>): ChartDeps => ({ db: ctx.db });
+const actor = (ctx: HandlerCtx<unknown, unknown>): ChartActor => ({ userId: ctx.principal.user.id, admin: ctx.access.role === 'admin' });
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
@@ -105,8 +83,7 @@ export const pinnedChartRoutes = [
     body: CreateChart,
     status: 201,
     handler: async (ctx) => {
-      await checkChartSql(ctx.body.sql_query);
-      const c = await createPinnedChart(ctx.db, ctx.access.workspace.id, { ...ctx.body, createdBy: ctx.principal.user.id });
+      const c = await pinChart(chartDeps(ctx), ctx.access.workspace.id, { ...ctx.body, createdBy: ctx.principal.user.id });
       ctx.audit({ details: { title: c.title, chart_type: c.chart_type } });
       return c;
     },
@@ -127,10 +104,7 @@ export const pinnedChartRoutes = [
     summary: "Change a chart's fields (its creator or an admin); null clears an optional field",
     body: PatchChart,
     handler: async (ctx) => {
-      const id = ctx.params.chartId ?? '';
-      assertCanChange(ctx, await getPinnedChart(ctx.db, ctx.access.workspace.id, id));
-      if (ctx.body.sql_query !== undefined) await checkChartSql(ctx.body.sql_query);
-      const c = await updatePinnedChart(ctx.db, ctx.access.workspace.id, id, ctx.body);
+      const c = await changePinnedChart(chartDeps(ctx), ctx.access.workspace.id, ctx.params.chartId ?? '', ctx.body, actor(ctx));
       ctx.audit({ details: { title: c.title, changed: Object.keys(ctx.body) } });
       return c;
     },
@@ -143,9 +117,7 @@ export const pinnedChartRoutes = [
     summary: 'Unpin (soft-delete) a chart (its creator or an admin)',
     status: 204,
     handler: async (ctx) => {
-      const id = ctx.params.chartId ?? '';
-      assertCanChange(ctx, await getPinnedChart(ctx.db, ctx.access.workspace.id, id));
-      const c = await softDeletePinnedChart(ctx.db, ctx.access.workspace.id, id);
+      const c = await unpinChart(ctx.db, ctx.access.workspace.id, ctx.params.chartId ?? '', actor(ctx));
       ctx.audit({ resourceId: c.id, details: { title: c.title } });
     },
   }),

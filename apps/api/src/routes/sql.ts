@@ -1,6 +1,6 @@
 import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
 import * as v from 'valibot';
-import { autoEmbedRows } from '../embedding-work.js';
+import { autoEmbedRows } from '@wds/semantic-search';
 import { defineRoute } from '../http/route.js';
 import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
 
@@ -21,6 +21,8 @@ export const sqlRoutes = [
     auditsItself: true,
     // Only DDL changes what is cached about the workspace; WorkspaceSql publishes that itself.
     invalidates: 'none',
+    // Over MCP the statement's timeout is the call's time left: PostgreSQL cancels and rolls it back (audit included).
+    mcp: { selfBounded: true },
     handler: async (ctx) => {
       const { config } = ctx.services;
       // An MCP call's statement ends with the call's time (mcp_timeout_ms): it never runs on after the answer.

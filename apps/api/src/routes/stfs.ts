@@ -1,5 +1,4 @@
-import { validationError } from '@wds/errors';
-import { DEFAULT_LIMITS, StfError, validateStfCode } from '@wds/stf-runtime';
+import { decodeStfCode, describeStf } from '@wds/stf-runner';
 import {
   addVersion,
   createStf,
@@ -8,19 +7,15 @@ import {
   listSecretKeys,
   listStfs,
   listVersions,
-  resolveVersion,
   softDeleteStf,
   updateStf,
   upsertSecret,
 } from '@wds/stfs';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { defineRoute } from '../http/route.js';
 import { secretBox } from '../http/secrets.js';
 import { PageQuery } from '../http/schemas.js';
-import { runAsCaller } from '../stf-run.js';
-
-const isSchema = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 const Runtime = v.picklist(['javascript', 'docker', 'wasm'], 'must be javascript, docker or wasm');
 const Base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, 'must be base64'));
@@ -45,30 +40,6 @@ const PatchStf = v.strictObject({
   is_public: v.optional(v.boolean()),
 });
 
-/**
- * Decodes and checks the code of a version: base64, size, and what its runtime can check before running — for
- * `javascript`, that it compiles (a syntax error is refused with its line and column, under the run's limits).
- */
-async function decodeCode(ctx: HandlerCtx<unknown, unknown>, runtime: 'javascript' | 'docker' | 'wasm', base64: string): Promise<Buffer> {
-  const code = Buffer.from(base64.replace(/\s+/g, ''), 'base64');
-  if (code.length === 0) throw validationError('code: must not be empty');
-  const config = ctx.services.config;
-  const max = config.STF_MAX_CODE_BYTES;
-  if (code.length > max) throw validationError(`code: at most ${max} bytes after base64 decoding (got ${code.length})`);
-  try {
-    await validateStfCode(runtime, code, { ...DEFAULT_LIMITS, timeoutMs: config.STF_TIMEOUT_MS });
-  } catch (err) {
-    if (err instanceof StfError) {
-      // Details may go on with lines of their own (a syntax error's source line and caret): keep those below.
-      const [first, ...rest] = (err.details ?? '').split('\n');
-      throw validationError(`code: ${err.message}${first ? ` (${first})` : ''}${rest.length ? `\n${rest.join('\n')}` : ''}`);
-    }
-    throw err;
-  }
-  return code;
-}
-
-
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
 export const stfRoutes = [
@@ -92,7 +63,7 @@ export const stfRoutes = [
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
       const { name, description, is_public, version, runtime, code, input_schema, output_schema } = ctx.body;
-      const bytes = await decodeCode(ctx, runtime, code);
+      const bytes = await decodeStfCode(ctx.services.config, runtime, code);
       const r = await createStf(ctx.db, ctx.access.workspace.id, {
         name,
         description: description ?? null,
@@ -159,7 +130,7 @@ export const stfRoutes = [
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
       const { version, runtime, code, input_schema, output_schema } = ctx.body;
-      const bytes = await decodeCode(ctx, runtime, code);
+      const bytes = await decodeStfCode(ctx.services.config, runtime, code);
       const r = await addVersion(
         ctx.db,
         ctx.access.workspace.id,
@@ -178,33 +149,14 @@ export const stfRoutes = [
     operation: 'describe_stf',
     summary: 'The input and output schemas of a version (the newest unless `version` names one)',
     body: v.object({ version: v.optional(Label) }),
-    handler: async (ctx) => {
-      const row = await resolveVersion(ctx.db, ctx.access.workspace.id, { stfId: ctx.params.stfId ?? '', label: ctx.body.version });
-      const head = { stf_id: row.stf_id, stf_version_id: row.id, version: row.version, runtime: row.runtime };
-      if (row.input_schema || row.output_schema) {
-        return { ...head, input_schema: row.input_schema ?? null, output_schema: row.output_schema ?? null, source: 'stored' };
-      }
-      // No stored schemas: ask the code itself (DECISIONS §6), without sql() so describing changes nothing.
-      const answer = await runAsCaller(ctx, row, { operation: 'describe' }, {}, { sql: false });
-      const out = answer.success ? answer.output : undefined;
-      if (out && typeof out === 'object' && !Array.isArray(out) && ('input_schema' in out || 'output_schema' in out)) {
-        const doc = out as { input_schema?: unknown; output_schema?: unknown; description?: unknown };
-        return {
-          ...head,
-          input_schema: isSchema(doc.input_schema) ? doc.input_schema : null,
-          output_schema: isSchema(doc.output_schema) ? doc.output_schema : null,
-          ...(typeof doc.description === 'string' ? { description: doc.description } : {}),
-          source: 'run',
-        };
-      }
-      return {
-        ...head,
-        input_schema: null,
-        output_schema: null,
-        source: 'none',
-        ...(answer.success ? {} : { error: answer.error }),
-      };
-    },
+    // Without stored schemas the code itself is asked (DECISIONS §6), without sql() so describing changes nothing.
+    handler: (ctx) =>
+      describeStf(ctx.services, {
+        workspace: ctx.access.workspace,
+        userId: ctx.principal.user.id,
+        stfId: ctx.params.stfId ?? '',
+        label: ctx.body.version,
+      }),
   }),
   defineRoute({
     ...common,

@@ -1,14 +1,15 @@
-import { ServiceError, unauthorized } from '@wds/errors';
 import {
   checkDefinition,
   createWorkflow,
   CreateWorkflowSchema,
   definitionOf,
+  executeWorkflowAs,
   getRun,
   getWorkflow,
   listRuns,
   listWorkflows,
   patchedDefinition,
+  runOutput,
   softDeleteWorkflow,
   updateWorkflow,
   UpdateWorkflowSchema,
@@ -17,7 +18,6 @@ import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute, workspaceAccess } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
-import { executeAndRecord } from '../workflow-run.js';
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
@@ -99,51 +99,24 @@ export const workflowRoutes = [
     invalidates: 'none',
     // The body is `$input`, any JSON value; an empty body is null.
     body: v.unknown(),
-    mcp: { bodyName: 'input' },
+    mcp: { bodyName: 'input', workspace: true },
     handler: async (ctx) => {
       const { services, transport, principal, body } = ctx;
       const workspaceId = transport.workspaceId();
-      let workspace: { id: string; ddl_policy_group_id: string | null };
-      if (principal) {
-        workspace = (await workspaceAccess(services, transport, principal, workspaceId)).workspace;
-      } else {
-        const ws = await services.db
-          .selectFrom('platform.workspaces')
-          .select(['id', 'ddl_policy_group_id'])
-          .where('id', '=', workspaceId)
-          .where('deleted_at', 'is', null)
-          .executeTakeFirst();
-        // Anonymous callers learn nothing about what exists: every refusal is the same 401.
-        if (!ws) throw unauthorized();
-        workspace = ws;
-      }
-      const workflow = await getWorkflow(services.db, workspace.id, ctx.params.workflowId ?? '').catch((err: unknown) => {
-        if (!principal) throw unauthorized();
-        throw err;
-      });
-      if (!principal && !workflow.allow_anonymous_execute) throw unauthorized();
-
-      const executedBy = principal?.user.id ?? null;
-      const run = await executeAndRecord(services, workspace, workflow, body, executedBy, {
-        workspaceId: workspace.id,
-        userId: executedBy,
-        apiKeyId: principal?.apiKeyId ?? null,
-        action: 'execute_workflow',
-        resourceType: 'workflow',
-        resourceId: workflow.id,
-        requestId: transport.requestId,
-        transport: transport.name,
+      // A signed-in caller must be a member (404/403, and the workspace's rate limit); who else may run it is the
+      // workflow's to say (@wds/workflows authorizeExecution).
+      const member = principal
+        ? { userId: principal.user.id, workspace: (await workspaceAccess(services, transport, principal, workspaceId)).workspace }
+        : null;
+      const run = await executeWorkflowAs(services, {
+        workspaceId,
+        workflowId: ctx.params.workflowId ?? '',
+        member,
+        input: body,
+        audit: { apiKeyId: principal?.apiKeyId ?? null, action: 'execute_workflow', requestId: transport.requestId, transport: transport.name },
       });
       transport.setHeader('X-Workflow-Run-Id', run.runId);
-      const { error, output } = run.result;
-      if (error) {
-        throw new ServiceError(
-          'RUNTIME_ERROR',
-          `Workflow step ${error.step} failed: ${error.message}`,
-          JSON.stringify({ run_id: run.runId, step: error.step, kind: error.kind, message: error.message, ...(error.details ? { details: error.details } : {}) }),
-        );
-      }
-      return output ?? null;
+      return runOutput(run);
     },
   }),
   defineRoute({

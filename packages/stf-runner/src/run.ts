@@ -1,18 +1,22 @@
-import type { Db } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
-import { StfError, type LogLine, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
+import { type LogLine, type RuntimeName, StfError, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
 import { openSecrets } from '@wds/stfs';
 import type { SqlSession } from '@wds/workspace-sql';
-import type { HandlerCtx } from './http/route.js';
-import { runLimits } from './runtimes.js';
-import type { Services } from './services.js';
+import type { StfRunnerDeps } from './deps.js';
+import { runLimits } from './limits.js';
 
 /** What a run needs of a version. */
 export interface RunnableVersion {
   stf_id: string;
-  runtime: 'javascript' | 'wasm' | 'docker';
+  runtime: RuntimeName;
   code: Buffer;
+}
+
+/** What a run needs of its workspace: the id, and the DDL group its sql() calls are checked against. */
+export interface RunWorkspace {
+  id: string;
+  ddl_policy_group_id: string | null;
 }
 
 /** DECISIONS §6: what instant-run answers (a failure of the user's code is `success: false`, still a 200). */
@@ -21,7 +25,7 @@ export type RunAnswer =
   | { success: false; error: { kind: string; message: string; details?: string }; logs: LogLine[] };
 
 export interface RunRequest {
-  workspace: { id: string; ddl_policy_group_id: string | null };
+  workspace: RunWorkspace;
   version: RunnableVersion;
   input: unknown;
   sources: Record<string, unknown>;
@@ -43,9 +47,9 @@ export interface RunRequest {
  * already waiting for the runtime is a 429; failures of the code (a run that waited its whole time limit included:
  * kind 'timeout') are answers. Runs queue per workspace (`workspaceId`), so one workspace's load waits its turn.
  */
-export async function runStf(services: Services, db: Db, req: RunRequest): Promise<RunAnswer> {
+export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer> {
   const { version } = req;
-  const runtime = services.runtimes[version.runtime];
+  const runtime = deps.runtimes[version.runtime];
   if (!runtime) {
     throw new ServiceError(
       'SERVICE_UNAVAILABLE',
@@ -53,12 +57,12 @@ export async function runStf(services: Services, db: Db, req: RunRequest): Promi
       version.runtime === 'docker' ? 'no container engine is configured (DOCKER_HOST)' : undefined,
     );
   }
-  const secrets = req.secrets ?? (services.secrets ? await openSecrets(db, services.secrets, version.stf_id) : {});
+  const secrets = req.secrets ?? (deps.secrets ? await openSecrets(deps.db, deps.secrets, version.stf_id) : {});
   let session: Promise<SqlSession> | undefined;
   const openSession = () =>
-    (session ??= services.sql.openSession(
+    (session ??= deps.sql.openSession(
       { workspaceId: req.workspace.id, ddlGroupId: req.workspace.ddl_policy_group_id, isAdmin: false, subject: req.subject },
-      { statementTimeoutMs: services.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: services.config.SQL_MAX_ROWS },
+      { statementTimeoutMs: deps.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: deps.config.SQL_MAX_ROWS },
     ));
   const end = async (ok: boolean) => {
     const open = await session?.catch(() => undefined);
@@ -73,7 +77,7 @@ export async function runStf(services: Services, db: Db, req: RunRequest): Promi
       workspaceId: req.workspace.id,
       stfId: version.stf_id,
       secrets,
-      limits: runLimits(version.runtime, services.config),
+      limits: runLimits(version.runtime, deps.config),
       ...(req.sql === false ? {} : { sql: async (q: string) => (await openSession()).query(q) }),
     });
     await end(true);
@@ -92,22 +96,25 @@ export async function runStf(services: Services, db: Db, req: RunRequest): Promi
   }
 }
 
-/** instant-run and describe: the calling user's run, under the user's policies. */
-export function runAsCaller(
-  ctx: HandlerCtx<unknown, unknown>,
-  version: RunnableVersion,
-  input: unknown,
-  sources: Record<string, unknown>,
-  opts: { sql?: boolean } = {},
-): Promise<RunAnswer> {
-  const userId = ctx.principal.user.id;
-  return runStf(ctx.services, ctx.db, {
-    workspace: ctx.access.workspace,
-    version,
-    input,
-    sources,
-    caller: userId,
-    subject: { kind: 'user', userId },
-    ...(opts.sql === false ? { sql: false } : {}),
+/** A user's own run (instant-run, describe): `$caller` is the user, and sql() runs under the user's policies. */
+export interface UserRunRequest {
+  workspace: RunWorkspace;
+  userId: string;
+  version: RunnableVersion;
+  input: unknown;
+  sources: Record<string, unknown>;
+  /** false: the code gets no sql() at all. */
+  sql?: boolean;
+}
+
+export function runAsUser(deps: StfRunnerDeps, req: UserRunRequest): Promise<RunAnswer> {
+  return runStf(deps, {
+    workspace: req.workspace,
+    version: req.version,
+    input: req.input,
+    sources: req.sources,
+    caller: req.userId,
+    subject: { kind: 'user', userId: req.userId },
+    ...(req.sql === false ? { sql: false } : {}),
   });
 }

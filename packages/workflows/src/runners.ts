@@ -1,0 +1,144 @@
+/**
+ * The service's real step runners: STFs in their runtimes under the STF's policy subject (`$user_id` = the executing
+ * user, NULL when anonymous — DECISIONS §5), effects through the effect runner and the SSRF guard, Fetch sources
+ * through the same guard, Library sources as the executing user's rows, File sources from the blob store.
+ */
+import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';
+import { ServiceError } from '@wds/errors';
+import { type RunWorkspace, runStf, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
+import { type BlobStore, getFile } from '@wds/storage';
+import { openSealedSecrets } from '@wds/stfs';
+import type { WorkspaceSql } from '@wds/workspace-sql';
+import type { InputStep } from './definition.js';
+import type { StepError, StepRunners } from './engine.js';
+
+/** The configuration an execution reads, as plain numbers (the server's Config has each of them). */
+export interface WorkflowExecutionConfig extends StfRunnerConfig {
+  /** How often the runs of this process are marked alive. */
+  RUN_HEARTBEAT_INTERVAL_MS: number;
+  /** Executions one workspace may have in progress, waiting, and how long one may wait (WorkflowConcurrency). */
+  WORKFLOW_WORKSPACE_CONCURRENCY: number;
+  WORKFLOW_WORKSPACE_QUEUE: number;
+  WORKFLOW_QUEUE_TIMEOUT_MS: number;
+}
+
+/**
+ * What executing workflows needs of the server: what running an STF needs, and the outbound guard, the blob store,
+ * statements as a user (Library sources) and a logger. The app's services satisfy it as they are.
+ */
+export interface WorkflowExecutionDeps extends StfRunnerDeps {
+  sql: Pick<WorkspaceSql, 'openSession' | 'execute'>;
+  /** The SSRF guard of effects and Fetch sources (OUTBOUND_ALLOWLIST). */
+  outbound: OutboundGuard;
+  /** Where the bytes of File sources are. */
+  blobs: Pick<BlobStore, 'get'>;
+  logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  config: WorkflowExecutionConfig;
+}
+
+/** A step's failure with its own kind (a refused statement: its error code), as the engine records it. */
+export class StepFailure extends Error {
+  readonly kind: string;
+  readonly details: string | undefined;
+
+  constructor(error: StepError) {
+    super(error.message);
+    this.name = 'StepFailure';
+    this.kind = error.kind;
+    this.details = error.details;
+  }
+}
+
+/** A ServiceError as a step's error: its code is the kind. */
+export const stepErrorOf = (err: ServiceError): StepError => ({
+  kind: err.code,
+  message: err.message,
+  ...(err.details ? { details: err.details } : {}),
+});
+
+/** The largest file a File source reads. */
+export const FILE_SOURCE_MAX_BYTES = 5 * 1024 * 1024;
+
+/** A File source's value: JSON parsed, text as a string, anything else `{ filename, content_type, size, content_base64 }`. */
+async function readFileSource(deps: WorkflowExecutionDeps, workspaceId: string, id: string): Promise<unknown> {
+  const file = await getFile(deps.db, workspaceId, id);
+  if (file.size > FILE_SOURCE_MAX_BYTES) {
+    throw new EffectError('too_large', `file ${file.filename} is larger than ${FILE_SOURCE_MAX_BYTES} bytes (the limit of an input source)`);
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of (await deps.blobs.get(file.blob_key)) as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
+  const bytes = Buffer.concat(chunks);
+  const type = file.content_type.toLowerCase();
+  if (/[/+]json\b/.test(type)) {
+    try {
+      return JSON.parse(bytes.toString('utf8'));
+    } catch {
+      throw new EffectError('invalid', `file ${file.filename} is not valid JSON`);
+    }
+  }
+  if (type.startsWith('text/')) return bytes.toString('utf8');
+  return { filename: file.filename, content_type: file.content_type, size: file.size, content_base64: bytes.toString('base64') };
+}
+
+async function loadSource(deps: WorkflowExecutionDeps, workspace: RunWorkspace, executedBy: string | null, step: InputStep): Promise<unknown> {
+  const src = step.source;
+  switch (src.type) {
+    case 'Fetch': {
+      const res = await fetchSource(
+        {
+          url: src.url,
+          ...(src.method ? { method: src.method } : {}),
+          ...(src.headers ? { headers: src.headers } : {}),
+          ...(src.body !== undefined ? { body: src.body } : {}),
+          ...(src.timeout_secs ? { timeout_secs: src.timeout_secs } : {}),
+        },
+        { guard: deps.outbound },
+      );
+      return res.body;
+    }
+    case 'Library': {
+      if (!executedBy) {
+        throw new EffectError('invalid', `Library source ${src.name} needs an authenticated execution (its rows are read with the caller's policies)`);
+      }
+      const r = await deps.sql.execute(
+        { workspaceId: workspace.id, ddlGroupId: workspace.ddl_policy_group_id, isAdmin: false, subject: { kind: 'user', userId: executedBy } },
+        `SELECT * FROM ${src.name}`,
+        { statementTimeoutMs: deps.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: deps.config.SQL_MAX_ROWS },
+      );
+      return r.rows ?? [];
+    }
+    case 'File':
+      return readFileSource(deps, workspace.id, src.id);
+  }
+}
+
+/** The step runners of one execution in `workspace`, for `executedBy` (null: anonymous). */
+export function createStepRunners(deps: WorkflowExecutionDeps, workspace: RunWorkspace, executedBy: string | null): StepRunners {
+  return {
+    loadSource: (step) =>
+      loadSource(deps, workspace, executedBy, step).catch((err: unknown) => {
+        // A refused statement (policy, missing table) is the step's failure, with its code as the kind.
+        if (err instanceof ServiceError) throw new StepFailure(stepErrorOf(err));
+        throw err;
+      }),
+    runStf: async (stf, stepInput, sources) => {
+      try {
+        const answer = await runStf(deps, {
+          workspace,
+          version: { stf_id: stf.stf_id, runtime: stf.runtime, code: stf.code },
+          input: stepInput,
+          sources,
+          caller: executedBy,
+          subject: { kind: 'stf', stfId: stf.stf_id, userId: executedBy },
+          secrets: deps.secrets ? openSealedSecrets(deps.secrets, stf.stf_id, stf.sealed_secrets) : {},
+        });
+        return answer.success ? { ok: true, output: answer.output } : { ok: false, error: answer.error };
+      } catch (err) {
+        // No runtime, a busy one: the step fails with that code; the run is recorded all the same.
+        if (err instanceof ServiceError) return { ok: false, error: stepErrorOf(err) };
+        throw err;
+      }
+    },
+    runEffect: (effect, effectInput, idempotencyKey) => runEffect(effect.spec, effectInput, { guard: deps.outbound, idempotencyKey }),
+  };
+}
