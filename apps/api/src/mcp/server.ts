@@ -84,10 +84,6 @@ export class McpEndpoint {
     app.all('/mcp', (c) => this.handle(c));
   }
 
-  get openSessions(): number {
-    return this.sessions.size;
-  }
-
   private async handle(c: Context<AppEnv>): Promise<Response> {
     const principal = await authenticateBearer(this.services, c.req.header('authorization'));
     c.set('principal', principal);
@@ -260,7 +256,7 @@ export class McpEndpoint {
     }, limitMs);
     const meta: Record<string, string> = {};
     const callSignal = AbortSignal.any([signal, deadline.signal]);
-    const transport = this.transportFor(caller, split, workspaceId, callSignal, meta, limitMs, () => {
+    const transport = this.transportFor(caller, split, workspaceId, callSignal, meta, deadlineAt, () => {
       if (callSignal.aborted) return false;
       state.committing = true;
       return true;
@@ -297,16 +293,15 @@ export class McpEndpoint {
     workspaceId: string | undefined,
     signal: AbortSignal,
     meta: Record<string, string> = {},
-    limitMs?: number,
+    deadlineAt?: number,
     beginCommit: () => boolean = () => !signal.aborted,
   ): Transport {
-    const started = Date.now();
     return {
       name: 'mcp',
       requestId: caller.c.var.requestId,
       signal,
       beginCommit,
-      remainingMs: () => (limitMs === undefined ? undefined : Math.max(1, limitMs - (Date.now() - started))),
+      remainingMs: () => (deadlineAt === undefined ? undefined : Math.max(1, deadlineAt - Date.now())),
       header: (name) => split.headers[name.toLowerCase()],
       setHeader: (name, value) => {
         if (name.toLowerCase() !== 'connection') meta[name.toLowerCase()] = value;
