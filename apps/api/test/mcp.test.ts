@@ -360,6 +360,25 @@ describe('mcp', () => {
     await c.close();
   });
 
+  test('every read that needs nothing but the workspace answers over MCP exactly what it answers over HTTP', async ({ h, owner, ws }) => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE parity (x int)');
+    await h.group(owner.token, ws.id, { name: 'readers', user_ids: [owner.id] });
+    const c = await connect(base, owner.token, ws.id);
+    const reads = routes.filter(
+      (r) => r.method === 'get' && exclusionOf(r) === undefined && r.workspace !== undefined && !/:(?!id\b)[A-Za-z]+/.test(r.path),
+    );
+    expect(reads.length).toBeGreaterThan(15);
+    for (const r of reads) {
+      const path = r.path.replace(':id', ws.id) + (r.workspace === 'payload' ? `?workspace_id=${ws.id}` : '');
+      const http = await h.call('GET', path, { token: owner.token, workspace: ws.id });
+      const mcp = await c.call(r.operation);
+      const body = mcp.isError ? mcp.structuredContent : JSON.parse(mcp.content[0]?.text ?? 'null');
+      expect(body, `${r.operation}: ${JSON.stringify(mcp.structuredContent)}`).toEqual(http.body);
+      expect(mcp.isError ?? false, r.operation).toBe(http.status >= 400);
+    }
+    await c.close();
+  });
+
   test('every tool answers a call with a result or a tool error carrying an API error code, never a protocol error', async ({ h, owner, ws }) => {
     const c = await connect(base, owner.token, ws.id);
     const { tools } = await c.client.listTools();
