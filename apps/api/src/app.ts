@@ -1,8 +1,8 @@
 import { databaseAnswers } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
+import { limitBody } from './http/body-limit.js';
 import type { AppEnv } from './http/env.js';
 import { renderError, renderNotFound } from './http/errors.js';
 import { buildOpenApi } from './http/openapi.js';
@@ -82,24 +82,12 @@ export function createApp(services: Services, options: { clock?: Clock } = {}): 
     );
   });
   app.use(rateLimit(new RateLimits(services.config, options.clock)));
-  const limitBody = bodyLimit({
-    maxSize: services.config.MAX_BODY_BYTES,
-    onError: (c) => {
-      const e = new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `limit ${services.config.MAX_BODY_BYTES} bytes`);
-      return c.json(e.toBody(), 413);
-    },
-  });
+  const bodyLimit = limitBody(services.config.MAX_BODY_BYTES);
   // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).
-  app.use('/api/*', (c, next) => (c.req.method === 'POST' && FILE_UPLOAD.test(c.req.path) ? next() : limitBody(c, next)));
-  app.use('/admin/*', limitBody);
+  app.use('/api/*', (c, next) => (c.req.method === 'POST' && FILE_UPLOAD.test(c.req.path) ? next() : bodyLimit(c, next)));
+  app.use('/admin/*', bodyLimit);
   // MCP bodies carry uploads as base64: their own limit, applied by the transport too.
-  app.use(
-    '/mcp',
-    bodyLimit({
-      maxSize: services.config.MCP_MAX_BODY_BYTES,
-      onError: (c) => c.json(new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `limit ${services.config.MCP_MAX_BODY_BYTES} bytes`).toBody(), 413),
-    }),
-  );
+  app.use('/mcp', limitBody(services.config.MCP_MAX_BODY_BYTES));
   app.onError(renderError);
   app.notFound(renderNotFound);
 

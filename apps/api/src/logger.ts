@@ -2,7 +2,11 @@ import { pino } from 'pino';
 
 export type Logger = pino.Logger;
 
-/** Structured JSON logs; anything that could carry a credential is redacted before it is written. */
+/**
+ * Structured JSON logs; anything that could carry a credential is redacted before it is written. Without a
+ * destination they go to stdout asynchronously (lines written while a write is pending are joined into one write,
+ * off the request path); pino flushes what is pending when the process exits.
+ */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -28,6 +32,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
     },
-    destination,
+    destination ?? pino.destination({ dest: 1, sync: false }),
   );
 }

@@ -40,6 +40,31 @@ describe('HTTP conventions', () => {
     expect(admin.status).toBe(413);
   });
 
+  test('over real HTTP: a declared length over the limit is 413 before the body is read; a chunked one is counted', async ({ h, owner }) => {
+    const base = await h.listen();
+    const big = JSON.stringify({ name: 'x'.repeat(h.services.config.MAX_BODY_BYTES) });
+    const headers = { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' };
+    const declared = await fetch(`${base}/api/v1/workspaces`, { method: 'POST', headers, body: big });
+    expect(declared.status).toBe(413);
+    expect(((await declared.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
+    const bytes = new TextEncoder().encode(big);
+    const chunked = await fetch(`${base}/api/v1/workspaces`, {
+      method: 'POST',
+      headers,
+      body: new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 65536) controller.enqueue(bytes.subarray(i, i + 65536));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    // Within the limit both ways work.
+    const ok = await fetch(`${base}/api/v1/workspaces`, { method: 'POST', headers, body: JSON.stringify({ name: 'small' }) });
+    expect(ok.status).toBe(201);
+  });
+
   test('a JSON body that is not an object is a validation error, not a 500', async ({ h, owner }) => {
     for (const raw of ['[]', '"x"', '42', 'null']) {
       const r = await h.call('POST', '/api/v1/workspaces', { token: owner.token, rawBody: raw });

@@ -13,6 +13,11 @@ import { type StatementSummary, analyseStatement, decideAll } from './statement.
 import { runCountingRows } from './discard-rows.js';
 import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
+import { AuditGroup } from './audit-group.js';
+import { runCappedRead } from './capped-read.js';
+
+/** The statement and lock timeout each workspace connection has as its own setting (reads run under it). */
+const sessionTimeouts = new WeakMap<pg.Client, number>();
 
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
@@ -113,6 +118,8 @@ export interface SqlSession {
 export class WorkspaceSql {
   private readonly contexts: TopicCache<SqlContext> | undefined;
   private readonly pools: TenantPools;
+  /** The audit entries of reads, written by group commit. */
+  private readonly readAudits: AuditGroup;
   /** Long statements are analysed and rewritten here, off the event loop (statement.ts, OFFLOAD_BYTES). */
   private readonly worker = new AnalysisWorker();
 
@@ -121,6 +128,7 @@ export class WorkspaceSql {
     private readonly opts: WorkspaceSqlOptions,
   ) {
     if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
+    this.readAudits = new AuditGroup(pool);
     const limits = { ...DEFAULT_POOLS, ...opts.pools };
     const connector = new WorkspaceConnector(pool, {
       databaseUrl: opts.databaseUrl,
@@ -134,6 +142,18 @@ export class WorkspaceSql {
   /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
   async close(): Promise<void> {
     await Promise.all([this.pools.close(), this.worker.close()]);
+  }
+
+  /**
+   * A read runs outside an explicit transaction, under the connection's own time limits: set here when they differ
+   * from what the connection has (user SQL cannot change settings: no SET statement, no set_config). The schema is
+   * pinned by the role's own settings (pg_catalog only).
+   */
+  private static async sessionLimits(client: pg.Client, limits: SqlLimits): Promise<void> {
+    const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
+    if (sessionTimeouts.get(client) === timeout) return;
+    await client.query(`SET statement_timeout = ${timeout}; SET lock_timeout = ${timeout}`);
+    sessionTimeouts.set(client, timeout);
   }
 
   /** Opens the transaction user SQL runs in, with the time limits; the role's own settings pin the schema. */
@@ -203,15 +223,24 @@ export class WorkspaceSql {
    */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     const { a, executed } = await this.prepare(caller, sql, true);
+    const read = a.kind === 'select' && !a.writes;
     const lease = await this.pools.acquire(caller.workspaceId);
     let broken = false;
     let result: SqlResult;
     try {
-      await WorkspaceSql.begin(lease.client, limits);
-      result = await WorkspaceSql.run(lease.client, a, executed, limits);
+      if (read) {
+        // One round trip: the limits are the connection's own settings, the row cap the protocol's row limit.
+        await WorkspaceSql.sessionLimits(lease.client, limits);
+        const r = await runCappedRead(lease.client, executed, limits.maxRows, userValueTypes);
+        if (r.rows.length > limits.maxRows) throw rowCapError(limits);
+        result = { kind: a.kind, tables: a.tables, executed_sql: executed, rows: r.rows };
+      } else {
+        await WorkspaceSql.begin(lease.client, limits);
+        result = await WorkspaceSql.run(lease.client, a, executed, limits);
+      }
     } catch (err) {
       broken = isConnectionError(err);
-      if (!broken) await lease.client.query('ROLLBACK').catch(() => (broken = true));
+      if (!broken && !read) await lease.client.query('ROLLBACK').catch(() => (broken = true));
       throw mapDatabaseError(err, limits);
     } finally {
       lease.release(broken);
@@ -224,8 +253,10 @@ export class WorkspaceSql {
         ...(audit ? [auditInsertSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, transport: audit.transport, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)] : []),
         ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : []),
       ];
+      // A read's entry goes through group commit (audit-group.ts); a write's is committed on its own, flushed.
+      const written = read && !stale ? this.readAudits.write(statements.join('; ')) : this.pool.query(statements.join('; '));
       // The statement has committed: a failure here must not tell the caller it failed (it is logged instead).
-      await this.pool.query(statements.join('; ')).catch((err) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind }));
+      await written.catch((err) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind }));
       if (stale) this.opts.bus?.invalidate(stale);
     }
     return result;

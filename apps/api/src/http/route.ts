@@ -329,7 +329,10 @@ export function httpTransport(c: Context<AppEnv>): Transport & { headersSet: [st
     headersSet,
     name: 'http',
     requestId: c.var.requestId,
-    signal: c.req.raw.signal,
+    // Made on first use: most operations never look, and each signal costs an AbortController.
+    get signal() {
+      return c.req.raw.signal;
+    },
     beginCommit: () => true,
     remainingMs: () => undefined,
     header: (name) => c.req.header(name),
