@@ -19,5 +19,6 @@ export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: C
       acquireTimeoutMs: config.SQL_ACQUIRE_TIMEOUT_MS,
     },
     budget: { maxRowBytes: config.SQL_MAX_ROW_BYTES, maxResponseBytes: config.SQL_MAX_RESPONSE_BYTES },
+    statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
     onAfterCommitError: (err, statement) => logger.error({ err, ...statement }, 'a committed statement has no audit entry'),
   });

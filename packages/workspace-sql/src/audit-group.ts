@@ -14,7 +14,7 @@ interface Waiting {
  */
 export class AuditGroup {
   private queue: Waiting[] = [];
-  private writing = false;
+  private writing: Promise<void> | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -25,12 +25,16 @@ export class AuditGroup {
   write(sql: string): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ sql, done: (err) => (err === undefined ? resolve() : reject(err)) });
-      if (!this.writing) void this.drain();
+      if (!this.writing) this.writing = this.drain();
     });
   }
 
+  /** Resolves once every entry handed in so far is written (or has failed): before the pool is ended. */
+  async close(): Promise<void> {
+    await this.writing;
+  }
+
   private async drain(): Promise<void> {
-    this.writing = true;
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
@@ -38,13 +42,16 @@ export class AuditGroup {
           await this.commit(batch.map((w) => w.sql));
           for (const w of batch) w.done();
         } catch (err) {
-          // One entry must not cost the others theirs: after a failed batch each is tried alone.
-          if (batch.length === 1) (batch[0] as Waiting).done(err);
+          // A value one entry carries (SQLSTATE class 22, 23) must not cost the others theirs: each is tried alone.
+          // Anything else (the connection, the server) would fail them all again: they fail together, at once.
+          const code = (err as { code?: unknown } | null)?.code;
+          const oneEntry = typeof code === 'string' && /^2[23]/.test(code);
+          if (batch.length === 1 || !oneEntry) for (const w of batch) w.done(err);
           else for (const w of batch) await this.commit([w.sql]).then(() => w.done(), (e: unknown) => w.done(e ?? new Error('audit write failed')));
         }
       }
     } finally {
-      this.writing = false;
+      this.writing = undefined;
     }
   }
 

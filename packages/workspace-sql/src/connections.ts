@@ -11,6 +11,8 @@ export interface WorkspaceConnectorOptions {
   budget: ByteBudget;
   /** A login that takes longer fails (it holds a connection slot meanwhile). */
   connectTimeoutMs?: number;
+  /** Startup settings of every connection (`-c name=value …`); they win over any `options` in the database URL. */
+  sessionOptions?: string;
 }
 
 /** PostgreSQL's answers when a role does not exist or its password differs (a new workspace, a changed secret). */
@@ -66,8 +68,11 @@ export class WorkspaceConnector {
     const url = new URL(this.opts.databaseUrl);
     url.username = role;
     url.password = rolePassword(this.secret, role);
+    // The URL's own startup options would override these (pg reads the connection string last).
+    url.searchParams.delete('options');
     const client = new pg.Client({
       connectionString: url.toString(),
+      ...(this.opts.sessionOptions ? { options: this.opts.sessionOptions } : {}),
       application_name: 'wds-sql',
       connectionTimeoutMillis: this.opts.connectTimeoutMs ?? 10_000,
       stream: budgetedStream(this.opts.budget),

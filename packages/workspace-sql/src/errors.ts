@@ -16,6 +16,8 @@ export const rowCapError = (limits: ErrorLimits) =>
 
 /** True when the error says the connection itself is gone (not a statement error): the client must be discarded. */
 export const isConnectionError = (err: unknown): boolean => {
+  // Our own refusals (the row cap) leave a healthy connection.
+  if (err instanceof ServiceError) return false;
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {
     // SQLSTATE class 08 (connection exception), 57P01..57P03 (the server ended the session), socket errors.

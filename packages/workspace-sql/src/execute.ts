@@ -16,8 +16,7 @@ import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
 import { runCappedRead } from './capped-read.js';
 
-/** The statement and lock timeout each workspace connection has as its own setting (reads run under it). */
-const sessionTimeouts = new WeakMap<pg.Client, number>();
+
 
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
@@ -90,6 +89,8 @@ export interface WorkspaceSqlOptions {
   pools?: Partial<Omit<TenantPoolsOptions, 'connect'>>;
   /** Bytes a row and a whole result may have (SQL_MAX_ROW_BYTES, SQL_MAX_RESPONSE_BYTES). */
   budget?: Partial<ByteBudget>;
+  /** The statement and lock timeout of reads run in one round trip (SQL_STATEMENT_TIMEOUT_MS); default 10 s. */
+  statementTimeoutMs?: number;
   /** The audit entry (or invalidation notice) of a committed statement could not be written. */
   onAfterCommitError?: (err: unknown, statement: { workspaceId: string; kind: StatementKind }) => void;
 }
@@ -118,6 +119,8 @@ export interface SqlSession {
 export class WorkspaceSql {
   private readonly contexts: TopicCache<SqlContext> | undefined;
   private readonly pools: TenantPools;
+  /** The statement and lock timeout every workspace connection has as its own setting. */
+  private readonly sessionTimeoutMs: number;
   /** The audit entries of reads, written by group commit. */
   private readonly readAudits: AuditGroup;
   /** Long statements are analysed and rewritten here, off the event loop (statement.ts, OFFLOAD_BYTES). */
@@ -128,6 +131,7 @@ export class WorkspaceSql {
     private readonly opts: WorkspaceSqlOptions,
   ) {
     if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
+    this.sessionTimeoutMs = Math.max(1, Math.floor(opts.statementTimeoutMs ?? 10_000));
     this.readAudits = new AuditGroup(pool);
     const limits = { ...DEFAULT_POOLS, ...opts.pools };
     const connector = new WorkspaceConnector(pool, {
@@ -135,32 +139,24 @@ export class WorkspaceSql {
       roleSecret: opts.roleSecret,
       budget: { ...DEFAULT_BUDGET, ...opts.budget },
       connectTimeoutMs: Math.min(limits.acquireTimeoutMs, 10_000),
+      // What a statement outside a transaction (a read) runs under: read-only, the time limits, only pg_catalog on
+      // the search path. User SQL cannot change settings (no SET statement, no set_config); writes open their
+      // transaction with BEGIN READ WRITE and SET LOCAL.
+      sessionOptions: `-c statement_timeout=${this.sessionTimeoutMs} -c lock_timeout=${this.sessionTimeoutMs} -c search_path=pg_catalog -c default_transaction_read_only=on`,
     });
     this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
   }
 
   /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
   async close(): Promise<void> {
-    await Promise.all([this.pools.close(), this.worker.close()]);
-  }
-
-  /**
-   * A read runs outside an explicit transaction, under the connection's own time limits: set here when they differ
-   * from what the connection has (user SQL cannot change settings: no SET statement, no set_config). The schema is
-   * pinned by the role's own settings (pg_catalog only).
-   */
-  private static async sessionLimits(client: pg.Client, limits: SqlLimits): Promise<void> {
-    const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
-    if (sessionTimeouts.get(client) === timeout) return;
-    await client.query(`SET statement_timeout = ${timeout}; SET lock_timeout = ${timeout}`);
-    sessionTimeouts.set(client, timeout);
+    await Promise.all([this.pools.close(), this.worker.close(), this.readAudits.close()]);
   }
 
   /** Opens the transaction user SQL runs in, with the time limits; the role's own settings pin the schema. */
   private static async begin(client: pg.Client, limits: SqlLimits): Promise<void> {
     const timeout = Math.max(1, Math.floor(limits.statementTimeoutMs));
     await client.query(
-      `BEGIN; SET LOCAL search_path = pg_catalog; SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
+      `BEGIN READ WRITE; SET LOCAL search_path = pg_catalog; SET LOCAL statement_timeout = ${timeout}; SET LOCAL lock_timeout = ${timeout}`,
     );
   }
 
@@ -223,14 +219,15 @@ export class WorkspaceSql {
    */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     const { a, executed } = await this.prepare(caller, sql, true);
-    const read = a.kind === 'select' && !a.writes;
+    // A read under the connections' own time limits takes one round trip; other limits (an MCP call's time left)
+    // take the transaction that sets them.
+    const read = a.kind === 'select' && !a.writes && Math.floor(limits.statementTimeoutMs) === this.sessionTimeoutMs;
     const lease = await this.pools.acquire(caller.workspaceId);
     let broken = false;
     let result: SqlResult;
     try {
       if (read) {
         // One round trip: the limits are the connection's own settings, the row cap the protocol's row limit.
-        await WorkspaceSql.sessionLimits(lease.client, limits);
         const r = await runCappedRead(lease.client, executed, limits.maxRows, userValueTypes);
         if (r.rows.length > limits.maxRows) throw rowCapError(limits);
         result = { kind: a.kind, tables: a.tables, executed_sql: executed, rows: r.rows };

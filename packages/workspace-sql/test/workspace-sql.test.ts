@@ -355,3 +355,32 @@ describe('STF sessions under concurrent sql() calls', () => {
     expect(rows).toEqual([{ n: 1 }, { n: 3 }]);
   });
 });
+
+describe('reads in one round trip: the connection settings they run under', () => {
+  it('hold whatever the database URL says: the time limit cuts a read, and a read cannot write', async () => {
+    // A URL that would lift the time limit and allow writes outside a transaction, were its options used.
+    const lax = new URL(url);
+    lax.searchParams.set('options', '-c statement_timeout=0 -c default_transaction_read_only=off');
+    const s = new WorkspaceSql(pool, { databaseUrl: lax.toString(), statementTimeoutMs: 300 });
+    open.push(s);
+    const fast = { statementTimeoutMs: 300, maxRows: 100 };
+    const slow = await s.execute(admin(A), 'SELECT count(*) FROM generate_series(1, 100000000000) g', fast).catch((e: unknown) => e);
+    expect((slow as { code?: string }).code).toBe('EXECUTION_ERROR');
+    expect(String((slow as Error).message)).toMatch(/statement timeout|longer than/i);
+    // The connection itself is read-only outside a transaction; writes open theirs with BEGIN READ WRITE.
+    await s.execute(admin(A), 'CREATE TABLE notes_rw (v text)', fast);
+    const lease = new WorkspaceConnector(pool, {
+      databaseUrl: lax.toString(),
+      budget: { maxRowBytes: 1 << 20, maxResponseBytes: 1 << 22 },
+      sessionOptions: '-c default_transaction_read_only=on',
+    });
+    const client = await lease.connect(A);
+    try {
+      await expect(client.query(`INSERT INTO user_data.ws_${A.replace(/-/g, '_')}_notes_rw (v) VALUES ('x')`)).rejects.toThrow(/read-only transaction/);
+    } finally {
+      await client.end();
+    }
+    await s.writeAsWorkspace(A, [{ text: `INSERT INTO user_data.ws_${A.replace(/-/g, '_')}_notes_rw (v) VALUES ('y')` }]);
+    expect((await pool.query(`SELECT v FROM user_data.ws_${A.replace(/-/g, '_')}_notes_rw`)).rows).toEqual([{ v: 'y' }]);
+  });
+});
