@@ -16,8 +16,6 @@ import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
 import { runCappedRead } from './capped-read.js';
 
-
-
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
   statementTimeoutMs: number;
