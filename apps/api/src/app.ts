@@ -1,5 +1,4 @@
 import { databaseAnswers } from '@wds/db';
-import { ServiceError } from '@wds/errors';
 import { Hono } from 'hono';
 import { requestId } from 'hono/request-id';
 import { limitBody } from './http/body-limit.js';

@@ -245,6 +245,9 @@ export interface Call {
   query: unknown;
 }
 
+/** Whether an operation runs in one transaction with its audit entry: mutations, unless they manage their own. */
+export const runsInTransaction = (route: AnyRoute): boolean => route.transaction ?? OPERATIONS[route.operation].mutates;
+
 /** Raised (and rolled back) when a call's time ran out while its transaction ran: nothing of it commits. */
 export const callAborted = () => new ServiceError('TIMEOUT', 'The call took longer than it may', 'nothing it did was kept');
 
@@ -266,7 +269,7 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
   const body = route.body ? parseWith(route.body, await call.readBody()) : undefined;
   const query = route.query ? parseWith(route.query, call.query) : undefined;
 
-  const inTransaction = route.transaction ?? spec.mutates;
+  const inTransaction = runsInTransaction(route);
   const auditInfo: AuditInfo = {};
   const stale = staleTopic(route, spec.mutates, principal, access);
   const run = async (db: Db) => {

@@ -14,9 +14,10 @@ export function errorResult(body: ErrorBody, meta?: Record<string, unknown>): Ca
   return { isError: true, content: [{ type: 'text', text: json(body) }], structuredContent: { ...body }, ...(meta ? { _meta: meta } : {}) };
 }
 
-function jsonResult(value: unknown, meta: Record<string, unknown> | undefined): CallToolResult {
+/** `text`: the value's JSON, when the caller has it already. */
+function jsonResult(value: unknown, meta: Record<string, unknown> | undefined, text = json(value)): CallToolResult {
   const structured = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : { result: value };
-  return { content: [{ type: 'text', text: json(value) }], structuredContent: structured, ...(meta ? { _meta: meta } : {}) };
+  return { content: [{ type: 'text', text }], structuredContent: structured, ...(meta ? { _meta: meta } : {}) };
 }
 
 /** The longest prefix of `items` whose JSON fits in `budget` bytes. */
@@ -48,7 +49,7 @@ function bulkOf(value: unknown): { key: string | undefined; items: unknown[] } |
  */
 export function capJson(value: unknown, cap: number, howToPage: string, meta?: Record<string, unknown>): CallToolResult {
   const text = json(value);
-  if (bytes(text) <= cap) return jsonResult(value, meta);
+  if (bytes(text) <= cap) return jsonResult(value, meta, text);
   const tooLarge = {
     truncated: { note: `The result was ${bytes(text)} bytes, larger than the ${cap} bytes a tool result may have. ${howToPage}` },
   };
@@ -66,7 +67,8 @@ export function capJson(value: unknown, cap: number, howToPage: string, meta?: R
         ? { items: bulk.items.slice(0, shown), truncated }
         : { ...(value as object), [bulk.key]: bulk.items.slice(0, shown), truncated };
     // The list may not be where the bulk is (a long text beside a short list): then only the note remains.
-    if (bytes(json(cut)) <= cap) return jsonResult(cut, meta);
+    const cutText = json(cut);
+    if (bytes(cutText) <= cap) return jsonResult(cut, meta, cutText);
   }
   return jsonResult(tooLarge, meta);
 }

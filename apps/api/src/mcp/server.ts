@@ -11,7 +11,15 @@ import type { AppEnv } from '../http/env.js';
 import { classifyError } from '../http/errors.js';
 import { checkJsonValue, checkPathParams } from '../http/input.js';
 import { limitCaller, limitWorkspace } from '../http/rate-limit.js';
-import { type AnyRoute, authenticateBearer, checkWorkspaceHeader, invoke, type Transport, workspaceAccess } from '../http/route.js';
+import {
+  type AnyRoute,
+  authenticateBearer,
+  checkWorkspaceHeader,
+  invoke,
+  runsInTransaction,
+  type Transport,
+  workspaceAccess,
+} from '../http/route.js';
 import type { Services } from '../services.js';
 import { capJson, errorResult, pagingHint, responseResult } from './results.js';
 import { splitArguments, type ToolShape, toolsOf } from './tools.js';
@@ -243,8 +251,7 @@ export class McpEndpoint {
         ? (await workspaceAccess(services, this.lookup(caller), principal, workspaceId)).workspace.mcp_timeout_ms
         : DEFAULT_TIMEOUT_MS;
     const limitMs = Math.min(own, services.config.MCP_MAX_TIMEOUT_MS);
-    const mutates = OPERATIONS[route.operation].mutates;
-    const mode = !mutates ? 'read' : options.selfBounded ? 'self' : (route.transaction ?? mutates) ? 'rollback' : 'runs-on';
+    const mode = !OPERATIONS[route.operation].mutates ? 'read' : options.selfBounded ? 'self' : runsInTransaction(route) ? 'rollback' : 'runs-on';
 
     const state = { timedOut: false, committing: false };
     const deadlineAt = Date.now() + limitMs;
