@@ -208,8 +208,11 @@ describe('two API processes and a worker on one database and one S3 store', () =
       'the worker to embed the file',
     );
     expect(status).toBe('completed');
-    // The worker ran it; the API processes run no jobs.
-    expect(worker.output.join('')).toMatch(/"queue":"embeddings".*"msg":"job done"/);
+    // The worker ran it; the API processes run no jobs. The item is marked completed inside the job, and the
+    // worker logs "job done" after it (asynchronously): wait for the line rather than race it.
+    const jobDone = /"queue":"embeddings".*"msg":"job done"/;
+    await until(async () => (jobDone.test(worker.output.join('')) ? true : undefined), 10_000, 'the worker to log the job');
+    expect(worker.output.join('')).toMatch(jobDone);
     for (const p of [api1, api2]) expect(p.output.join('')).not.toContain('"msg":"job done"');
   });
 
