@@ -57,8 +57,15 @@ export interface Analysis {
  * references (rules.ts, walk.ts); collect the index and constraint names to map (object-names.ts).
  */
 export function analyze(sql: string): Analysis {
+  // The parser reads a C string: anything after a NUL byte would be silently ignored.
+  if (sql.includes('\u0000')) throw new ServiceError('PARSE_ERROR', 'SQL must not contain NUL bytes');
+  return analyzeParsed(parseOne(sql));
+}
+
+/** `analyze` of a statement parsed with `parseOne` (the tree becomes the analysis's: rewrite() copies it). */
+export function analyzeParsed(parsed: ParsedStatement): Analysis {
   try {
-    return analyzeUnguarded(sql);
+    return analyzeUnguarded(parsed);
   } catch (err) {
     // The walk is iterative, but a stack overflow elsewhere (the parser's JSON, a future recursive check) must
     // still be a client error, never an HTTP 500.
@@ -67,10 +74,7 @@ export function analyze(sql: string): Analysis {
   }
 }
 
-function analyzeUnguarded(sql: string): Analysis {
-  // The parser reads a C string: anything after a NUL byte would be silently ignored.
-  if (sql.includes('\u0000')) throw new ServiceError('PARSE_ERROR', 'SQL must not contain NUL bytes');
-  const parsed = parseOne(sql);
+function analyzeUnguarded(parsed: ParsedStatement): Analysis {
   const { tag, stmt } = parsed;
   const node = stmt[tag];
   const kind = classify(tag, node);

@@ -10,8 +10,8 @@ export {
   type ParsedStatement,
   type ParserStatus,
 } from './parse.js';
-export { analyze, type Analysis, type Operation, type StatementKind, type TableRef, type RefRole } from './analyze.js';
-export { rewrite, type Catalog, type FilterFn, type RewriteOptions, ROW_CHECK_FUNCTION, ROW_CHECK_COLUMN } from './rewrite.js';
+export { analyze, analyzeParsed, type Analysis, type Operation, type StatementKind, type TableRef, type RefRole } from './analyze.js';
+export { rewrite, rewriteTree, printVerified, type Catalog, type FilterFn, type RewriteOptions, ROW_CHECK_FUNCTION, ROW_CHECK_COLUMN } from './rewrite.js';
 export { assertRoundTrip, firstDifference, onRoundTripMismatch, type MismatchReporter } from './verify.js';
 export {
   USER_SCHEMA,
@@ -26,3 +26,13 @@ export {
 export { ALLOWED_COLLATIONS, ALLOWED_FUNCTIONS, ALLOWED_OPCLASSES, ALLOWED_TYPES } from './allowlist.js';
 export { RULES, type Rule, type Handler } from './rules.js';
 export { MAX_DEPTH, type NodeTag, type Path } from './walk.js';
+export {
+  shapeOf,
+  fillTemplate,
+  buildTemplate,
+  MAX_SHAPED_SQL_CHARS,
+  type Shape,
+  type Template,
+  type Constant,
+  type ConstantKind,
+} from './templates.js';

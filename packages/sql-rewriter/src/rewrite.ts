@@ -8,6 +8,7 @@ import type { Node } from '@pgsql/types';
 import { rewriteRead, rewriteWrite } from './policies.js';
 import { addSystemColumns } from './system-columns.js';
 import { assertRoundTrip } from './verify.js';
+import type { AnyNode } from './parse.js';
 
 /** Columns of each existing workspace table, by logical name (tables that do not exist are absent). */
 export type Catalog = ReadonlyMap<string, ReadonlySet<string>>;
@@ -33,6 +34,11 @@ export { ROW_CHECK_COLUMN, ROW_CHECK_FUNCTION } from './policies.js';
  * parsed again and is exactly the rewritten tree (see verify.ts).
  */
 export function rewrite(analysis: Analysis, opts: RewriteOptions): string {
+  return printVerified(rewriteTree(analysis, opts));
+}
+
+/** The passes of `rewrite`, without printing: the rewritten tree (`{ version, stmts: [one RawStmt] }`). */
+export function rewriteTree(analysis: Analysis, opts: RewriteOptions): AnyNode {
   // One structuredClone of the whole analysis keeps its references into the tree pointing into the copy.
   const a = structuredClone(analysis);
   const wrap = wrappers(a.parsed.tree);
@@ -69,13 +75,18 @@ export function rewrite(analysis: Analysis, opts: RewriteOptions): string {
   }
   for (const call of a.serviceCalls) call.funcname = [str(USER_SCHEMA), str('uuidv7')];
   if (a.parsed.tag === 'CreateStmt') addSystemColumns(a.parsed.stmt.CreateStmt);
+  return a.parsed.tree;
+}
+
+/** Prints a rewritten tree and checks that the text parses back to exactly that tree (verify.ts). */
+export function printVerified(tree: AnyNode): string {
   let sql: string;
   try {
-    sql = deparseSync(a.parsed.tree, { pretty: false });
+    sql = deparseSync(tree, { pretty: false });
   } catch (err) {
     // The deparser knows fewer node kinds than the parser (e.g. SQL/JSON functions): refuse, never guess.
     throw new ServiceError('UNSUPPORTED', 'Unsupported SQL: a construct this service cannot rewrite', (err as Error).message);
   }
-  assertRoundTrip(a.parsed.tree.stmts[0].stmt, sql);
+  assertRoundTrip(tree.stmts[0].stmt, sql);
   return sql;
 }

@@ -9,7 +9,7 @@ import { type AnyNode, MAX_DERIVED_SQL_BYTES, parseSqlTree } from './parse.js';
  */
 
 /** Fields that say where a node was in the text, not what it is. */
-const POSITION_FIELDS = new Set([
+export const POSITION_FIELDS: ReadonlySet<string> = new Set([
   'location',
   'stmt_location',
   'stmt_len',

@@ -2,14 +2,27 @@ import { auditInsertSql } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
-import { ROW_CHECK_COLUMN, type StatementKind } from '@wds/sql-rewriter';
+import {
+  MAX_SHAPED_SQL_CHARS,
+  ROW_CHECK_COLUMN,
+  type StatementKind,
+  analyzeParsed,
+  buildTemplate,
+  fillTemplate,
+  loadParser,
+  parseOne,
+  printVerified,
+  rewriteTree,
+  shapeOf,
+} from '@wds/sql-rewriter';
 import pg from 'pg';
 import type { ByteBudget } from './byte-budget.js';
 import { WorkspaceConnector } from './connections.js';
 import { type SqlContext, loadContext } from './context.js';
 import { isConnectionError, mapDatabaseError, rowCapError } from './errors.js';
 import { AnalysisWorker } from './offload.js';
-import { type StatementSummary, analyseStatement, decideAll } from './statement.js';
+import { type StatementSummary, analyseStatement, decideAll, filterFrom, summarize } from './statement.js';
+import { RewriteCache, type RewriteCacheLimits, type RewriteCacheStats } from './rewrite-cache.js';
 import { runCountingRows } from './discard-rows.js';
 import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
@@ -89,6 +102,8 @@ export interface WorkspaceSqlOptions {
   budget?: Partial<ByteBudget>;
   /** The statement and lock timeout of reads run in one round trip (SQL_STATEMENT_TIMEOUT_MS); default 10 s. */
   statementTimeoutMs?: number;
+  /** How many statement shapes and subjects the rewrite cache keeps; see rewrite-cache.ts. */
+  rewriteCache?: RewriteCacheLimits;
   /** The audit entry (or invalidation notice) of a committed statement could not be written. */
   onAfterCommitError?: (err: unknown, statement: { workspaceId: string; kind: StatementKind }) => void;
 }
@@ -123,6 +138,8 @@ export class WorkspaceSql {
   private readonly readAudits: AuditGroup;
   /** Long statements are analysed and rewritten here, off the event loop (statement.ts, OFFLOAD_BYTES). */
   private readonly worker = new AnalysisWorker();
+  /** Rewrite templates of statement shapes seen before (rewrite-cache.ts). */
+  private readonly rewrites: RewriteCache;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -131,6 +148,7 @@ export class WorkspaceSql {
     if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
     this.sessionTimeoutMs = Math.max(1, Math.floor(opts.statementTimeoutMs ?? 10_000));
     this.readAudits = new AuditGroup(pool);
+    this.rewrites = new RewriteCache(opts.rewriteCache);
     const limits = { ...DEFAULT_POOLS, ...opts.pools };
     const connector = new WorkspaceConnector(pool, {
       databaseUrl: opts.databaseUrl,
@@ -139,10 +157,15 @@ export class WorkspaceSql {
       connectTimeoutMs: Math.min(limits.acquireTimeoutMs, 10_000),
       // What a statement outside a transaction (a read) runs under: read-only, the time limits, only pg_catalog on
       // the search path. User SQL cannot change settings (no SET statement, no set_config); writes open their
-      // transaction with BEGIN READ WRITE and SET LOCAL.
-      sessionOptions: `-c statement_timeout=${this.sessionTimeoutMs} -c lock_timeout=${this.sessionTimeoutMs} -c search_path=pg_catalog -c default_transaction_read_only=on`,
+      // transaction with BEGIN READ WRITE and SET LOCAL. Standard strings, as the rewrite templates write them.
+      sessionOptions: `-c statement_timeout=${this.sessionTimeoutMs} -c lock_timeout=${this.sessionTimeoutMs} -c search_path=pg_catalog -c default_transaction_read_only=on -c standard_conforming_strings=on`,
     });
     this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
+  }
+
+  /** What the rewrite cache did so far (rewrite-cache.ts). */
+  get rewriteCacheStats(): RewriteCacheStats {
+    return this.rewrites.stats;
   }
 
   /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
@@ -196,6 +219,7 @@ export class WorkspaceSql {
 
   /** Analysis, policies and DDL rights, rewrite: the statement as it will run for the caller. */
   private async prepare(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<{ a: StatementSummary; executed: string }> {
+    if (sql.length <= MAX_SHAPED_SQL_CHARS) return this.prepareShaped(caller, sql, allowDdl);
     const a = await analyseStatement(sql, caller.workspaceId, this.worker);
     try {
       if (a.kind === 'ddl' && !allowDdl) {
@@ -209,6 +233,39 @@ export class WorkspaceSql {
     } finally {
       a.release();
     }
+  }
+
+  /**
+   * `prepare` for a short statement, in this thread: a statement whose shape (its tree without its constants' values)
+   * was rewritten before for this caller under the current policy context is its template filled with this
+   * statement's constants; any other is analysed and rewritten in full, and its template kept (rewrite-cache.ts).
+   */
+  private async prepareShaped(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<{ a: StatementSummary; executed: string }> {
+    await loadParser();
+    const parsed = parseOne(sql);
+    const shape = shapeOf(parsed, sql);
+    const entry = shape && this.rewrites.shape(caller.workspaceId, shape.key);
+    if (shape && entry && !entry.refused) {
+      const ctx = await this.context(caller, entry.summary.tables);
+      const template = this.rewrites.template(entry, ctx, caller.subject);
+      if (template) return { a: entry.summary, executed: fillTemplate(template, shape.constants) };
+    }
+    const a = analyzeParsed(parsed);
+    if (a.kind === 'ddl' && !allowDdl) {
+      throw new ServiceError('DDL_FORBIDDEN', 'STF code cannot change the schema', 'DDL is refused inside STF runs');
+    }
+    const ctx = await this.context(caller, a.tables);
+    checkDdl(a, caller, ctx);
+    const decisions = decideAll(a.access, ctx, caller.subject);
+    const options = { workspaceId: caller.workspaceId, catalog: ctx.catalog, filter: filterFrom(decisions, caller.subject.userId) };
+    const tree = rewriteTree(a, options);
+    const executed = printVerified(tree);
+    const summary = summarize(a);
+    // DDL is never templated (its option values are read); without the bus no context is cached, so neither is a template.
+    if (shape && a.kind !== 'ddl' && this.opts.bus?.healthy && !entry?.refused) {
+      this.rewrites.remember(caller.workspaceId, shape.key, summary, ctx, caller.subject, buildTemplate(a, options, tree, shape, sql));
+    }
+    return { a: summary, executed };
   }
 
   /**

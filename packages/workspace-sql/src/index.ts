@@ -5,3 +5,4 @@ export { ensureWorkspaceRole, rolePassword, roleSecret } from './roles.js';
 export { WorkspaceConnector } from './connections.js';
 export { mapDatabaseError } from './errors.js';
 export { userValueTypes } from './values.js';
+export { DEFAULT_REWRITE_CACHE, type RewriteCacheLimits, type RewriteCacheStats } from './rewrite-cache.js';

@@ -1,0 +1,300 @@
+/**
+ * Rewrite templates: what a statement *shape* rewrites to, so that a statement seen before with other constants
+ * skips analysis, rewriting, printing and the round-trip parse.
+ *
+ * The shape of a parsed statement is its tree with the values of its literal constants left out (strings,
+ * integers and decimals the user typed; every other node, name and flag stays in the key). The rules never look
+ * at those values (rules.ts: `A_Const` passes), so the analysis of one statement of a shape holds for all of them,
+ * and the rewrite puts each user constant where it was, as it was.
+ *
+ * A template is the rewritten tree with each user constant replaced by a parameter (`$k`), printed and parsed
+ * again: it must read back as the same tree, and the parameters' positions in the text are where the constants go.
+ * A template is kept only when two more checks pass, once, when it is made:
+ * - filled with this statement's own constants it parses to exactly the tree the full rewrite produced;
+ * - a probe, the same statement with every constant replaced by a different value of the same kind, analysed and
+ *   rewritten the full way, gives the template's tree with those values (the output follows the constants and
+ *   depends on nothing else about them: no constant is copied, dropped or read by value).
+ * Filling writes each constant as one literal token of our own making (a standard string with doubled quotes, a
+ * number checked against a strict pattern, negative numbers in parentheses), with a space on each side unless the
+ * neighbour is whitespace or a one-character token, so it cannot merge with its neighbours or change the
+ * statement's structure: the text sent is the verified template
+ * with a constant of the same kind in each parameter's place.
+ */
+import { deparseSync } from 'pgsql-deparser';
+import { type Analysis, analyzeParsed } from './analyze.js';
+import { replaceWrapper } from './ast.js';
+import { type AnyNode, MAX_DERIVED_SQL_BYTES, type ParsedStatement, parseSqlTree } from './parse.js';
+import { type RewriteOptions, rewriteTree } from './rewrite.js';
+import { POSITION_FIELDS, firstDifference } from './verify.js';
+import { MAX_DEPTH } from './walk.js';
+
+/** `s` string, `i` integer, `f` decimal; `-` marks a negative number (printed in parentheses, so its own shape). */
+export type ConstantKind = 's' | 'i' | 'i-' | 'f' | 'f-';
+
+export interface Constant {
+  kind: ConstantKind;
+  /** The constant as one literal token, as it is written into a template. */
+  text: string;
+}
+
+export interface Shape {
+  /** The tree without positions and without the values of `constants` (their kinds stay). */
+  key: string;
+  /** The user's constants, in tree order: parameter k of a template is constants[k - 1]. */
+  constants: Constant[];
+}
+
+export interface Template {
+  /** The template's text around its parameters, spaced so that a constant never touches a token: segments.length === slots.length + 1. */
+  segments: string[];
+  /** For each gap between segments, the index of the constant that goes there. */
+  slots: number[];
+}
+
+/** Statements longer than this are not shaped (their key would be large, and long statements rarely repeat). */
+export const MAX_SHAPED_SQL_CHARS = 8 * 1024;
+
+/** A decimal as PostgreSQL's scanner reads one (what `Float.fval` holds for the constants we take). */
+const DECIMAL = /^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+
+/** Characters next to which a literal token needs no space: whitespace and punctuation that is a token by itself. */
+const SEPARATED = /^[\s(),[\];]$/;
+
+const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * The constant of an `A_Const` node, when it is one the user typed as a string or number literal (the source text
+ * at its position starts like one: grammar-made constants, such as the `day` of `interval '1' day`, are at a
+ * keyword). Undefined when it is not taken (its value then stays in the key).
+ */
+function constantOf(c: AnyNode, at: (i: number) => number): Constant | undefined {
+  const loc = c.location;
+  if (typeof loc !== 'number' || loc < 0) return undefined;
+  const b = at(loc);
+  if (c.sval !== undefined) {
+    // 'x', E'x' / e'x', $$x$$ / $tag$x$tag$
+    const starts = b === 0x27 || b === 0x24 || ((b === 0x45 || b === 0x65) && at(loc + 1) === 0x27);
+    return starts ? { kind: 's', text: quote(c.sval.sval ?? '') } : undefined;
+  }
+  const numeric = (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2e;
+  if (!numeric) return undefined;
+  if (c.ival !== undefined) {
+    const v = c.ival.ival ?? 0;
+    if (!Number.isSafeInteger(v)) return undefined;
+    return v < 0 ? { kind: 'i-', text: `(${v})` } : { kind: 'i', text: String(v) };
+  }
+  if (c.fval !== undefined) {
+    const v = c.fval.fval;
+    if (typeof v !== 'string' || !DECIMAL.test(v)) return undefined;
+    return v.startsWith('-') ? { kind: 'f-', text: `(${v})` } : { kind: 'f', text: v };
+  }
+  return undefined;
+}
+
+/**
+ * The shape of a parsed statement (see the top of this file), or undefined when it is not worth a template (too
+ * long, or nested deeper than the analysis allows: the full path then refuses it).
+ */
+export function shapeOf(parsed: ParsedStatement, sql: string): Shape | undefined {
+  if (sql.length > MAX_SHAPED_SQL_CHARS) return undefined;
+  // Positions are UTF-8 byte offsets.
+  const ascii = Buffer.byteLength(sql) === sql.length;
+  const bytes = ascii ? undefined : Buffer.from(sql, 'utf8');
+  const at = bytes ? (i: number) => bytes[i] ?? -1 : (i: number) => (i < sql.length ? sql.charCodeAt(i) : -1);
+  const constants: Constant[] = [];
+  const parts: string[] = [];
+  const emit = (v: unknown, depth: number): boolean => {
+    if (depth > MAX_DEPTH * 4) return false;
+    if (v === null || typeof v !== 'object') {
+      parts.push(typeof v === 'string' ? JSON.stringify(v) : String(v));
+      return true;
+    }
+    if (Array.isArray(v)) {
+      parts.push('[');
+      for (const item of v) {
+        if (!emit(item, depth + 1)) return false;
+        parts.push(',');
+      }
+      parts.push(']');
+      return true;
+    }
+    const o = v as Record<string, unknown>;
+    const c = o.A_Const;
+    if (c !== undefined) {
+      const constant = constantOf(c, at);
+      if (constant) {
+        constants.push(constant);
+        parts.push(`{?${constant.kind}}`);
+        return true;
+      }
+    }
+    parts.push('{');
+    for (const k in o) {
+      if (POSITION_FIELDS.has(k)) continue;
+      parts.push(k, ':');
+      if (!emit(o[k], depth + 1)) return false;
+      parts.push(';');
+    }
+    parts.push('}');
+    return true;
+  };
+  if (!emit(parsed.stmt, 0)) return undefined;
+  return { key: parts.join(''), constants };
+}
+
+/** The statement text of `template` with `constants` in its parameters' places. */
+export function fillTemplate(template: Template, constants: readonly Constant[]): string {
+  const { segments, slots } = template;
+  let out = segments[0] as string;
+  for (let i = 0; i < slots.length; i++) out += (constants[slots[i] as number] as Constant).text + segments[i + 1];
+  return out;
+}
+
+/** Calls `visit` with every `{ Tag: node }` wrapper of `tree` (iteratively). */
+function eachWrapper(tree: AnyNode, visit: (wrapper: Record<string, AnyNode>) => void): void {
+  const stack: unknown[] = [tree];
+  while (stack.length) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (v && typeof v === 'object') {
+      visit(v as Record<string, AnyNode>);
+      for (const k in v) stack.push((v as Record<string, unknown>)[k]);
+    }
+  }
+}
+
+/** The kind of an A_Const as `constantOf` would take it, whatever its position. */
+function kindOf(c: AnyNode): ConstantKind | undefined {
+  if (c.sval !== undefined) return 's';
+  if (c.ival !== undefined) return (c.ival.ival ?? 0) < 0 ? 'i-' : 'i';
+  if (c.fval !== undefined) return String(c.fval.fval).startsWith('-') ? 'f-' : 'f';
+  return undefined;
+}
+
+/** A value of each kind that no statement is likely to hold, different for each constant. */
+function probeConstant(kind: ConstantKind, k: number): AnyNode {
+  switch (kind) {
+    case 's':
+      return { sval: { sval: `wds probe ${k} '\\` } };
+    case 'i':
+      return { ival: { ival: 1_000_003 + 7 * k } };
+    case 'i-':
+      return { ival: { ival: -(1_000_003 + 7 * k) } };
+    case 'f':
+      return { fval: { fval: `${987_654 + k}.25` } };
+    case 'f-':
+      return { fval: { fval: `-${987_654 + k}.25` } };
+  }
+}
+
+const summaryOf = (a: Analysis) => JSON.stringify([a.kind, a.writes, a.returning, a.tables, a.access]);
+
+/**
+ * Makes the template of an analysed statement whose full rewrite (`rewritten`, from `rewriteTree(analysis,
+ * options)`) is known, or undefined when any check fails (the statement then always takes the full path).
+ */
+export function buildTemplate(analysis: Analysis, options: RewriteOptions, rewritten: AnyNode, shape: Shape, sql: string): Template | undefined {
+  try {
+    return buildTemplateUnguarded(analysis, options, rewritten, shape, sql);
+  } catch {
+    // Anything unexpected (a deparser gap, a parse error of the printed template): no template, never an error.
+    return undefined;
+  }
+}
+
+function buildTemplateUnguarded(analysis: Analysis, options: RewriteOptions, rewritten: AnyNode, shape: Shape, sql: string): Template | undefined {
+  // Where each user constant was, by position in the user's text (a copy the rewriter made keeps its position).
+  const byLocation = new Map<number, number>();
+  let index = 0;
+  const ascii = Buffer.byteLength(sql) === sql.length;
+  const bytes = ascii ? undefined : Buffer.from(sql, 'utf8');
+  const at = bytes ? (i: number) => bytes[i] ?? -1 : (i: number) => (i < sql.length ? sql.charCodeAt(i) : -1);
+  // The same walk order as shapeOf: a recursive descent in key order over the statement.
+  const order: AnyNode[] = [];
+  const collect = (v: unknown): void => {
+    if (v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) {
+      for (const item of v) collect(item);
+      return;
+    }
+    const o = v as Record<string, unknown>;
+    if (o.A_Const !== undefined && constantOf(o.A_Const, at)) {
+      order.push(o.A_Const);
+      return;
+    }
+    for (const k in o) if (!POSITION_FIELDS.has(k)) collect(o[k]);
+  };
+  collect(analysis.parsed.stmt);
+  if (order.length !== shape.constants.length) return undefined;
+  for (const c of order) {
+    if (byLocation.has(c.location)) return undefined;
+    byLocation.set(c.location, index++);
+  }
+
+  // 1. The rewritten tree with each user constant as parameter $k.
+  const paramTree = structuredClone(rewritten);
+  eachWrapper(paramTree, (w) => {
+    const c = w.A_Const;
+    if (c === undefined || typeof c.location !== 'number') return;
+    const k = byLocation.get(c.location);
+    if (k === undefined) return;
+    if (kindOf(c) !== shape.constants[k]?.kind) throw new Error('constant changed kind');
+    replaceWrapper(w as never, { ParamRef: { number: k + 1, location: c.location } } as never);
+  });
+
+  // 2. Printed, it must parse back as the same tree; the parameters' positions split the text.
+  const text = deparseSync(paramTree, { pretty: false });
+  const back = parseSqlTree(text, { maxBytes: MAX_DERIVED_SQL_BYTES });
+  if (back?.stmts?.length !== 1 || firstDifference(paramTree.stmts[0].stmt, back.stmts[0].stmt)) return undefined;
+  const params: { number: number; location: number }[] = [];
+  eachWrapper(back, (w) => {
+    if (w.ParamRef) params.push({ number: w.ParamRef.number, location: w.ParamRef.location });
+  });
+  params.sort((a, b) => a.location - b.location);
+  const textBytes = Buffer.from(text, 'utf8');
+  const segments: string[] = [];
+  const slots: number[] = [];
+  let from = 0;
+  for (const p of params) {
+    const token = `$${p.number}`;
+    if (p.number < 1 || p.number > shape.constants.length || p.location < from) return undefined;
+    if (textBytes.subarray(p.location, p.location + token.length).toString('latin1') !== token) return undefined;
+    segments.push(textBytes.subarray(from, p.location).toString('utf8'));
+    slots.push(p.number - 1);
+    from = p.location + token.length;
+  }
+  segments.push(textBytes.subarray(from).toString('utf8'));
+  // A space on each side of a constant unless its neighbour is a space or punctuation no token can merge with.
+  for (let i = 0; i < slots.length; i++) {
+    if (!SEPARATED.test((segments[i] as string).at(-1) ?? ' ')) segments[i] += ' ';
+    if (!SEPARATED.test((segments[i + 1] as string)[0] ?? ' ')) segments[i + 1] = ` ${segments[i + 1]}`;
+  }
+  const template: Template = { segments, slots };
+
+  // 3. Filled with this statement's constants, it must be exactly the full rewrite.
+  const filled = parseSqlTree(fillTemplate(template, shape.constants), { maxBytes: MAX_DERIVED_SQL_BYTES });
+  if (filled?.stmts?.length !== 1 || firstDifference(rewritten.stmts[0].stmt, filled.stmts[0].stmt)) return undefined;
+
+  // 4. The probe: other values of the same kinds, the full way, must give the template with those values.
+  const probeTree = structuredClone(analysis.parsed.tree);
+  eachWrapper(probeTree, (w) => {
+    const c = w.A_Const;
+    if (c === undefined || typeof c.location !== 'number') return;
+    const k = byLocation.get(c.location);
+    if (k === undefined) return;
+    replaceWrapper(w as never, { A_Const: { ...probeConstant(shape.constants[k]?.kind as ConstantKind, k), location: c.location } } as never);
+  });
+  const probeStmt = probeTree.stmts[0].stmt;
+  const probe = analyzeParsed({ tree: probeTree, stmt: probeStmt, tag: analysis.parsed.tag });
+  if (summaryOf(probe) !== summaryOf(analysis)) return undefined;
+  const probeRewritten = rewriteTree(probe, options);
+  const expected = structuredClone(paramTree);
+  eachWrapper(expected, (w) => {
+    const p = w.ParamRef;
+    if (p === undefined) return;
+    replaceWrapper(w as never, { A_Const: probeConstant(shape.constants[p.number - 1]?.kind as ConstantKind, p.number - 1) } as never);
+  });
+  if (firstDifference(expected.stmts[0].stmt, probeRewritten.stmts[0].stmt)) return undefined;
+  return template;
+}

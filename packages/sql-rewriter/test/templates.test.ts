@@ -1,0 +1,155 @@
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  type FilterFn,
+  type RewriteOptions,
+  analyzeParsed,
+  buildTemplate,
+  fillTemplate,
+  firstDifference,
+  loadParser,
+  parseOne,
+  parseSqlTree,
+  printVerified,
+  rewriteTree,
+  shapeOf,
+} from '../src/index.js';
+
+const WS = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
+const catalog = new Map([
+  ['orders', new Set(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
+  ['items', new Set(['id', 'order_id', 'title'])],
+]);
+const ownerFilter: FilterFn = (table, _op, q) =>
+  table === 'orders'
+    ? { A_Expr: { kind: 'AEXPR_OP', name: [{ String: { sval: '=' } }], lexpr: { ColumnRef: { fields: [{ String: { sval: q } }, { String: { sval: 'owner' } }] } }, rexpr: { A_Const: { sval: { sval: 'u1' } } } } }
+    : null;
+const options: RewriteOptions = { workspaceId: WS, catalog, filter: ownerFilter };
+
+/** The full path: what the statement rewrites to, as text, and the tree that text must be. */
+function full(sql: string) {
+  const parsed = parseOne(sql);
+  const shape = shapeOf(parsed, sql);
+  const a = analyzeParsed(parsed);
+  const tree = rewriteTree(a, options);
+  return { shape, a, tree, text: printVerified(tree) };
+}
+
+/** The template of `first`, filled with the constants of `second`, must parse to the full rewrite of `second`. */
+function sameAsFull(first: string, second: string): { shared: boolean } {
+  const one = full(first);
+  const two = full(second);
+  if (!one.shape || !two.shape || one.shape.key !== two.shape.key) return { shared: false };
+  const template = buildTemplate(one.a, options, one.tree, one.shape, first);
+  if (!template) return { shared: false };
+  const filled = fillTemplate(template, two.shape.constants);
+  const diff = firstDifference(two.tree.stmts[0].stmt, parseSqlTree(filled).stmts[0].stmt);
+  expect(diff, `${second}\n→ ${filled}\nexpected ${two.text}`).toBeUndefined();
+  return { shared: true };
+}
+
+beforeAll(loadParser);
+
+describe('shapeOf', () => {
+  const key = (sql: string) => shapeOf(parseOne(sql), sql)?.key;
+
+  it('is the same for statements that differ only in constants, whatever their spelling', () => {
+    const k = key("SELECT * FROM orders WHERE id = 'a' AND total > 10 AND owner <> 'x' LIMIT 5");
+    expect(key("select * from orders where id = E'b\\n' and total > 99 and owner <> $$y$$ limit 1")).toBe(k);
+    expect(key("SELECT * FROM orders WHERE id = 'it''s' AND total > 0 AND owner <> '' LIMIT 500")).toBe(k);
+  });
+
+  it('differs when anything but a constant value differs', () => {
+    const k = key("SELECT * FROM orders WHERE id = 'a'");
+    for (const other of [
+      "SELECT * FROM orders WHERE owner = 'a'",
+      "SELECT * FROM items WHERE id = 'a'",
+      "SELECT * FROM orders WHERE id <> 'a'",
+      'SELECT * FROM orders WHERE id = 1',
+      'SELECT * FROM orders WHERE id = 1.5',
+      'SELECT * FROM orders WHERE id = true',
+      'SELECT * FROM orders WHERE id = NULL',
+      "SELECT * FROM orders WHERE id = B'1'",
+      'SELECT * FROM orders WHERE id = "a"',
+      "SELECT id FROM orders WHERE id = 'a'",
+    ]) {
+      expect(key(other), other).not.toBe(k);
+    }
+  });
+
+  it('keeps the sign of numbers in the shape (negative ones are printed in parentheses)', () => {
+    expect(key('SELECT * FROM orders WHERE total = -5')).not.toBe(key('SELECT * FROM orders WHERE total = 5'));
+    expect(key('SELECT * FROM orders WHERE total = -5.5')).not.toBe(key('SELECT * FROM orders WHERE total = 5.5'));
+    expect(key('SELECT * FROM orders WHERE total = -5')).toBe(key('SELECT * FROM orders WHERE total = - 7'));
+  });
+
+  it('keeps constants the grammar makes from keywords (interval fields, extract) in the key', () => {
+    expect(key("SELECT interval '1' day")).not.toBe(key("SELECT interval '1' hour"));
+    expect(key('SELECT extract(day from now())')).not.toBe(key('SELECT extract(year from now())'));
+    expect(key('SELECT true')).not.toBe(key('SELECT false'));
+  });
+
+  it('takes the constants in tree order, each as one literal token', () => {
+    const sql = "SELECT 'a''b', -3, 2.5e3, E'c\\'d', $x$e'f$x$ FROM orders";
+    expect(shapeOf(parseOne(sql), sql)?.constants).toEqual([
+      { kind: 's', text: "'a''b'" },
+      { kind: 'i-', text: '(-3)' },
+      { kind: 'f', text: '2.5e3' },
+      { kind: 's', text: "'c''d'" },
+      { kind: 's', text: "'e''f'" },
+    ]);
+  });
+
+  it('finds constants after multi-byte characters (positions are UTF-8 bytes)', () => {
+    const sql = "SELECT 'é😀' AS \"ü\", 42 FROM orders WHERE owner = 'ß'";
+    expect(shapeOf(parseOne(sql), sql)?.constants.map((c) => c.text)).toEqual(["'é😀'", '42', "'ß'"]);
+  });
+});
+
+describe('templates: filled, they are exactly the full rewrite', () => {
+  it.each([
+    ["SELECT * FROM orders WHERE id = 'a'", "SELECT * FROM orders WHERE id = 'it''s -- not a comment'"],
+    ["SELECT * FROM orders o WHERE o.id = 'x' AND total::int / 0 = 1 AND id IN ('a', 'b')", "SELECT * FROM orders o WHERE o.id = 'y' AND total::int / 7 = 3 AND id IN ('c', E'd\\\\')"],
+    ['SELECT * FROM orders WHERE total > -5 ORDER BY 1 LIMIT 3 OFFSET 2', 'SELECT * FROM orders WHERE total > -9 ORDER BY 2 LIMIT 10 OFFSET 0'],
+    ["SELECT o.id, i.title FROM orders o JOIN items i ON i.order_id = o.id WHERE i.title LIKE 'a%'", "SELECT o.id, i.title FROM orders o JOIN items i ON i.order_id = o.id WHERE i.title LIKE '%''; DROP TABLE x; --'"],
+    ["INSERT INTO orders (owner, total) VALUES ('u1', 5) RETURNING id", "INSERT INTO orders (owner, total) VALUES ('u2', 77) RETURNING id"],
+    ['UPDATE orders SET total = 0 WHERE total > 1 OR id = 5', 'UPDATE orders SET total = 7 WHERE total > 2 OR id = 7'],
+    ["DELETE FROM orders WHERE owner = 'a'", "DELETE FROM orders WHERE owner = '$1'"],
+    ["WITH t AS (SELECT 'a' AS v) SELECT v, '$1' FROM t", "WITH t AS (SELECT '/*' AS v) SELECT v, '*/' FROM t"],
+    ["SELECT '5'::int, 1.5::numeric(10, 2), interval '1' day FROM orders", "SELECT '6'::int, 2.5::numeric(10, 2), interval '3' day FROM orders"],
+    ["SELECT * FROM orders WHERE created_at > now() - interval '1 day'", "SELECT * FROM orders WHERE created_at > now() - interval '7 days'"],
+  ])('%s', (first, second) => {
+    expect(sameAsFull(first, second).shared).toBe(true);
+  });
+
+  it('is not made for statements it cannot parameterize, and a statement never shares with another shape', () => {
+    // DDL takes the full path in the service (its option values are read); here only the shapes differ.
+    expect(sameAsFull("SELECT * FROM orders WHERE id = 'a'", "SELECT * FROM orders WHERE owner = 'a'").shared).toBe(false);
+  });
+
+  it('holds for generated statements with hostile constants (two constants of each shape, compared with the full path)', () => {
+    const FRAGMENTS = ["'", "''", '"', '/*', '*/', '--', '$$', '$1', '$a$', '\\', '\n', ';', ')', '(', 'é', '😀', ' ', 'x', 'E', 'U&'];
+    const text = fc.array(fc.oneof(fc.constantFrom(...FRAGMENTS), fc.string({ maxLength: 3 })), { maxLength: 6 }).map((p) => p.join('')).filter((s) => !s.includes('\u0000'));
+    const literal = text.chain((s) =>
+      fc.constantFrom(`'${s.replaceAll("'", "''")}'`, `E'${s.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`, s.includes('$q$') ? `'x'` : `$q$${s}$q$`),
+    );
+    const number = fc.oneof(fc.integer({ min: -1e6, max: 1e6 }).map(String), fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((d) => d.toFixed(3)));
+    const forms: ((l: string, n: string) => string)[] = [
+      (l, n) => `SELECT * FROM orders WHERE id = ${l} AND total > ${n}`,
+      (l, n) => `SELECT ${l} AS a, ${n} AS b FROM orders o JOIN items i ON i.order_id = o.id WHERE i.title <> ${l}`,
+      (l, n) => `UPDATE orders SET owner = ${l}, total = ${n} WHERE id = ${l} RETURNING id`,
+      (l, n) => `INSERT INTO items (title, order_id) VALUES (${l}, ${n})`,
+      (l, n) => `SELECT * FROM orders WHERE owner IN (${l}, ${l}) ORDER BY total LIMIT ${n.replace(/[-.].*/, '') || '1'}`,
+    ];
+    let shared = 0;
+    fc.assert(
+      fc.property(fc.nat(forms.length - 1), literal, literal, number, number, (f, l1, l2, n1, n2) => {
+        const form = forms[f] as (l: string, n: string) => string;
+        if (sameAsFull(form(l1, n1), form(l2, n2)).shared) shared++;
+      }),
+      { numRuns: 300 },
+    );
+    // Most pairs share a shape (a sign change or an integer turning decimal makes another one).
+    expect(shared).toBeGreaterThan(100);
+  });
+});
