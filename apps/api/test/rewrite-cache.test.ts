@@ -1,3 +1,4 @@
+import { WorkspaceSql } from '@wds/workspace-sql';
 import { afterAll } from 'vitest';
 import { Harness, describe, expect, test } from './support.js';
 
@@ -8,8 +9,10 @@ import { Harness, describe, expect, test } from './support.js';
  * differ only in constants must never share results.
  */
 let other: Harness | undefined;
+let plain: WorkspaceSql | undefined;
 afterAll(async () => {
   await other?.close();
+  await plain?.close();
 });
 
 async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<void> {
@@ -151,5 +154,67 @@ describe('rewrite cache', () => {
     // Membership removed in one process: the other refuses the caller before any SQL.
     await h.call('DELETE', `/api/v1/workspaces/${ws.id}/members/${membership.id}`, { token: owner.token });
     await eventually(async () => (await read()) === '403 FORBIDDEN');
+  });
+
+  test('templated and prepared reads answer exactly what the full rewrite does', async ({ h, owner, ws }) => {
+    // The reference: the same statements through a WorkspaceSql without a bus, so without any cache.
+    plain ??= new WorkspaceSql(h.services.pool, { databaseUrl: h.url, statementTimeoutMs: 2000 });
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE t (name text, n int, big bigint, d numeric, at timestamptz, doc jsonb, tags text[])');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['t']);
+    await h.sqlOk(
+      owner.token,
+      ws.id,
+      `INSERT INTO t (name, n, big, d, at, doc, tags) VALUES
+        ('alpha', 1, 3000000000, 1.5, '2026-01-01T00:00:00Z', '{"a": 1, "b": "x"}', '{red,blue}'),
+        ('beta', -2, -3000000000, 2.25, '2026-02-01T00:00:00Z', '{"a": 2, "b": "y"}', '{green}'),
+        ('gamma', 3, 5, -0.5, '2026-03-01T00:00:00Z', '{"a": 3}', '{}'),
+        ('it''s', 4, 0, 100, '2026-04-01T00:00:00Z', '{"b": "z"}', '{red}')`,
+    );
+    const caller = { workspaceId: ws.id, ddlGroupId: null, isAdmin: true, subject: { kind: 'user' as const, userId: owner.id } };
+    const reference = async (sql: string) => {
+      try {
+        return { rows: (await (plain as WorkspaceSql).execute(caller, sql, { statementTimeoutMs: 2000, maxRows: 500 })).rows };
+      } catch (err) {
+        return { code: (err as { code?: string }).code };
+      }
+    };
+    const viaApi = async (sql: string) => {
+      const r = await h.sql(owner.token, ws.id, sql);
+      return r.status === 200 ? { rows: r.body.rows } : { code: r.body.code };
+    };
+    // Each form with three sets of constants: the first makes the template, the others are served from it.
+    const forms: ((i: number) => string)[] = [
+      (i) => `SELECT name FROM t WHERE name = '${['alpha', 'beta', "it''s"][i]}'`,
+      (i) => `SELECT ${['1', '2', '3'][i]} AS one, '${['x', 'y', 'z'][i]}' AS label, name FROM t ORDER BY ${['1', '2', '3'][i]}, name`,
+      (i) => `SELECT name, n FROM t ORDER BY ${[1, 2, 2][i]} DESC LIMIT ${[2, 3, 1][i]} OFFSET ${[0, 1, 0][i]}`,
+      (i) => `SELECT n % ${[2, 3, 4][i]} AS k, count(*) FROM t GROUP BY 1 ORDER BY 1`,
+      (i) => `SELECT DISTINCT ON (${[1, 1, 2][i]}) name, n FROM t ORDER BY ${[1, 1, 2][i]}, n`,
+      (i) => `SELECT name FROM t WHERE big > ${['2999999999', '-3000000001', '4'][i]} ORDER BY name`,
+      (i) => `SELECT name, d * ${['1.5', '-2', '0.001'][i]} AS x FROM t WHERE d > ${['-1', '2', '1.25'][i]} ORDER BY name`,
+      (i) => `SELECT name FROM t WHERE at > '${['2026-01-15', '2026-02-15T00:00:00Z', '2025-12-31'][i]}' ORDER BY name`,
+      (i) => `SELECT name FROM t WHERE at > now() - interval '${['1 day', '100 years', '3 months'][i]}' ORDER BY name`,
+      (i) => `SELECT name, doc->>'${['a', 'b', 'c'][i]}' AS v, doc->'${['a', 'b', 'a'][i]}' AS w FROM t ORDER BY name`,
+      (i) => `SELECT name FROM t WHERE '${['red', 'green', 'blue'][i]}' = ANY(tags) ORDER BY name`,
+      (i) => `SELECT name FROM t WHERE name LIKE '${['a%', '%a', "%'%"][i]}' OR n IN (${['1, 2', '3, -2', '4, 4'][i]}) ORDER BY name`,
+      (i) => `SELECT coalesce(NULL, '${['p', 'q', 'r'][i]}') AS c, '${['a', 'b', 'c'][i]}' || name AS s FROM t ORDER BY s`,
+      (i) => `SELECT CASE WHEN n > ${[0, 2, -5][i]} THEN '${['pos', 'big', 'any'][i]}' ELSE 'other' END AS c FROM t ORDER BY name`,
+      (i) => `SELECT x FROM (VALUES ('${['a', 'b', 'c'][i]}'), ('${['d', 'e', 'f'][i]}')) AS v(x) ORDER BY x`,
+      (i) => `WITH c AS (SELECT name FROM t WHERE n >= ${[1, -2, 4][i]}) SELECT count(*) FROM c`,
+      (i) => `SELECT name FROM t WHERE n = '${['1', 'x', '3'][i]}'`,
+      (i) => `SELECT '${['1', '2', '3'][i]}'::int + ${[1, 2, 3][i]} AS s, ${['1.5', '2.5', '3.5'][i]}::numeric(5, 1) AS r`,
+      (i) => `SELECT length('${['abc', '', 'é😀'][i]}') AS l, upper('${['abc', 'x', 'é'][i]}') AS u`,
+      (i) => `SELECT name FROM t WHERE n BETWEEN ${[-5, 0, 2][i]} AND ${[5, 2, 3][i]} ORDER BY name`,
+    ];
+    const before = h.services.sql.rewriteCacheStats;
+    for (const form of forms) {
+      for (let i = 0; i < 3; i++) {
+        const sql = form(i);
+        expect(await viaApi(sql), sql).toEqual(await reference(sql));
+      }
+    }
+    const after = h.services.sql.rewriteCacheStats;
+    // Both ways of running a template were taken: prepared, and filled where a parameter is not a literal.
+    expect(after.preparedReads - before.preparedReads).toBeGreaterThan(20);
+    expect(after.filledReads - before.filledReads).toBeGreaterThan(0);
   });
 });

@@ -32,13 +32,13 @@ export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
     .execute();
 }
 
-/**
- * The INSERT of an audit entry as SQL text with escaped literals, for callers that must append it to a statement
- * batch of their own transaction (one round trip, and the entry commits or rolls back with the work it records).
- */
-export function auditInsertSql(e: AuditEntry, literal: (s: string) => string): string {
+/** The INSERT of audit entries, up to its VALUES: followed by one or more `auditValuesSql` rows, comma-separated. */
+export const AUDIT_INSERT = 'INSERT INTO platform.audit_logs (id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id, transport) VALUES';
+
+/** One audit entry as a VALUES row of `AUDIT_INSERT`, with escaped literals. */
+export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): string {
   const v = (x: string | null | undefined) => (x === null || x === undefined ? 'NULL' : literal(x));
-  return `INSERT INTO platform.audit_logs (id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id, transport) VALUES (${[
+  return `(${[
     v(newId()),
     v(e.workspaceId),
     v(e.userId),
@@ -50,6 +50,14 @@ export function auditInsertSql(e: AuditEntry, literal: (s: string) => string): s
     v(e.requestId),
     v(e.transport),
   ].join(', ')})`;
+}
+
+/**
+ * The INSERT of an audit entry as SQL text with escaped literals, for callers that must append it to a statement
+ * batch of their own transaction (one round trip, and the entry commits or rolls back with the work it records).
+ */
+export function auditInsertSql(e: AuditEntry, literal: (s: string) => string): string {
+  return `${AUDIT_INSERT} ${auditValuesSql(e, literal)}`;
 }
 
 export interface AuditFilter {

@@ -20,6 +20,7 @@
  * statement's structure: the text sent is the verified template
  * with a constant of the same kind in each parameter's place.
  */
+import { createHash } from 'node:crypto';
 import { deparseSync } from 'pgsql-deparser';
 import { type Analysis, analyzeParsed } from './analyze.js';
 import { replaceWrapper } from './ast.js';
@@ -28,13 +29,22 @@ import { type RewriteOptions, rewriteTree } from './rewrite.js';
 import { POSITION_FIELDS, firstDifference } from './verify.js';
 import { MAX_DEPTH } from './walk.js';
 
-/** `s` string, `i` integer, `f` decimal; `-` marks a negative number (printed in parentheses, so its own shape). */
-export type ConstantKind = 's' | 'i' | 'i-' | 'f' | 'f-';
+/**
+ * The type PostgreSQL gives the literal: `s` a string (unknown until its context decides), `i` an integer (int4),
+ * `l` an integer too large for int4 (int8), `f` a decimal (numeric); `-` marks a negative number (printed in
+ * parentheses, so its own shape).
+ */
+export type ConstantKind = 's' | 'i' | 'i-' | 'l' | 'l-' | 'f' | 'f-';
+
+/** The parameter type of each kind when a template runs as a prepared statement (0: PostgreSQL infers it). */
+export const PARAMETER_TYPES: Readonly<Record<ConstantKind, number>> = { s: 0, i: 23, 'i-': 23, l: 20, 'l-': 20, f: 1700, 'f-': 1700 };
 
 export interface Constant {
   kind: ConstantKind;
   /** The constant as one literal token, as it is written into a template. */
   text: string;
+  /** The constant as a parameter value (text format). */
+  value: string;
 }
 
 export interface Shape {
@@ -42,6 +52,8 @@ export interface Shape {
   key: string;
   /** The user's constants, in tree order: parameter k of a template is constants[k - 1]. */
   constants: Constant[];
+  /** Where each constant is in the statement's text (UTF-8 byte offsets, as the tree has them). */
+  locations: number[];
 }
 
 export interface Template {
@@ -49,6 +61,12 @@ export interface Template {
   segments: string[];
   /** For each gap between segments, the index of the constant that goes there. */
   slots: number[];
+  /** The printed template itself, with `$k` for constant k - 1: what runs as a prepared statement. */
+  text: string;
+  /** A name for the prepared statement of `text` (the same text always has the same name). */
+  name: string;
+  /** The parameter type of each constant. */
+  parameterTypes: number[];
 }
 
 /** Statements longer than this are not shaped (their key would be large, and long statements rarely repeat). */
@@ -61,6 +79,14 @@ const DECIMAL = /^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
 const SEPARATED = /^[\s(),[\];]$/;
 
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+const INT8_MAX = 9_223_372_036_854_775_807n;
+
+/** A `Float` constant is an integer too large for int4: int8 when it fits (as PostgreSQL types it), else numeric. */
+function decimalKind(v: string): ConstantKind {
+  const negative = v.startsWith('-');
+  const whole = /^-?[0-9]+$/.test(v) && (negative ? -BigInt(v) : BigInt(v)) <= INT8_MAX;
+  return whole ? (negative ? 'l-' : 'l') : negative ? 'f-' : 'f';
+}
 
 /**
  * The constant of an `A_Const` node, when it is one the user typed as a string or number literal (the source text
@@ -74,19 +100,21 @@ function constantOf(c: AnyNode, at: (i: number) => number): Constant | undefined
   if (c.sval !== undefined) {
     // 'x', E'x' / e'x', $$x$$ / $tag$x$tag$
     const starts = b === 0x27 || b === 0x24 || ((b === 0x45 || b === 0x65) && at(loc + 1) === 0x27);
-    return starts ? { kind: 's', text: quote(c.sval.sval ?? '') } : undefined;
+    const value: string = c.sval.sval ?? '';
+    return starts ? { kind: 's', text: quote(value), value } : undefined;
   }
   const numeric = (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2e;
   if (!numeric) return undefined;
   if (c.ival !== undefined) {
     const v = c.ival.ival ?? 0;
     if (!Number.isSafeInteger(v)) return undefined;
-    return v < 0 ? { kind: 'i-', text: `(${v})` } : { kind: 'i', text: String(v) };
+    return v < 0 ? { kind: 'i-', text: `(${v})`, value: String(v) } : { kind: 'i', text: String(v), value: String(v) };
   }
   if (c.fval !== undefined) {
     const v = c.fval.fval;
     if (typeof v !== 'string' || !DECIMAL.test(v)) return undefined;
-    return v.startsWith('-') ? { kind: 'f-', text: `(${v})` } : { kind: 'f', text: v };
+    const kind = decimalKind(v);
+    return { kind, text: kind.endsWith('-') ? `(${v})` : v, value: v };
   }
   return undefined;
 }
@@ -102,8 +130,11 @@ export function shapeOf(parsed: ParsedStatement, sql: string): Shape | undefined
   const bytes = ascii ? undefined : Buffer.from(sql, 'utf8');
   const at = bytes ? (i: number) => bytes[i] ?? -1 : (i: number) => (i < sql.length ? sql.charCodeAt(i) : -1);
   const constants: Constant[] = [];
+  const locations: number[] = [];
   const parts: string[] = [];
-  const emit = (v: unknown, depth: number): boolean => {
+  // `literal`: inside ORDER BY, GROUP BY or DISTINCT ON, where an integer names an output column by position (a
+  // parameter there would be a value to sort by): constants there stay in the key.
+  const emit = (v: unknown, depth: number, literal: boolean): boolean => {
     if (depth > MAX_DEPTH * 4) return false;
     if (v === null || typeof v !== 'object') {
       parts.push(typeof v === 'string' ? JSON.stringify(v) : String(v));
@@ -112,18 +143,19 @@ export function shapeOf(parsed: ParsedStatement, sql: string): Shape | undefined
     if (Array.isArray(v)) {
       parts.push('[');
       for (const item of v) {
-        if (!emit(item, depth + 1)) return false;
+        if (!emit(item, depth + 1, literal)) return false;
         parts.push(',');
       }
       parts.push(']');
       return true;
     }
-    const o = v as Record<string, unknown>;
+    const o = v as Record<string, AnyNode>;
     const c = o.A_Const;
-    if (c !== undefined) {
+    if (c !== undefined && !literal) {
       const constant = constantOf(c, at);
       if (constant) {
         constants.push(constant);
+        locations.push(c.location);
         parts.push(`{?${constant.kind}}`);
         return true;
       }
@@ -132,15 +164,18 @@ export function shapeOf(parsed: ParsedStatement, sql: string): Shape | undefined
     for (const k in o) {
       if (POSITION_FIELDS.has(k)) continue;
       parts.push(k, ':');
-      if (!emit(o[k], depth + 1)) return false;
+      if (!emit(o[k], depth + 1, literal || POSITIONAL.has(k))) return false;
       parts.push(';');
     }
     parts.push('}');
     return true;
   };
-  if (!emit(parsed.stmt, 0)) return undefined;
-  return { key: parts.join(''), constants };
+  if (!emit(parsed.stmt, 0, false)) return undefined;
+  return { key: parts.join(''), constants, locations };
 }
+
+/** Clauses where PostgreSQL reads an integer constant as an output column's position. */
+const POSITIONAL = new Set(['SortBy', 'groupClause', 'distinctClause']);
 
 /** The statement text of `template` with `constants` in its parameters' places. */
 export function fillTemplate(template: Template, constants: readonly Constant[]): string {
@@ -168,7 +203,7 @@ function eachWrapper(tree: AnyNode, visit: (wrapper: Record<string, AnyNode>) =>
 function kindOf(c: AnyNode): ConstantKind | undefined {
   if (c.sval !== undefined) return 's';
   if (c.ival !== undefined) return (c.ival.ival ?? 0) < 0 ? 'i-' : 'i';
-  if (c.fval !== undefined) return String(c.fval.fval).startsWith('-') ? 'f-' : 'f';
+  if (c.fval !== undefined) return decimalKind(String(c.fval.fval));
   return undefined;
 }
 
@@ -181,6 +216,10 @@ function probeConstant(kind: ConstantKind, k: number): AnyNode {
       return { ival: { ival: 1_000_003 + 7 * k } };
     case 'i-':
       return { ival: { ival: -(1_000_003 + 7 * k) } };
+    case 'l':
+      return { fval: { fval: `${9_000_000_000 + k}` } };
+    case 'l-':
+      return { fval: { fval: `-${9_000_000_000 + k}` } };
     case 'f':
       return { fval: { fval: `${987_654 + k}.25` } };
     case 'f-':
@@ -194,42 +233,21 @@ const summaryOf = (a: Analysis) => JSON.stringify([a.kind, a.writes, a.returning
  * Makes the template of an analysed statement whose full rewrite (`rewritten`, from `rewriteTree(analysis,
  * options)`) is known, or undefined when any check fails (the statement then always takes the full path).
  */
-export function buildTemplate(analysis: Analysis, options: RewriteOptions, rewritten: AnyNode, shape: Shape, sql: string): Template | undefined {
+export function buildTemplate(analysis: Analysis, options: RewriteOptions, rewritten: AnyNode, shape: Shape): Template | undefined {
   try {
-    return buildTemplateUnguarded(analysis, options, rewritten, shape, sql);
+    return buildTemplateUnguarded(analysis, options, rewritten, shape);
   } catch {
     // Anything unexpected (a deparser gap, a parse error of the printed template): no template, never an error.
     return undefined;
   }
 }
 
-function buildTemplateUnguarded(analysis: Analysis, options: RewriteOptions, rewritten: AnyNode, shape: Shape, sql: string): Template | undefined {
+function buildTemplateUnguarded(analysis: Analysis, options: RewriteOptions, rewritten: AnyNode, shape: Shape): Template | undefined {
   // Where each user constant was, by position in the user's text (a copy the rewriter made keeps its position).
   const byLocation = new Map<number, number>();
-  let index = 0;
-  const ascii = Buffer.byteLength(sql) === sql.length;
-  const bytes = ascii ? undefined : Buffer.from(sql, 'utf8');
-  const at = bytes ? (i: number) => bytes[i] ?? -1 : (i: number) => (i < sql.length ? sql.charCodeAt(i) : -1);
-  // The same walk order as shapeOf: a recursive descent in key order over the statement.
-  const order: AnyNode[] = [];
-  const collect = (v: unknown): void => {
-    if (v === null || typeof v !== 'object') return;
-    if (Array.isArray(v)) {
-      for (const item of v) collect(item);
-      return;
-    }
-    const o = v as Record<string, unknown>;
-    if (o.A_Const !== undefined && constantOf(o.A_Const, at)) {
-      order.push(o.A_Const);
-      return;
-    }
-    for (const k in o) if (!POSITION_FIELDS.has(k)) collect(o[k]);
-  };
-  collect(analysis.parsed.stmt);
-  if (order.length !== shape.constants.length) return undefined;
-  for (const c of order) {
-    if (byLocation.has(c.location)) return undefined;
-    byLocation.set(c.location, index++);
+  for (const [k, location] of shape.locations.entries()) {
+    if (byLocation.has(location)) return undefined;
+    byLocation.set(location, k);
   }
 
   // 1. The rewritten tree with each user constant as parameter $k.
@@ -270,7 +288,13 @@ function buildTemplateUnguarded(analysis: Analysis, options: RewriteOptions, rew
     if (!SEPARATED.test((segments[i] as string).at(-1) ?? ' ')) segments[i] += ' ';
     if (!SEPARATED.test((segments[i + 1] as string)[0] ?? ' ')) segments[i + 1] = ` ${segments[i + 1]}`;
   }
-  const template: Template = { segments, slots };
+  const template: Template = {
+    segments,
+    slots,
+    text,
+    name: `wds_t_${createHash('sha1').update(text).digest('hex')}`,
+    parameterTypes: shape.constants.map((c) => PARAMETER_TYPES[c.kind]),
+  };
 
   // 3. Filled with this statement's constants, it must be exactly the full rewrite.
   const filled = parseSqlTree(fillTemplate(template, shape.constants), { maxBytes: MAX_DERIVED_SQL_BYTES });

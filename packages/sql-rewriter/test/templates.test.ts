@@ -40,7 +40,7 @@ function sameAsFull(first: string, second: string): { shared: boolean } {
   const one = full(first);
   const two = full(second);
   if (!one.shape || !two.shape || one.shape.key !== two.shape.key) return { shared: false };
-  const template = buildTemplate(one.a, options, one.tree, one.shape, first);
+  const template = buildTemplate(one.a, options, one.tree, one.shape);
   if (!template) return { shared: false };
   const filled = fillTemplate(template, two.shape.constants);
   const diff = firstDifference(two.tree.stmts[0].stmt, parseSqlTree(filled).stmts[0].stmt);
@@ -83,6 +83,13 @@ describe('shapeOf', () => {
     expect(key('SELECT * FROM orders WHERE total = -5')).toBe(key('SELECT * FROM orders WHERE total = - 7'));
   });
 
+  it('keeps positional integers (ORDER BY, GROUP BY, DISTINCT ON) in the key', () => {
+    expect(key('SELECT owner, total FROM orders ORDER BY 1')).not.toBe(key('SELECT owner, total FROM orders ORDER BY 2'));
+    expect(key('SELECT owner, count(*) FROM orders GROUP BY 1')).not.toBe(key('SELECT owner, count(*) FROM orders GROUP BY 2'));
+    expect(key('SELECT DISTINCT ON (1) owner FROM orders')).not.toBe(key('SELECT DISTINCT ON (2) owner FROM orders'));
+    expect(key("SELECT owner FROM orders WHERE id = 'a' ORDER BY 1")).toBe(key("SELECT owner FROM orders WHERE id = 'b' ORDER BY 1"));
+  });
+
   it('keeps constants the grammar makes from keywords (interval fields, extract) in the key', () => {
     expect(key("SELECT interval '1' day")).not.toBe(key("SELECT interval '1' hour"));
     expect(key('SELECT extract(day from now())')).not.toBe(key('SELECT extract(year from now())'));
@@ -92,12 +99,14 @@ describe('shapeOf', () => {
   it('takes the constants in tree order, each as one literal token', () => {
     const sql = "SELECT 'a''b', -3, 2.5e3, E'c\\'d', $x$e'f$x$ FROM orders";
     expect(shapeOf(parseOne(sql), sql)?.constants).toEqual([
-      { kind: 's', text: "'a''b'" },
-      { kind: 'i-', text: '(-3)' },
-      { kind: 'f', text: '2.5e3' },
-      { kind: 's', text: "'c''d'" },
-      { kind: 's', text: "'e''f'" },
+      { kind: 's', text: "'a''b'", value: "a'b" },
+      { kind: 'i-', text: '(-3)', value: '-3' },
+      { kind: 'f', text: '2.5e3', value: '2.5e3' },
+      { kind: 's', text: "'c''d'", value: "c'd" },
+      { kind: 's', text: "'e''f'", value: "e'f" },
     ]);
+    const big = 'SELECT 3000000000, -3000000000, 99999999999999999999 FROM orders';
+    expect(shapeOf(parseOne(big), big)?.constants.map((c) => c.kind)).toEqual(['l', 'l-', 'f']);
   });
 
   it('finds constants after multi-byte characters (positions are UTF-8 bytes)', () => {
@@ -110,7 +119,8 @@ describe('templates: filled, they are exactly the full rewrite', () => {
   it.each([
     ["SELECT * FROM orders WHERE id = 'a'", "SELECT * FROM orders WHERE id = 'it''s -- not a comment'"],
     ["SELECT * FROM orders o WHERE o.id = 'x' AND total::int / 0 = 1 AND id IN ('a', 'b')", "SELECT * FROM orders o WHERE o.id = 'y' AND total::int / 7 = 3 AND id IN ('c', E'd\\\\')"],
-    ['SELECT * FROM orders WHERE total > -5 ORDER BY 1 LIMIT 3 OFFSET 2', 'SELECT * FROM orders WHERE total > -9 ORDER BY 2 LIMIT 10 OFFSET 0'],
+    ['SELECT * FROM orders WHERE total > -5 ORDER BY 1 LIMIT 3 OFFSET 2', 'SELECT * FROM orders WHERE total > -9 ORDER BY 1 LIMIT 10 OFFSET 0'],
+    ['SELECT * FROM orders WHERE total > 3000000000 OR total < -3000000000', 'SELECT * FROM orders WHERE total > 4000000000 OR total < -5000000000'],
     ["SELECT o.id, i.title FROM orders o JOIN items i ON i.order_id = o.id WHERE i.title LIKE 'a%'", "SELECT o.id, i.title FROM orders o JOIN items i ON i.order_id = o.id WHERE i.title LIKE '%''; DROP TABLE x; --'"],
     ["INSERT INTO orders (owner, total) VALUES ('u1', 5) RETURNING id", "INSERT INTO orders (owner, total) VALUES ('u2', 77) RETURNING id"],
     ['UPDATE orders SET total = 0 WHERE total > 1 OR id = 5', 'UPDATE orders SET total = 7 WHERE total > 2 OR id = 7'],

@@ -1,7 +1,8 @@
 import type pg from 'pg';
 
 interface Waiting {
-  sql: string;
+  /** A VALUES row of the group's INSERT. */
+  row: string;
   done: (err?: unknown) => void;
 }
 
@@ -11,6 +12,7 @@ interface Waiting {
  * under load many reads share a commit, and alone a read waits one round trip, as before. Every caller waits for
  * its own entry, so an entry is listed once its request has answered. The commit does not wait for its WAL flush
  * (`synchronous_commit = off`): a crash may lose the read entries of its last moment, never a write's entry.
+ * The entries of a commit are the rows of one INSERT, so the server parses and plans one statement per commit.
  */
 export class AuditGroup {
   private queue: Waiting[] = [];
@@ -18,13 +20,16 @@ export class AuditGroup {
 
   constructor(
     private readonly pool: pg.Pool,
+    /** `INSERT INTO table (columns) VALUES`: what each entry is a row of. */
+    private readonly insert: string,
     /** Entries in one transaction at most. */
     private readonly maxBatch = 200,
   ) {}
 
-  write(sql: string): Promise<void> {
+  /** Writes one entry, a VALUES row such as `(1, 'a')` of the group's INSERT. */
+  write(row: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ sql, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.queue.push({ row, done: (err) => (err === undefined ? resolve() : reject(err)) });
       if (!this.writing) this.writing = this.drain();
     });
   }
@@ -39,7 +44,7 @@ export class AuditGroup {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
         try {
-          await this.commit(batch.map((w) => w.sql));
+          await this.commit(batch.map((w) => w.row));
           for (const w of batch) w.done();
         } catch (err) {
           // A value one entry carries (SQLSTATE class 22, 23) must not cost the others theirs: each is tried alone.
@@ -47,7 +52,7 @@ export class AuditGroup {
           const code = (err as { code?: unknown } | null)?.code;
           const oneEntry = typeof code === 'string' && /^2[23]/.test(code);
           if (batch.length === 1 || !oneEntry) for (const w of batch) w.done(err);
-          else for (const w of batch) await this.commit([w.sql]).then(() => w.done(), (e: unknown) => w.done(e ?? new Error('audit write failed')));
+          else for (const w of batch) await this.commit([w.row]).then(() => w.done(), (e: unknown) => w.done(e ?? new Error('audit write failed')));
         }
       }
     } finally {
@@ -55,7 +60,7 @@ export class AuditGroup {
     }
   }
 
-  private async commit(statements: string[]): Promise<void> {
-    await this.pool.query(['BEGIN', 'SET LOCAL synchronous_commit = off', ...statements, 'COMMIT'].join('; '));
+  private async commit(rows: string[]): Promise<void> {
+    await this.pool.query(`BEGIN; SET LOCAL synchronous_commit = off; ${this.insert} ${rows.join(', ')}; COMMIT`);
   }
 }

@@ -1,4 +1,4 @@
-import { auditInsertSql } from '@wds/audit';
+import { AUDIT_INSERT, auditValuesSql } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
@@ -6,6 +6,8 @@ import {
   MAX_SHAPED_SQL_CHARS,
   ROW_CHECK_COLUMN,
   type StatementKind,
+  type Constant,
+  type Template,
   analyzeParsed,
   buildTemplate,
   fillTemplate,
@@ -60,6 +62,14 @@ export interface SqlResult {
   executed_sql: string;
   rows?: Record<string, unknown>[];
   affected_rows?: number;
+}
+
+/** A statement as it will run: its summary, the rewritten text, and the template it came from (if it did). */
+interface Prepared {
+  a: StatementSummary;
+  executed: string;
+  template?: Template;
+  constants?: Constant[];
 }
 
 export interface PreviewResult {
@@ -140,6 +150,11 @@ export class WorkspaceSql {
   private readonly worker = new AnalysisWorker();
   /** Rewrite templates of statement shapes seen before (rewrite-cache.ts). */
   private readonly rewrites: RewriteCache;
+  /** Templates whose prepared form failed where their filled text did not: they run filled (see `read`). */
+  private readonly inlineOnly = new WeakSet<Template>();
+  /** Reads run as a template's prepared statement, and reads of a template run filled after the prepared form failed. */
+  private preparedReads = 0;
+  private filledReads = 0;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -147,7 +162,7 @@ export class WorkspaceSql {
   ) {
     if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
     this.sessionTimeoutMs = Math.max(1, Math.floor(opts.statementTimeoutMs ?? 10_000));
-    this.readAudits = new AuditGroup(pool);
+    this.readAudits = new AuditGroup(pool, AUDIT_INSERT);
     this.rewrites = new RewriteCache(opts.rewriteCache);
     const limits = { ...DEFAULT_POOLS, ...opts.pools };
     const connector = new WorkspaceConnector(pool, {
@@ -163,9 +178,9 @@ export class WorkspaceSql {
     this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
   }
 
-  /** What the rewrite cache did so far (rewrite-cache.ts). */
-  get rewriteCacheStats(): RewriteCacheStats {
-    return this.rewrites.stats;
+  /** What the rewrite cache did so far (rewrite-cache.ts), and how its reads ran. */
+  get rewriteCacheStats(): RewriteCacheStats & { preparedReads: number; filledReads: number } {
+    return { ...this.rewrites.stats, preparedReads: this.preparedReads, filledReads: this.filledReads };
   }
 
   /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
@@ -218,7 +233,7 @@ export class WorkspaceSql {
   }
 
   /** Analysis, policies and DDL rights, rewrite: the statement as it will run for the caller. */
-  private async prepare(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<{ a: StatementSummary; executed: string }> {
+  private async prepare(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<Prepared> {
     if (sql.length <= MAX_SHAPED_SQL_CHARS) return this.prepareShaped(caller, sql, allowDdl);
     const a = await analyseStatement(sql, caller.workspaceId, this.worker);
     try {
@@ -240,7 +255,7 @@ export class WorkspaceSql {
    * was rewritten before for this caller under the current policy context is its template filled with this
    * statement's constants; any other is analysed and rewritten in full, and its template kept (rewrite-cache.ts).
    */
-  private async prepareShaped(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<{ a: StatementSummary; executed: string }> {
+  private async prepareShaped(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<Prepared> {
     await loadParser();
     const parsed = parseOne(sql);
     const shape = shapeOf(parsed, sql);
@@ -248,7 +263,7 @@ export class WorkspaceSql {
     if (shape && entry && !entry.refused) {
       const ctx = await this.context(caller, entry.summary.tables);
       const template = this.rewrites.template(entry, ctx, caller.subject);
-      if (template) return { a: entry.summary, executed: fillTemplate(template, shape.constants) };
+      if (template) return { a: entry.summary, executed: fillTemplate(template, shape.constants), template, constants: shape.constants };
     }
     const a = analyzeParsed(parsed);
     if (a.kind === 'ddl' && !allowDdl) {
@@ -263,7 +278,7 @@ export class WorkspaceSql {
     const summary = summarize(a);
     // DDL is never templated (its option values are read); without the bus no context is cached, so neither is a template.
     if (shape && a.kind !== 'ddl' && this.opts.bus?.healthy && !entry?.refused) {
-      this.rewrites.remember(caller.workspaceId, shape.key, summary, ctx, caller.subject, buildTemplate(a, options, tree, shape, sql));
+      this.rewrites.remember(caller.workspaceId, shape.key, summary, ctx, caller.subject, buildTemplate(a, options, tree, shape));
     }
     return { a: summary, executed };
   }
@@ -273,7 +288,7 @@ export class WorkspaceSql {
    * workspace role cannot write the service's tables, so the entry is the service's own write).
    */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
-    const { a, executed } = await this.prepare(caller, sql, true);
+    const { a, executed, template, constants } = await this.prepare(caller, sql, true);
     // A read under the connections' own time limits takes one round trip; other limits (an MCP call's time left)
     // take the transaction that sets them.
     const read = a.kind === 'select' && !a.writes && Math.floor(limits.statementTimeoutMs) === this.sessionTimeoutMs;
@@ -283,7 +298,7 @@ export class WorkspaceSql {
     try {
       if (read) {
         // One round trip: the limits are the connection's own settings, the row cap the protocol's row limit.
-        const r = await runCappedRead(lease.client, executed, limits.maxRows, userValueTypes);
+        const r = await this.read(lease.client, executed, limits.maxRows, template, constants);
         if (r.rows.length > limits.maxRows) throw rowCapError(limits);
         result = { kind: a.kind, tables: a.tables, executed_sql: executed, rows: r.rows };
       } else {
@@ -301,17 +316,47 @@ export class WorkspaceSql {
     const stale = a.kind === 'ddl' ? `ws:${caller.workspaceId}` : undefined;
     if (audit || stale) {
       const details = { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: result.affected_rows ?? 0 }) };
-      const statements = [
-        ...(audit ? [auditInsertSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, transport: audit.transport, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)] : []),
-        ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : []),
-      ];
+      const row = audit
+        ? auditValuesSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, transport: audit.transport, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)
+        : undefined;
+      const statements = [...(row ? [`${AUDIT_INSERT} ${row}`] : []), ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : [])];
       // A read's entry goes through group commit (audit-group.ts); a write's is committed on its own, flushed.
-      const written = read && !stale ? this.readAudits.write(statements.join('; ')) : this.pool.query(statements.join('; '));
+      const written = read && row && !stale ? this.readAudits.write(row) : this.pool.query(statements.join('; '));
       // The statement has committed: a failure here must not tell the caller it failed (it is logged instead).
       await written.catch((err) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind }));
       if (stale) this.opts.bus?.invalidate(stale);
     }
     return result;
+  }
+
+  /**
+   * A read from a template runs as the template's prepared statement, its constants bound as parameters: the
+   * connection parses it once, and the text PostgreSQL gets is the verified template itself. A parameter is not
+   * always what a literal is (`SELECT 'a'` has a column of type text; `SELECT $1` is an error, its type unknown),
+   * so when the prepared form fails, the filled text runs; if that succeeds the template runs filled from then on.
+   * Reads only: a read-only statement can be tried twice.
+   */
+  private async read(client: pg.Client, executed: string, maxRows: number, template?: Template, constants?: Constant[]): Promise<pg.QueryResult> {
+    if (!template || !constants) return runCappedRead(client, executed, maxRows, userValueTypes);
+    if (this.inlineOnly.has(template)) {
+      this.filledReads++;
+      return runCappedRead(client, executed, maxRows, userValueTypes);
+    }
+    try {
+      const values = constants.map((c) => c.value);
+      const r = await runCappedRead(client, template.text, maxRows, userValueTypes, { name: template.name, values, parameterTypes: template.parameterTypes });
+      this.preparedReads++;
+      return r;
+    } catch (err) {
+      // What a parameter can change is how the statement is typed and checked (SQLSTATE classes 42 and 22); a
+      // timeout, a lock or a lost connection would only happen again.
+      const code = (err as { code?: unknown }).code;
+      if (err instanceof ServiceError || typeof code !== 'string' || !/^(42|22)/.test(code)) throw err;
+      const r = await runCappedRead(client, executed, maxRows, userValueTypes);
+      this.inlineOnly.add(template);
+      this.filledReads++;
+      return r;
+    }
   }
 
   /**

@@ -23,23 +23,23 @@ afterAll(async () => {
 
 describe('AuditGroup', () => {
   it('writes alone at once; entries arriving meanwhile share the next commit; each caller learns its own outcome', async () => {
-    const group = new AuditGroup(pool);
+    const group = new AuditGroup(pool, 'INSERT INTO entries VALUES');
     statements.length = 0;
-    await group.write('INSERT INTO entries VALUES (1)');
+    await group.write('(1)');
     expect(statements).toHaveLength(1);
     expect(statements[0]).toContain('SET LOCAL synchronous_commit = off');
 
     statements.length = 0;
-    await Promise.all(Array.from({ length: 50 }, (_, i) => group.write(`INSERT INTO entries VALUES (${i + 100})`)));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => group.write(`(${i + 100})`)));
     // The first goes at once; the 49 that came while it was written go together.
     expect(statements).toHaveLength(2);
     expect((await pool.query('SELECT count(*)::int AS n FROM entries')).rows[0].n).toBe(51);
   });
 
   it('a failing entry fails only its own caller', async () => {
-    const group = new AuditGroup(pool);
-    const first = group.write('INSERT INTO entries VALUES (1000)');
-    const rest = [group.write('INSERT INTO entries VALUES (1001)'), group.write('INSERT INTO entries VALUES (-1)'), group.write('INSERT INTO entries VALUES (1002)')];
+    const group = new AuditGroup(pool, 'INSERT INTO entries VALUES');
+    const first = group.write('(1000)');
+    const rest = [group.write('(1001)'), group.write('(-1)'), group.write('(1002)')];
     await first;
     const outcomes = await Promise.allSettled(rest);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
