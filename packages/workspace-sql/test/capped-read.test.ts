@@ -2,7 +2,7 @@ import '@wds/testkit';
 import { createDatabase } from '@wds/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { runCappedRead } from '../src/capped-read.js';
+import { MAX_PREPARED_PER_CONNECTION, runCappedRead } from '../src/capped-read.js';
 
 let client: pg.Client;
 
@@ -30,5 +30,25 @@ describe('runCappedRead', () => {
     await expect(runCappedRead(client, 'SELECT 1/0', 10)).rejects.toThrow(/division by zero/);
     expect((await client.query('SELECT txid_current_if_assigned() IS NULL AS none')).rows[0].none).toBe(true);
     expect((await runCappedRead(client, 'SELECT 42 AS n', 10)).rows).toEqual([{ n: 42 }]);
+  });
+
+  it('as a prepared statement: typed parameters, the row cap, and at most MAX_PREPARED_PER_CONNECTION kept', async () => {
+    await client.query('SET default_transaction_read_only = on');
+    const prepared = (i: number) => ({ name: `t_${i}`, values: [String(i), 'x'], parameterTypes: [23, 0] });
+    // A set-returning function in the select list streams (in FROM it would be materialized whole first).
+    const text = 'SELECT g, $1 + 1 AS next, $2 || g AS label FROM (SELECT generate_series(1, 1000000000) AS g) s';
+    const r = await runCappedRead(client, text, 2, undefined, prepared(1));
+    expect(r.rows).toEqual([
+      { g: 1, next: 2, label: 'x1' },
+      { g: 2, next: 2, label: 'x2' },
+      { g: 3, next: 2, label: 'x3' },
+    ]);
+    const count = async () => Number((await client.query('SELECT count(*) AS n FROM pg_prepared_statements')).rows[0].n);
+    for (let i = 2; i <= MAX_PREPARED_PER_CONNECTION + 5; i++) await runCappedRead(client, text, 0, undefined, prepared(i));
+    expect(await count()).toBeLessThanOrEqual(MAX_PREPARED_PER_CONNECTION);
+    // The same name again is only bound and executed; a forgotten one is parsed again.
+    expect((await runCappedRead(client, text, 0, undefined, prepared(MAX_PREPARED_PER_CONNECTION + 5))).rows).toHaveLength(1);
+    expect((await runCappedRead(client, text, 0, undefined, prepared(1))).rows).toEqual([{ g: 1, next: 2, label: 'x1' }]);
+    await client.query('SET default_transaction_read_only = off');
   });
 });
