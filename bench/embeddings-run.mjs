@@ -1,9 +1,11 @@
 // Embeddings: the local model's throughput (Universal Sentence Encoder lite, 512-d), texts/s with one call per text
 // against batches of 64; then search over N stored rows (10 000 and 100 000; BENCH_EMBED_ROWS=10000 for a quick
 // run) on both vector paths of @wds/embeddings, each checked against the exact top 10 computed in JavaScript over the
-// same vectors: the portable path (real[] + platform.vector_dot, an exact scan) on PostgreSQL, and the pgvector path
-// (HNSW) on in-process PGlite, with PGlite's own exact scan as that engine's baseline. Prints load and index-build
-// times, p50/p95 latency, recall@10 and ratios; never an assertion. Progress lines go to stderr.
+// same vectors: the portable path (real[] + platform.vector_dot, an exact scan) on PostgreSQL, the same exact search
+// through the in-process index (ExactVectorIndex: vectors loaded once, scored in worker threads), and the pgvector
+// path (HNSW) on in-process PGlite, with PGlite's own exact scan as that engine's baseline (BENCH_EMBED_PGLITE=0
+// leaves PGlite out: its index build takes minutes at 100k). Prints load and index-build times, p50/p95 latency,
+// recall@10 and ratios; never an assertion. Progress lines go to stderr.
 //
 // PGlite runs in a worker thread of this same file: it is single-threaded WASM and blocks its thread for as long as
 // a statement runs (the HNSW build at 100k takes minutes), so the main thread stays free to say it is still alive.
@@ -12,6 +14,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { createDb, migrateToLatest, newId, sql } from '@wds/db';
 import {
+  ExactVectorIndex,
   HASHING_MODEL,
   completeItem,
   createEmbedder,
@@ -25,6 +28,7 @@ import { createDatabase, dropDatabase, startTestPostgres } from '@wds/testkit';
 import { Kysely, PostgresDialect } from 'kysely';
 
 const SIZES = (process.env.BENCH_EMBED_ROWS ?? '10000,100000').split(',').map(Number);
+const WITH_PGLITE = process.env.BENCH_EMBED_PGLITE !== '0';
 const DIMS = 384; // the hashing embedder's default
 const QUERIES = 50;
 const K = 10;
@@ -143,8 +147,8 @@ async function load(db, engine, n, texts, store) {
 }
 
 /** Runs the queries one after the other (a warm-up first when `warm`); stops early after `budgetMs`. */
-async function measure(db, workspaceId, queries, useVector, { budgetMs = Infinity, warm = false, efSearch, exactScanMaxChunks, label }) {
-  const search = (vector) => searchChunks(db, { workspaceId, surface: 'table_row', vector, limit: K, useVector, efSearch, exactScanMaxChunks });
+async function measure(db, workspaceId, queries, useVector, { budgetMs = Infinity, warm = false, efSearch, exactScanMaxChunks, index, label }) {
+  const search = (vector) => searchChunks(db, { workspaceId, surface: 'table_row', vector, limit: K, useVector, efSearch, exactScanMaxChunks, index });
   if (warm) await search(queries[0]);
   const latencies = [];
   const hits = [];
@@ -338,20 +342,35 @@ async function main() {
 
       // Path A: PostgreSQL, real[] and the exact scan.
       const url = await createDatabase(server.url, { prefix: 'benchemb' });
-      const { db } = createDb(url, { max: 4 });
+      const { db, pool } = createDb(url, { max: 4 });
+      const index = new ExactVectorIndex({ pool, onError: (err) => log(`index error: ${err.stack ?? err}`) });
       try {
         await migrateToLatest(db);
         pgHasVector ??= await detectVectorSupport(db);
         pgVersion = (await sql`SELECT current_setting('server_version') AS v`.execute(db)).rows[0].v;
         const loaded = await load(db, 'PostgreSQL', n, texts, store);
         const exact = await measure(db, loaded.workspaceId, queryVectors, false, { budgetMs: EXACT_BUDGET_MS, label: `PostgreSQL ${n} exact` });
-        results.push({ n, path: 'PostgreSQL exact (real[])', loadMs: loaded.loadMs, completeRate: loaded.completeRate, ...summary(exact, tenth) });
+        const exactRow = { n, path: 'PostgreSQL exact (real[])', loadMs: loaded.loadMs, completeRate: loaded.completeRate, ...summary(exact, tenth) };
+        results.push(exactRow);
+
+        // Path A': the same exact search through the in-process index. The first search loads the surface (its
+        // time is the 'load s' column); the others find it loaded.
+        t = performance.now();
+        await searchChunks(db, { workspaceId: loaded.workspaceId, surface: 'table_row', vector: queryVectors[0], limit: K, useVector: false, index });
+        const coldMs = performance.now() - t;
+        const viaIndex = await measure(db, loaded.workspaceId, queryVectors, false, { index, label: `PostgreSQL ${n} in-process index` });
+        const stats = index.stats();
+        if (stats.fallbacks > 0) log(`in-process index ${n}: ${stats.fallbacks} searches fell back to SQL`);
+        const row = { n, path: `in-process index (${stats.threads} threads)`, loadMs: coldMs, memory: stats.bytes, ...summary(viaIndex, tenth) };
+        results.push({ ...row, vsExact: row.p50 / exactRow.p50 });
       } finally {
+        await index.close();
         await db.destroy();
         await dropDatabase(url);
       }
 
       // Path B: PGlite with pgvector, in the worker.
+      if (!WITH_PGLITE) continue;
       log(`PGlite ${n}: starting the worker`);
       const lite = await runPgliteWorker({ n, texts: texts.slice(0, n), store: store.buffer, queries: queries.buffer });
       liteInfo = lite;
@@ -382,7 +401,8 @@ async function main() {
   console.log(`Search, top ${K} of N table rows of one workspace, ${DIMS}-d vectors from the hashing embedder (${HASHING_MODEL})`);
   console.log(`over made-up sentences (${sec(hashMs)} s to embed ${maxN + QUERIES}); ${QUERIES} queries are fresh sentences from the same generator.`);
   console.log(`Ground truth: exact top ${K} by dot product in JavaScript. PostgreSQL ${pgVersion} (${server.kind}; pgvector there: ${pgHasVector ? 'yes' : 'no'});`);
-  console.log(`PGlite (PostgreSQL ${liteInfo.version}) in a worker thread: single-threaded WASM, maintenance_work_mem ${MAINTENANCE_WORK_MEM} for the build.\n`);
+  if (WITH_PGLITE) console.log(`PGlite (PostgreSQL ${liteInfo.version}) in a worker thread: single-threaded WASM, maintenance_work_mem ${MAINTENANCE_WORK_MEM} for the build.`);
+  console.log('');
   const header = ['N', 'path', 'load s', 'index s', 'queries', 'p50 ms', 'p95 ms', 'recall@10', 'p50 vs exact scan, same engine'];
   const widths = [7, 30, 7, 8, 8, 9, 9, 10, 0];
   const line = (cells) => cells.map((c, i) => (i === 1 || i === cells.length - 1 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
@@ -408,7 +428,8 @@ async function main() {
     console.log(`write path, ${r.path.split(' ')[0]} ${r.n}: completeItem ${r.completeRate.toFixed(0)} items/s (first ${Math.min(r.n, VIA_COMPLETE)} items, one transaction each); the rest in bulk INSERTs of ${BULK_ROWS} rows`);
   }
   console.log(`'pgvector default' is searchChunks as the service calls it: an exact scan with pgvector's distance up to ${EXACT_SCAN_MAX_CHUNKS} chunks of a surface, HNSW at ef_search 1000 above; the HNSW rows force the index. m and ef_construction are pgvector's defaults.`);
-  console.log(`load s: upsertPending + completeItem/bulk writes + VACUUM ANALYZE. index s: ensureVectorIndex (fill embedding_v, build HNSW).`);
+  console.log(`load s: upsertPending + completeItem/bulk writes + VACUUM ANALYZE; for the in-process index, its first search (the surface's COPY into memory, then the query). index s: ensureVectorIndex (fill embedding_v, build HNSW).`);
+  for (const r of results.filter((x) => x.memory)) console.log(`in-process index at ${r.n}: ${(r.memory / 2 ** 20).toFixed(1)} MiB held (${(r.memory / r.n).toFixed(0)} bytes a chunk with its item)`);
   console.log(`Exact scans stop starting queries after ${EXACT_BUDGET_MS / 1000} s (at least ${MIN_EXACT}): 'queries' says how many ran; HNSW runs all ${QUERIES}.`);
   const low = results.filter((r) => r.recall < 0.95);
   if (low.length) console.log(`recall@10 below 0.95: ${low.map((r) => `${r.path} at ${r.n} (${r.recall.toFixed(3)})`).join('; ')}`);

@@ -116,6 +116,8 @@ export const ConfigSchema = v.object({
   EMBEDDING_TIMEOUT_MS: int(30_000, 100, 600_000),
   EMBEDDING_MAX_FILE_BYTES: int(50 * 1024 * 1024, 1, 1024 * 1024 * 1024),
   EMBEDDING_JOB_TIMEOUT_MS: int(15 * 60_000, 1000, 24 * 3600_000),
+  // Memory of the in-process copies exact searches without pgvector score (docs/embeddings.md); 0 scans in SQL.
+  EMBEDDING_INDEX_MAX_BYTES: int(512 * 1024 * 1024, 0, 1024 * 1024 * 1024 * 1024),
   JOB_POLL_INTERVAL_MS: int(2000, 500, 60_000),
   // Nothing left behind after a crash: run liveness, sweeps, upload time (docs/workflows.md, docs/files.md).
   RUN_HEARTBEAT_INTERVAL_MS: int(10_000, 100, 600_000),

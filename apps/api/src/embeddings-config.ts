@@ -1,10 +1,19 @@
-/** The embedder EMBEDDER names (DECISIONS §8), and whether this database stores vectors with pgvector. */
-import { createEmbedder, detectVectorSupport, ensureVectorIndex } from '@wds/embeddings';
+/**
+ * The embedder EMBEDDER names (DECISIONS §8), whether this database stores vectors with pgvector, and the in-process
+ * index of exact searches (EMBEDDING_INDEX_MAX_BYTES; it takes memory and threads only once a search uses it).
+ */
+import { ExactVectorIndex, createEmbedder, detectVectorSupport, ensureVectorIndex } from '@wds/embeddings';
 import type { Db } from '@wds/db';
 import { SearchEmbedder } from '@wds/semantic-search';
+import type pg from 'pg';
 import type { Config } from './config.js';
+import type { Logger } from './logger.js';
 
-export async function createEmbeddings(config: Config, db: Db): Promise<{ embedder: SearchEmbedder; pgvector: boolean }> {
+export async function createEmbeddings(
+  config: Config,
+  db: Db,
+  resources: { pool: pg.Pool; logger: Logger },
+): Promise<{ embedder: SearchEmbedder; pgvector: boolean; index: ExactVectorIndex }> {
   let embedder: ReturnType<typeof createEmbedder>;
   switch (config.EMBEDDER) {
     case 'openai':
@@ -29,5 +38,10 @@ export async function createEmbeddings(config: Config, db: Db): Promise<{ embedd
   }
   const pgvector = embedder ? await detectVectorSupport(db) : false;
   if (pgvector && embedder) await ensureVectorIndex(db, embedder.dimensions);
-  return { embedder: new SearchEmbedder(embedder), pgvector };
+  const index = new ExactVectorIndex({
+    pool: resources.pool,
+    maxBytes: config.EMBEDDING_INDEX_MAX_BYTES,
+    onError: (err, surface) => resources.logger.warn({ err, ...surface }, 'in-process vector search failed; searched in SQL'),
+  });
+  return { embedder: new SearchEmbedder(embedder), pgvector, index };
 }

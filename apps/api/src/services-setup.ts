@@ -132,7 +132,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
     db,
     pool,
     jobs: new BackgroundJobs({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger, work: opts.runJobs }),
-    embeddings: await createEmbeddings(config, db),
+    embeddings: await createEmbeddings(config, db, { pool, logger }),
     providers: createProviders(config, { db, secrets, blobs, outbound }),
     sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger),
     secrets,
@@ -179,6 +179,7 @@ async function closeAll(services: Services, embedded: RunningEmbeddedPostgres | 
   await step('job queue', () => services.jobs.stop());
   await step('STF runtimes', () => Promise.all(Object.values(services.runtimes).map((r) => r?.close())));
   await step('workspace SQL', () => services.sql.close());
+  await step('vector index', () => services.embeddings.index.close());
   await step('cache bus', () => services.bus.stop());
   await step('service pool', () => services.db.destroy());
   await step('embedded PostgreSQL', () => embedded?.stop());

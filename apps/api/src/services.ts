@@ -9,6 +9,7 @@ import type { JwtVerifier } from '@wds/identity';
 import type { OutboundGuard } from '@wds/effect-runner';
 import type { BlobStore } from '@wds/storage';
 import type { SearchEmbedder } from '@wds/semantic-search';
+import type { ExactVectorIndex } from '@wds/embeddings';
 import type { BackgroundJobs } from '@wds/jobs';
 import type pg from 'pg';
 import type { Config } from './config.js';
@@ -37,8 +38,8 @@ export interface Services {
   secrets: SecretBox | undefined;
   /** The PostgreSQL job queue of background work (embeddings, drive syncs). */
   jobs: BackgroundJobs;
-  /** The configured embedder (EMBEDDER) and whether vectors are stored with pgvector. */
-  embeddings: { embedder: SearchEmbedder; pgvector: boolean };
+  /** The configured embedder (EMBEDDER), whether vectors are stored with pgvector, and the exact searches' index. */
+  embeddings: { embedder: SearchEmbedder; pgvector: boolean; index: ExactVectorIndex };
   /** Provider calls on a workspace's behalf (SaaS proxy) and its drive sync. */
   providers: ProviderServices;
   /** Invalidation across processes (LISTEN/NOTIFY) for the caches below. */

@@ -10,6 +10,7 @@ import * as m0007 from './migrations/0007_drive_sync.js';
 import * as m0008 from './migrations/0008_sql_walls.js';
 import * as m0009 from './migrations/0009_nothing_left_behind.js';
 import * as m0010 from './migrations/0010_mcp.js';
+import * as m0011 from './migrations/0011_embedding_generations.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0008_sql_walls': m0008,
   '0009_nothing_left_behind': m0009,
   '0010_mcp': m0010,
+  '0011_embedding_generations': m0011,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -365,6 +365,17 @@ export interface EmbeddingChunksTable {
   embedding: number[];
 }
 
+/**
+ * A counter per workspace and surface, bumped in the transaction of every change to its chunks (migration 0011):
+ * in-process copies of the vectors compare it to know they are current.
+ */
+export interface EmbeddingGenerationsTable {
+  workspace_id: string;
+  surface: EmbeddingSurface;
+  /** bigint: read back as a number (the int8 parser of connect.ts). */
+  generation: number;
+}
+
 export type DriveSyncState = 'idle' | 'queued' | 'running' | 'completed' | 'failed';
 
 export interface DriveSyncConfigsTable {
@@ -430,6 +441,7 @@ export interface Database {
   'platform.embedding_items': EmbeddingItemsTable;
   'platform.embedding_chunks': EmbeddingChunksTable;
   'platform.embedding_tables': EmbeddingTablesTable;
+  'platform.embedding_generations': EmbeddingGenerationsTable;
   'platform.drive_sync_configs': DriveSyncConfigsTable;
   'platform.drive_sync_roots': DriveSyncRootsTable;
   'platform.drive_nodes': DriveNodesTable;

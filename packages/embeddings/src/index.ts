@@ -27,4 +27,11 @@ export {
 } from './store/items.js';
 export { HNSW_MAX_DIMENSIONS, detectVectorSupport, ensureVectorIndex } from './store/pgvector.js';
 export { EXACT_SCAN_MAX_CHUNKS, type SearchHit, type SearchOptions, searchChunks } from './store/search.js';
+export {
+  DEFAULT_INDEX_MAX_BYTES,
+  ExactVectorIndex,
+  type ExactVectorIndexOptions,
+  type ExactVectorIndexStats,
+} from './exact-index/vector-index.js';
+export { CHUNK_OVERHEAD_BYTES, ITEM_BYTES, surfaceBytes } from './exact-index/load.js';
 export { dot, l2Normalise } from './vector.js';

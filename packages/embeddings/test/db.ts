@@ -1,13 +1,20 @@
 import '@wds/testkit';
 import { type Db, createDb, migrateToLatest, newId } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
+import type pg from 'pg';
 import { inject } from 'vitest';
 
 /** A fresh, migrated database on the test PostgreSQL server. */
 export async function openTestDb(): Promise<Db> {
-  const { db } = createDb(await createDatabase(inject('pgServerUrl'), { prefix: 'emb' }), { max: 6 });
+  return (await openTestDatabase()).db;
+}
+
+/** A fresh, migrated database, with the pool under `db` and the URL (for a second connection, as another process). */
+export async function openTestDatabase(): Promise<{ db: Db; pool: pg.Pool; url: string }> {
+  const url = await createDatabase(inject('pgServerUrl'), { prefix: 'emb' });
+  const { db, pool } = createDb(url, { max: 6 });
   await migrateToLatest(db);
-  return db;
+  return { db, pool, url };
 }
 
 export async function newWorkspace(db: Db): Promise<string> {

@@ -7,7 +7,7 @@
  */
 import { type Db, sql } from '@wds/db';
 import { ServiceError, notFound } from '@wds/errors';
-import { chunkText, completeItem, extractText, reportStuck, searchChunks, skipItem, upsertPending } from '@wds/embeddings';
+import { type ExactVectorIndex, chunkText, completeItem, extractText, reportStuck, searchChunks, skipItem, upsertPending } from '@wds/embeddings';
 import type { BlobStore } from '@wds/storage';
 import type { SearchEmbedder } from './embedder.js';
 import type { Enqueue } from './jobs.js';
@@ -18,6 +18,8 @@ export interface FileDeps {
   blobs: BlobStore;
   embedder: SearchEmbedder;
   pgvector: boolean;
+  /** Exact searches without pgvector run in process with it (see ExactVectorIndex); absent, PostgreSQL scans. */
+  vectorIndex?: ExactVectorIndex;
   enqueue: Enqueue;
   /** Files above this size are skipped (their text is not extracted). */
   maxExtractBytes: number;
@@ -219,6 +221,7 @@ export async function searchFiles(
     limit: limit * 2,
     model: embedder.model,
     useVector: deps.pgvector,
+    index: deps.vectorIndex,
   });
   const ids = [...new Set(hits.map((h) => h.file_id as string))];
   const live = await liveFiles(deps.db, workspaceId, ids);

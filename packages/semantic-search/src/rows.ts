@@ -10,7 +10,7 @@
  */
 import { type Db, sql } from '@wds/db';
 import { ServiceError } from '@wds/errors';
-import { chunkText, completeItem, jsonToText, reportStuck, searchChunks } from '@wds/embeddings';
+import { type ExactVectorIndex, chunkText, completeItem, jsonToText, reportStuck, searchChunks } from '@wds/embeddings';
 import type { SqlCaller, SqlLimits, WorkspaceSql } from '@wds/workspace-sql';
 import type { SearchEmbedder } from './embedder.js';
 import type { Enqueue } from './jobs.js';
@@ -27,6 +27,8 @@ export interface RowDeps {
   limits: SqlLimits;
   embedder: SearchEmbedder;
   pgvector: boolean;
+  /** Exact searches without pgvector run in process with it (see ExactVectorIndex); absent, PostgreSQL scans. */
+  vectorIndex?: ExactVectorIndex;
   enqueue: Enqueue;
   stuckAfterMs: number;
 }
@@ -370,6 +372,7 @@ export async function searchTables(
         limit: k,
         model: embedder.model,
         useVector: deps.pgvector,
+        index: deps.vectorIndex,
         ...(tableNames ? { tableNames } : {}),
       });
       return hits.map((h) => ({ table: h.table_name as string, rowId: h.row_id as string, score: h.score }));

@@ -4,6 +4,7 @@
  * the surfaces.
  */
 import type { Db } from '@wds/db';
+import type { ExactVectorIndex } from '@wds/embeddings';
 import type { BlobStore } from '@wds/storage';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { ColumnDeps, SearchDeps } from './columns.js';
@@ -50,8 +51,11 @@ export interface EmbeddingServices {
   sql: WorkspaceSql;
   blobs: BlobStore;
   config: EmbeddingConfig;
-  /** The configured embedder, and whether vectors are stored with pgvector. */
-  embeddings: { embedder: SearchEmbedder; pgvector: boolean };
+  /**
+   * The configured embedder, whether vectors are stored with pgvector, and the process's in-memory index for exact
+   * searches without it (absent: PostgreSQL scans).
+   */
+  embeddings: { embedder: SearchEmbedder; pgvector: boolean; index?: ExactVectorIndex };
   jobs: EmbeddingQueue;
   /** Drops a cache topic in every process: `ws:<id>` once a column was added, so table catalogs are read again. */
   invalidateEverywhere(topic: string): Promise<void>;
@@ -75,6 +79,7 @@ export function embeddingDeps(s: EmbeddingServices): EmbeddingDeps {
     limits: { statementTimeoutMs: s.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: s.config.SQL_MAX_ROWS },
     embedder: s.embeddings.embedder,
     pgvector: s.embeddings.pgvector,
+    vectorIndex: s.embeddings.index,
     blobs: s.blobs,
     maxExtractBytes: s.config.EMBEDDING_MAX_FILE_BYTES,
     stuckAfterMs: s.config.EMBEDDING_JOB_TIMEOUT_MS,

@@ -1,10 +1,12 @@
 /**
  * Semantic search over stored chunks: the best chunk of each item, items ordered by cosine similarity. Two paths
- * answer the same question: an exact scan with platform.vector_dot over `real[]` (any PostgreSQL), and pgvector's
- * HNSW index over `embedding_v` (approximate; as wide as `efSearch` makes it).
+ * answer the same question: an exact scan with platform.vector_dot over `real[]` (any PostgreSQL) — done in process by
+ * an ExactVectorIndex when one is given —, and pgvector's HNSW index over `embedding_v` (approximate; as wide as
+ * `efSearch` makes it).
  */
 import { type Database, type EmbeddingSurface, isUuid, sql } from '@wds/db';
 import type { Kysely, RawBuilder } from 'kysely';
+import type { ExactVectorIndex } from '../exact-index/vector-index.js';
 import { l2Normalise, toRealArrayLiteral, toVectorLiteral } from '../vector.js';
 import { vectorColumnDimensions } from './pgvector.js';
 
@@ -37,6 +39,12 @@ export interface SearchOptions {
    * Default 1000 (pgvector's limit). Raised to the number of candidates wanted when that is larger.
    */
   efSearch?: number;
+  /**
+   * The process's in-memory index for the exact path (when pgvector is not used): the same answer as the SQL scan,
+   * scored in worker threads over vectors loaded once per surface and change. Without it, or when it declines (a
+   * surface over its memory limit), PostgreSQL scans.
+   */
+  index?: ExactVectorIndex;
 }
 
 export interface SearchHit {
@@ -80,11 +88,14 @@ export async function searchChunks(db: Kysely<Database>, options: SearchOptions)
   const limit = Math.floor(options.limit);
   const vector = l2Normalise(options.vector);
   if (limit < 1 || vector.every((x) => x === 0) || !isUuid(options.workspaceId)) return [];
-  if (!options.useVector) return exactSearch(db, options, vector, limit);
-  return db.transaction().execute(async (trx) => {
-    if ((await vectorColumnDimensions(trx)) !== vector.length) return exactSearch(trx, options, vector, limit);
-    return indexedSearch(trx, options, vector, limit);
-  });
+  if (options.useVector) {
+    const hits = await db.transaction().execute(async (trx) => {
+      if ((await vectorColumnDimensions(trx)) !== vector.length) return null;
+      return indexedSearch(trx, options, vector, limit);
+    });
+    if (hits) return hits;
+  }
+  return (await options.index?.search(options, vector, limit)) ?? exactSearch(db, options, vector, limit);
 }
 
 function itemConditions(options: SearchOptions): RawBuilder<unknown> {
@@ -167,14 +178,17 @@ async function indexedSearch(trx: Kysely<Database>, options: SearchOptions, vect
 
 const SELECTED = sql`c.item_id, c.chunk_index, c.content, i.file_id, i.table_name, i.row_id, i.column_name`;
 
-/** The nearest chunks by exact scan; chunks of another size score NULL and come last. */
+/**
+ * The nearest chunks by exact scan; chunks of another size score NULL and come last. Ties go to the lower item id,
+ * then chunk index, so that these candidates give the same answer as the complete query (and as ExactVectorIndex).
+ */
 function nearestChunksExact(options: SearchOptions, vector: number[], candidates: number) {
   return sql<SearchHit>`
     SELECT ${SELECTED}, platform.vector_dot(c.embedding, ${toRealArrayLiteral(vector)}::real[]) AS score
     FROM platform.embedding_chunks c
     JOIN platform.embedding_items i ON i.id = c.item_id
     WHERE ${itemConditions(options)}
-    ORDER BY score DESC NULLS LAST
+    ORDER BY score DESC NULLS LAST, c.item_id, c.chunk_index
     LIMIT ${candidates}`;
 }
 
