@@ -1,13 +1,14 @@
 import { databaseAnswers } from '@wds/db';
 import { Hono } from 'hono';
-import { requestId } from 'hono/request-id';
 import { limitBody } from './http/body-limit.js';
 import type { AppEnv } from './http/env.js';
 import { renderError, renderNotFound } from './http/errors.js';
+import { MemoRouter } from './http/memo-router.js';
 import { buildOpenApi } from './http/openapi.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { RateLimits, rateLimit } from './http/rate-limit.js';
 import type { Clock } from './http/rate-limiter.js';
+import { requestContext } from './http/request-context.js';
 import { McpEndpoint } from './mcp/server.js';
 import { adminRoutes } from './routes/admin.js';
 import { adminCredentialRoutes } from './routes/admin-credentials.js';
@@ -62,24 +63,9 @@ export const routes: readonly AnyRoute[] = [
 
 /** `clock`: what the rate limits measure time with (tests move one by hand). */
 export function createApp(services: Services, options: { clock?: Clock } = {}): Hono<AppEnv> {
-  const app = new Hono<AppEnv>();
-  app.use(requestId());
-  app.use(async (c, next) => {
-    c.set('services', services);
-    const started = performance.now();
-    await next();
-    services.logger.info(
-      {
-        req_id: c.var.requestId,
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        user_id: c.var.principal?.user.id,
-      },
-      'request',
-    );
-  });
+  const app = new Hono<AppEnv>({ router: new MemoRouter() });
+  // Request id, services and the log line of each request.
+  app.use(requestContext(services));
   app.use(rateLimit(new RateLimits(services.config, options.clock)));
   const bodyLimit = limitBody(services.config.MAX_BODY_BYTES);
   // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).

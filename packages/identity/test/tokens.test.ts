@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { API_KEY_PREFIX, SESSION_PREFIX, bearerToken, createJwtVerifier, generateToken, hashToken } from '../src/index.js';
@@ -16,6 +17,13 @@ describe('tokens', () => {
     expect(hashToken(t)).toBe(hashToken(t));
     expect(hashToken(t)).toMatch(/^[0-9a-f]{64}$/);
     expect(hashToken(t)).not.toContain(t.slice(4, 12));
+  });
+
+  it('hash as SHA-256 of the UTF-8 text, hex (what the stored hashes are)', () => {
+    for (const t of ['ses_abc', 'svc_\u00e9\u{1F600}', 'eyJ.a.b']) {
+      expect(hashToken(t)).toBe(createHash('sha256').update(Buffer.from(t, 'utf8')).digest('hex'));
+    }
+    expect(hashToken('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });
 

@@ -1,5 +1,6 @@
 import type { Principal } from '@wds/identity';
 import type { Services } from '../services.js';
+import type { RequestLimits } from './rate-limit.js';
 
 /** The typed request context: set by middleware and the route wrapper, never by string keys elsewhere. */
 export interface AppEnv {
@@ -7,5 +8,7 @@ export interface AppEnv {
     requestId: string;
     services: Services;
     principal?: Principal;
+    /** Set by the rate-limit middleware for every limited request (rate-limit.ts). */
+    rateLimits?: RequestLimits;
   };
 }

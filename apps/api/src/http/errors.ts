@@ -42,10 +42,10 @@ export function renderError(err: Error, c: Context<AppEnv>): Response {
   const k = classifyError(err);
   if (k.log) {
     const detail = k.log.level === 'warn' && isConnectionLost(err) ? { err: err.message } : { err };
-    c.var.services?.logger[k.log.level]({ ...detail, req_id: c.var.requestId, path: c.req.path }, k.log.message);
+    c.get('services')?.logger[k.log.level]({ ...detail, req_id: c.get('requestId'), path: c.req.path }, k.log.message);
   }
   if (k.retryAfterSeconds !== undefined) c.header('Retry-After', String(k.retryAfterSeconds));
-  if (!k.error) return c.json(internalErrorBody(c.var.requestId), 500);
+  if (!k.error) return c.json(internalErrorBody(c.get('requestId')), 500);
   return c.json(k.error.toBody(), k.error.status);
 }
 

@@ -101,13 +101,29 @@ export function checkPathParams(params: Record<string, string>, anonymousOptiona
  * nothing (404, or 401 for an anonymous caller of an optional-auth route, who learns nothing); other parameters,
  * query values and headers must be storable text (400).
  */
-export function checkRequestText(c: Context<AppEnv>, anonymousOptional: boolean): void {
-  checkPathParams(c.req.param() as Record<string, string>, anonymousOptional);
+export function checkRequestText(
+  c: Context<AppEnv>,
+  anonymousOptional: boolean,
+  params = c.req.param() as Record<string, string>,
+): void {
+  checkPathParams(params, anonymousOptional);
   for (const [name, values] of Object.entries(c.req.queries())) {
     const problem = textProblem(name) ?? values.map(textProblem).find(Boolean);
     if (problem) throw validationError(`query parameter ${textProblem(name) ? '(a name)' : clip(name)}: ${problem}`);
   }
   // Fetch and Node's HTTP parser already refuse NUL in headers and hold them as byte strings; kept for any adapter.
+  // Under @hono/node-server the header values are read where Node keeps them: walking `c.req.raw.headers` would
+  // build a whole fetch Headers object for every request (issue 16).
+  const rawHeaders = (c.env as { incoming?: { rawHeaders?: unknown } } | undefined)?.incoming?.rawHeaders;
+  if (Array.isArray(rawHeaders)) {
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      const name = String(rawHeaders[i]);
+      // HTTP/2 pseudo-headers (:path, …) are not headers of the request (Headers leaves them out too).
+      const problem = name.startsWith(':') ? undefined : textProblem(String(rawHeaders[i + 1]));
+      if (problem) throw validationError(`header ${name.toLowerCase()}: ${problem}`);
+    }
+    return;
+  }
   c.req.raw.headers.forEach((value, name) => {
     const problem = textProblem(value);
     if (problem) throw validationError(`header ${name}: ${problem}`);

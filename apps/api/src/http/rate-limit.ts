@@ -1,8 +1,7 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { ServiceError } from '@wds/errors';
 import type { Principal } from '@wds/identity';
 import type { Context, MiddlewareHandler } from 'hono';
-import { isIP } from 'node:net';
+import { type Socket, isIP } from 'node:net';
 import type { Config } from '../config.js';
 import type { AppEnv } from './env.js';
 import { type Clock, type RateDecision, RateLimiter } from './rate-limiter.js';
@@ -38,7 +37,8 @@ export class RateLimits {
 /** Probes of load balancers and orchestrators: never limited. */
 const EXEMPT = new Set(['/healthz', '/readyz']);
 
-interface RequestLimits {
+/** One request's standing against the budgets (the context's `rateLimits`). */
+export interface RequestLimits {
   limits: RateLimits;
   address: string;
   /** The admin interface has no per-caller or per-workspace budget; its failed tokens still count. */
@@ -49,8 +49,6 @@ interface RequestLimits {
   shown: { limiter: RateLimiter; decision: RateDecision } | undefined;
   chargedWorkspace: string | undefined;
 }
-
-const perRequest = new WeakMap<Context<AppEnv>, RequestLimits>();
 
 /**
  * Guards every route but the health probes against failed-authentication floods from one client address, and
@@ -68,7 +66,7 @@ export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
       shown: undefined,
       chargedWorkspace: undefined,
     };
-    perRequest.set(c, r);
+    c.set('rateLimits', r);
     const { failures } = limits;
     if (failures) {
       // Charged before the credential is even looked at, so a flood of parallel guesses cannot all slip past an
@@ -87,7 +85,7 @@ export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
 
 /** Called once the credential is checked: releases the failure reservation, then charges the caller's budget. */
 export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined): void {
-  const r = perRequest.get(c);
+  const r = c.get('rateLimits');
   if (!r) return;
   if (r.reservation) {
     r.limits.failures?.refund(r.address);
@@ -109,7 +107,7 @@ export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined
  * once per request.
  */
 export function limitWorkspace(c: Context<AppEnv>, workspaceId: string): void {
-  const r = perRequest.get(c);
+  const r = c.get('rateLimits');
   if (!r || r.admin || !r.limits.workspaces || r.chargedWorkspace === workspaceId) return;
   r.chargedWorkspace = workspaceId;
   charge(c, r, r.limits.workspaces, workspaceId, 'Rate limit of this workspace exceeded', 'RATE_LIMIT_PER_WORKSPACE');
@@ -151,19 +149,36 @@ function writeHeaders(c: Context<AppEnv>, r: RequestLimits): void {
  * The port must then be reachable only through those proxies: a client that reaches it directly writes the header.
  */
 export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
-  let address: string | undefined;
-  try {
-    address = getConnInfo(c).remote.address;
-  } catch {
-    // No socket: in-process requests (app.request in tests).
-  }
   if (trustProxy > 0) {
     const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
     // Fewer entries than trusted proxies: not what n proxies would have written; the socket's address counts.
     const seen = hops.length >= trustProxy ? hops[hops.length - trustProxy] : undefined;
-    if (seen !== undefined && isIP(seen.replace(/%.*$/, '')) !== 0) address = seen;
+    if (seen !== undefined && isIP(seen.replace(/%.*$/, '')) !== 0) return addressKey(seen);
   }
-  return address === undefined ? 'unknown' : addressKey(address);
+  return socketAddress(c) ?? 'unknown';
+}
+
+/** socket → the budget key of its remote address: a keep-alive connection's requests work it out once. */
+const socketKeys = new WeakMap<Socket, string>();
+
+/** The budget key of the request's socket address; undefined without one (in-process requests, app.request in tests). */
+function socketAddress(c: Context<AppEnv>): string | undefined {
+  // What @hono/node-server's getConnInfo reads, without building its object on every request.
+  const env = c.env as { server?: NodeBindings; incoming?: NodeBindings['incoming'] } | undefined;
+  const socket = (env?.server ?? env)?.incoming?.socket;
+  if (!socket) return undefined;
+  let key = socketKeys.get(socket);
+  if (key === undefined) {
+    const address = socket.remoteAddress;
+    if (address === undefined) return undefined;
+    key = addressKey(address);
+    socketKeys.set(socket, key);
+  }
+  return key;
+}
+
+interface NodeBindings {
+  incoming?: { socket?: Socket };
 }
 
 /**

@@ -158,7 +158,7 @@ async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principa
   if (mode === 'none' || mode === 'admin') return undefined;
   const header = c.req.header('authorization');
   if (mode === 'optional' && header === undefined) return undefined;
-  const principal = await authenticateBearer(c.var.services, header);
+  const principal = await authenticateBearer(c.get('services'), header);
   if (mode === 'session' && principal.kind !== 'session') throw sessionRequired();
   return principal;
 }
@@ -325,29 +325,53 @@ function requestBodyStream(c: Context<AppEnv>): Readable {
   return Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>);
 }
 
-/** The HTTP transport of one request. */
-export function httpTransport(c: Context<AppEnv>): Transport & { headersSet: [string, string][] } {
-  const headersSet: [string, string][] = [];
-  return {
-    headersSet,
-    name: 'http',
-    requestId: c.var.requestId,
-    // Made on first use: most operations never look, and each signal costs an AbortController.
-    get signal() {
-      return c.req.raw.signal;
-    },
-    beginCommit: () => true,
-    remainingMs: () => undefined,
-    header: (name) => c.req.header(name),
-    setHeader: (name, value) => {
-      headersSet.push([name, value]);
-      c.header(name, value);
-    },
-    bodyStream: () => requestBodyStream(c),
-    workspaceId: () => checkWorkspaceHeader(c.req.header('x-workspace-id')),
-    limitWorkspace: (id) => limitWorkspace(c, id),
-  };
+/** The HTTP transport of one request (a class: one object per request rather than a closure per method). */
+class HttpTransport implements Transport {
+  readonly name = 'http';
+  readonly requestId: string;
+  /** The response headers the operation set, for a Response of its own (mount). */
+  readonly headersSet: [string, string][] = [];
+
+  constructor(private readonly c: Context<AppEnv>) {
+    this.requestId = c.get('requestId');
+  }
+
+  // Made on first use: most operations never look, and each signal costs an AbortController.
+  get signal(): AbortSignal {
+    return this.c.req.raw.signal;
+  }
+
+  beginCommit(): boolean {
+    return true;
+  }
+
+  remainingMs(): number | undefined {
+    return undefined;
+  }
+
+  header(name: string): string | undefined {
+    return this.c.req.header(name);
+  }
+
+  setHeader(name: string, value: string): void {
+    this.headersSet.push([name, value]);
+    this.c.header(name, value);
+  }
+
+  bodyStream(): Readable {
+    return requestBodyStream(this.c);
+  }
+
+  workspaceId(): string {
+    return checkWorkspaceHeader(this.c.req.header('x-workspace-id'));
+  }
+
+  limitWorkspace(id: string): void {
+    limitWorkspace(this.c, id);
+  }
 }
+
+export const httpTransport = (c: Context<AppEnv>): HttpTransport => new HttpTransport(c);
 
 /** Registers a route: authenticate → read the body → invoke → render. */
 export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
@@ -359,15 +383,15 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     return body;
   };
   app.on(route.method.toUpperCase(), route.path, async (c) => {
-    const { services } = c.var;
+    const services = c.get('services');
     if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
     const principal = await principalOf(c, route.auth);
     if (principal) c.set('principal', principal);
     limitCaller(c, principal);
-    // Ids in the path are UUIDs and all text is storable before anything is looked up by it.
-    checkRequestText(c, route.auth === 'optional' && !principal);
-    const fromQuery = route.method === 'get' || route.method === 'delete';
     const params = c.req.param() as Record<string, string>;
+    // Ids in the path are UUIDs and all text is storable before anything is looked up by it.
+    checkRequestText(c, route.auth === 'optional' && !principal, params);
+    const fromQuery = route.method === 'get' || route.method === 'delete';
     const header = c.req.header('x-workspace-id');
     if (route.workspace === 'path' && header !== undefined && header !== params.id) {
       throw badRequest('X-Workspace-ID does not match the workspace in the path');
