@@ -125,6 +125,9 @@ export const DEFAULT_POOLS: Omit<TenantPoolsOptions, 'connect'> = {
   acquireTimeoutMs: 30_000,
   idleTimeoutMs: 30_000,
 };
+/** Read audit entries not yet written past which a read waits for its own (see `execute`). */
+export const READ_AUDIT_BACKLOG = 2000;
+
 export const DEFAULT_BUDGET: ByteBudget = { maxRowBytes: 16 * 1024 * 1024, maxResponseBytes: 64 * 1024 * 1024 };
 
 /** Several statements in one transaction, for the `sql()` calls of one STF run. */
@@ -176,6 +179,11 @@ export class WorkspaceSql {
       sessionOptions: `-c statement_timeout=${this.sessionTimeoutMs} -c lock_timeout=${this.sessionTimeoutMs} -c search_path=pg_catalog -c default_transaction_read_only=on -c standard_conforming_strings=on`,
     });
     this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
+  }
+
+  /** Waits until the audit entries of every read answered so far are written (or have failed). */
+  flushReadAudits(): Promise<void> {
+    return this.readAudits.flush();
   }
 
   /** What the rewrite cache did so far (rewrite-cache.ts), and how its reads ran. */
@@ -320,10 +328,18 @@ export class WorkspaceSql {
         ? auditValuesSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, transport: audit.transport, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)
         : undefined;
       const statements = [...(row ? [`${AUDIT_INSERT} ${row}`] : []), ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : [])];
-      // A read's entry goes through group commit (audit-group.ts); a write's is committed on its own, flushed.
-      const written = read && row && !stale ? this.readAudits.write(row) : this.pool.query(statements.join('; '));
-      // The statement has committed: a failure here must not tell the caller it failed (it is logged instead).
-      await written.catch((err) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind }));
+      const failed = (err: unknown) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind });
+      if (read && row && !stale) {
+        // A read's entry goes through group commit (audit-group.ts) and the answer does not wait for it, unless
+        // entries pile up (the database is slow): then readers wait, so the backlog stays bounded. The audit
+        // listing flushes first (`flushReadAudits`), so an entry is listed once its read has answered.
+        const written = this.readAudits.write(row).catch(failed);
+        if (this.readAudits.pending > READ_AUDIT_BACKLOG) await written;
+      } else {
+        // A write's entry is committed on its own, flushed, before the answer. The statement has committed: a
+        // failure here must not tell the caller it failed (it is logged instead).
+        await this.pool.query(statements.join('; ')).catch(failed);
+      }
       if (stale) this.opts.bus?.invalidate(stale);
     }
     return result;

@@ -46,4 +46,17 @@ describe('AuditGroup', () => {
     const kept = await pool.query('SELECT n FROM entries WHERE n >= 1000 ORDER BY n');
     expect(kept.rows.map((r) => r.n)).toEqual([1000, 1001, 1002]);
   });
+
+  it('flush waits for every entry handed in before it, also those retried alone, and for nothing after', async () => {
+    const group = new AuditGroup(pool, 'INSERT INTO entries VALUES');
+    expect(group.pending).toBe(0);
+    await group.flush();
+    const entries = [group.write('(2000)'), group.write('(2001)'), group.write('(-2)'), group.write('(2002)')].map((p) => p.catch(() => 'failed'));
+    expect(group.pending).toBe(4);
+    await group.flush();
+    expect(group.pending).toBe(0);
+    const kept = await pool.query('SELECT n FROM entries WHERE n >= 2000 ORDER BY n');
+    expect(kept.rows.map((r) => r.n)).toEqual([2000, 2001, 2002]);
+    expect(await Promise.all(entries)).toEqual([undefined, undefined, 'failed', undefined]);
+  });
 });

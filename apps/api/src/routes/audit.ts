@@ -19,8 +19,10 @@ export const auditRoutes = [
       resource_id: v.optional(v.pipe(v.string(), v.maxLength(200))),
       ...pageEntries,
     }),
-    handler: ({ db, access, query }) =>
-      listAuditLogs(db, {
+    // The entries of reads this process has answered are written after the answer: flushed first, so listed.
+    handler: async ({ db, access, query, services }) => {
+      await services.sql.flushReadAudits();
+      return listAuditLogs(db, {
         workspaceId: access.workspace.id,
         userId: query.user_id,
         action: query.action,
@@ -28,6 +30,7 @@ export const auditRoutes = [
         resourceId: query.resource_id,
         limit: query.limit,
         offset: query.offset,
-      }),
+      });
+    },
   }),
 ];
