@@ -204,6 +204,12 @@ describe('rewrite cache', () => {
       (i) => `SELECT '${['1', '2', '3'][i]}'::int + ${[1, 2, 3][i]} AS s, ${['1.5', '2.5', '3.5'][i]}::numeric(5, 1) AS r`,
       (i) => `SELECT length('${['abc', '', 'é😀'][i]}') AS l, upper('${['abc', 'x', 'é'][i]}') AS u`,
       (i) => `SELECT name FROM t WHERE n BETWEEN ${[-5, 0, 2][i]} AND ${[5, 2, 3][i]} ORDER BY name`,
+      // A literal read with a type modifier: as a parameter, interval '40' day would be 40 seconds, truncated to 0.
+      (i) => `SELECT name FROM t WHERE at > '2026-03-15'::timestamptz - interval '${['1', '40', '100'][i]}' day ORDER BY name`,
+      // Parameters PostgreSQL cannot type where the literals are unknown-typed ("any" arguments): run filled.
+      (i) => `SELECT concat('${['a', 'b', 'c'][i]}', name) AS c, jsonb_build_object('${['k', 'l', 'm'][i]}', n) AS j FROM t ORDER BY name`,
+      // int4 overflow stays an error (as PostgreSQL types the literal -2147483648: int4).
+      (i) => `SELECT ${['-5', '-2147483648', '2147483647'][i]} - 1 AS x`,
     ];
     const before = h.services.sql.rewriteCacheStats;
     for (const form of forms) {
@@ -212,9 +218,36 @@ describe('rewrite cache', () => {
         expect(await viaApi(sql), sql).toEqual(await reference(sql));
       }
     }
+    // The same template text with parameters of other types is another prepared statement: int4 and numeric
+    // divisions answer as each does, whichever was prepared first.
+    for (const d of ['2', '3', '2.5', '3.5', '4', '4.5']) {
+      const sql = `SELECT n / ${d} AS q FROM t ORDER BY name`;
+      expect(await viaApi(sql), sql).toEqual(await reference(sql));
+    }
     const after = h.services.sql.rewriteCacheStats;
     // Both ways of running a template were taken: prepared, and filled where a parameter is not a literal.
     expect(after.preparedReads - before.preparedReads).toBeGreaterThan(20);
     expect(after.filledReads - before.filledReads).toBeGreaterThan(0);
+  });
+
+  test('a prepared SELECT * keeps working after the table gains a column', async ({ h, owner, ws }) => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE wide (name text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['wide']);
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO wide (name) VALUES ('a'), ('b')");
+    const names = async (i: number) => {
+      const r = await h.sql(owner.token, ws.id, `SELECT * FROM wide WHERE name <> 'z${i}' ORDER BY name`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.rows as Record<string, unknown>[];
+    };
+    // Enough runs that every connection of the workspace has prepared it.
+    for (let i = 0; i < 12; i++) expect((await names(i)).map((r) => r.name)).toEqual(['a', 'b']);
+    await h.sqlOk(owner.token, ws.id, 'ALTER TABLE wide ADD COLUMN extra int');
+    for (let i = 0; i < 12; i++) {
+      const rows = await names(100 + i);
+      expect(rows.map((r) => [r.name, r.extra])).toEqual([
+        ['a', null],
+        ['b', null],
+      ]);
+    }
   });
 });

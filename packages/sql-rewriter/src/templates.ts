@@ -63,7 +63,7 @@ export interface Template {
   slots: number[];
   /** The printed template itself, with `$k` for constant k - 1: what runs as a prepared statement. */
   text: string;
-  /** A name for the prepared statement of `text` (the same text always has the same name). */
+  /** A name for the prepared statement of `text` and `parameterTypes` (the same pair always has the same name). */
   name: string;
   /** The parameter type of each constant. */
   parameterTypes: number[];
@@ -80,12 +80,22 @@ const SEPARATED = /^[\s(),[\];]$/;
 
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 const INT8_MAX = 9_223_372_036_854_775_807n;
+const INT8_MIN = -9_223_372_036_854_775_808n;
+const INT4_MAX = 2_147_483_647n;
+const INT4_MIN = -2_147_483_648n;
 
-/** A `Float` constant is an integer too large for int4: int8 when it fits (as PostgreSQL types it), else numeric. */
+/**
+ * The kind of a `Float` constant as PostgreSQL types the literal (make_const): an integer that fits int4 is int4
+ * (`-2147483648` arrives here, negated after scanning), one that fits int8 is int8, anything else numeric.
+ */
 function decimalKind(v: string): ConstantKind {
   const negative = v.startsWith('-');
-  const whole = /^-?[0-9]+$/.test(v) && (negative ? -BigInt(v) : BigInt(v)) <= INT8_MAX;
-  return whole ? (negative ? 'l-' : 'l') : negative ? 'f-' : 'f';
+  if (/^-?[0-9]+$/.test(v)) {
+    const n = BigInt(v);
+    if (n >= INT4_MIN && n <= INT4_MAX) return negative ? 'i-' : 'i';
+    if (n >= INT8_MIN && n <= INT8_MAX) return negative ? 'l-' : 'l';
+  }
+  return negative ? 'f-' : 'f';
 }
 
 /**
@@ -160,11 +170,15 @@ export function shapeOf(parsed: ParsedStatement, sql: string): Shape | undefined
         return true;
       }
     }
+    // A string cast to a type with modifiers (`interval '1' day`): PostgreSQL reads the literal with the modifier,
+    // a parameter without it (as a parameter, '1' would be one second), so the value stays in the key.
+    const cast = o.TypeCast as AnyNode;
+    const modified = cast !== undefined && (cast.typeName?.typmods?.length ?? 0) > 0;
     parts.push('{');
     for (const k in o) {
       if (POSITION_FIELDS.has(k)) continue;
       parts.push(k, ':');
-      if (!emit(o[k], depth + 1, literal || POSITIONAL.has(k))) return false;
+      if (!emit(o[k], depth + 1, literal || POSITIONAL.has(k) || modified)) return false;
       parts.push(';');
     }
     parts.push('}');
@@ -288,12 +302,14 @@ function buildTemplateUnguarded(analysis: Analysis, options: RewriteOptions, rew
     if (!SEPARATED.test((segments[i] as string).at(-1) ?? ' ')) segments[i] += ' ';
     if (!SEPARATED.test((segments[i + 1] as string)[0] ?? ' ')) segments[i + 1] = ` ${segments[i + 1]}`;
   }
+  const parameterTypes = shape.constants.map((c) => PARAMETER_TYPES[c.kind]);
   const template: Template = {
     segments,
     slots,
     text,
-    name: `wds_t_${createHash('sha1').update(text).digest('hex')}`,
-    parameterTypes: shape.constants.map((c) => PARAMETER_TYPES[c.kind]),
+    // The text alone does not say how its parameters are typed (`x / $1` with an int4 or a numeric $1).
+    name: `wds_t_${createHash('sha1').update(`${parameterTypes.join(',')}\u0000${text}`).digest('hex')}`,
+    parameterTypes,
   };
 
   // 3. Filled with this statement's constants, it must be exactly the full rewrite.

@@ -92,6 +92,10 @@ describe('shapeOf', () => {
 
   it('keeps constants the grammar makes from keywords (interval fields, extract) in the key', () => {
     expect(key("SELECT interval '1' day")).not.toBe(key("SELECT interval '1' hour"));
+    // A literal cast to a type with modifiers is read with them (as a parameter, interval '1' day would be 0).
+    expect(key("SELECT interval '1' day")).not.toBe(key("SELECT interval '2' day"));
+    expect(key("SELECT 'ab'::varchar(3)")).not.toBe(key("SELECT 'cd'::varchar(3)"));
+    expect(key("SELECT interval '1 day'")).toBe(key("SELECT interval '2 days'"));
     expect(key('SELECT extract(day from now())')).not.toBe(key('SELECT extract(year from now())'));
     expect(key('SELECT true')).not.toBe(key('SELECT false'));
   });
@@ -105,8 +109,9 @@ describe('shapeOf', () => {
       { kind: 's', text: "'c''d'", value: "c'd" },
       { kind: 's', text: "'e''f'", value: "e'f" },
     ]);
-    const big = 'SELECT 3000000000, -3000000000, 99999999999999999999 FROM orders';
-    expect(shapeOf(parseOne(big), big)?.constants.map((c) => c.kind)).toEqual(['l', 'l-', 'f']);
+    const big = 'SELECT 3000000000, -3000000000, 99999999999999999999, -2147483648, 2147483648, -9223372036854775808, 9223372036854775808 FROM orders';
+    // As PostgreSQL types each literal: int4, int8 or numeric by the value (the sign included).
+    expect(shapeOf(parseOne(big), big)?.constants.map((c) => c.kind)).toEqual(['l', 'l-', 'f', 'i-', 'l', 'l-', 'f']);
   });
 
   it('finds constants after multi-byte characters (positions are UTF-8 bytes)', () => {
@@ -126,7 +131,7 @@ describe('templates: filled, they are exactly the full rewrite', () => {
     ['UPDATE orders SET total = 0 WHERE total > 1 OR id = 5', 'UPDATE orders SET total = 7 WHERE total > 2 OR id = 7'],
     ["DELETE FROM orders WHERE owner = 'a'", "DELETE FROM orders WHERE owner = '$1'"],
     ["WITH t AS (SELECT 'a' AS v) SELECT v, '$1' FROM t", "WITH t AS (SELECT '/*' AS v) SELECT v, '*/' FROM t"],
-    ["SELECT '5'::int, 1.5::numeric(10, 2), interval '1' day FROM orders", "SELECT '6'::int, 2.5::numeric(10, 2), interval '3' day FROM orders"],
+    ["SELECT '5'::int, 1.5::numeric(10, 2), interval '1' day FROM orders", "SELECT '6'::int, 1.5::numeric(10, 2), interval '1' day FROM orders"],
     ["SELECT * FROM orders WHERE created_at > now() - interval '1 day'", "SELECT * FROM orders WHERE created_at > now() - interval '7 days'"],
   ])('%s', (first, second) => {
     expect(sameAsFull(first, second).shared).toBe(true);

@@ -58,6 +58,12 @@ export const MAX_PREPARED_PER_CONNECTION = 200;
 
 type Parsed = { connection: { parsedStatements: Record<string, string> } };
 
+/** Drops one prepared statement on the server and from the client's record of what it has prepared. */
+export async function forgetPrepared(client: pg.Client, name: string): Promise<void> {
+  await client.query(`DEALLOCATE ${pg.escapeIdentifier(name)}`);
+  delete (client as unknown as Parsed).connection.parsedStatements[name];
+}
+
 /**
  * The rows of a read, at most `maxRows + 1` of them (one more than the cap shows that the cap was passed). With
  * `prepared`, `text` is the statement of a named prepared statement and the values are its parameters.

@@ -29,7 +29,7 @@ import { runCountingRows } from './discard-rows.js';
 import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
-import { runCappedRead } from './capped-read.js';
+import { forgetPrepared, runCappedRead } from './capped-read.js';
 
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
@@ -125,6 +125,23 @@ export const DEFAULT_POOLS: Omit<TenantPoolsOptions, 'connect'> = {
   acquireTimeoutMs: 30_000,
   idleTimeoutMs: 30_000,
 };
+/** SQLSTATEs of a prepared template that a parameter, not the statement, can cause (see `read`). */
+const PARAMETER_TYPING = new Set([
+  '42P18', // indeterminate_datatype
+  '42P08', // ambiguous_parameter
+  '42804', // datatype_mismatch
+  '42601', // syntax_error (a type modifier must be a constant)
+  '42725', // ambiguous_function
+  '42883', // undefined_function
+  '42846', // cannot_coerce
+]);
+/** feature_not_supported: "cached plan must not change result type". */
+const CACHED_PLAN_CHANGED = '0A000';
+const codeOf = (err: unknown): string | undefined => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+
 /** Read audit entries not yet written past which a read waits for its own (see `execute`). */
 export const READ_AUDIT_BACKLOG = 2000;
 
@@ -348,9 +365,11 @@ export class WorkspaceSql {
   /**
    * A read from a template runs as the template's prepared statement, its constants bound as parameters: the
    * connection parses it once, and the text PostgreSQL gets is the verified template itself. A parameter is not
-   * always what a literal is (`SELECT 'a'` has a column of type text; `SELECT $1` is an error, its type unknown),
-   * so when the prepared form fails, the filled text runs; if that succeeds the template runs filled from then on.
-   * Reads only: a read-only statement can be tried twice.
+   * always what a literal is (a type modifier must be a constant; a type PostgreSQL cannot infer), so when the
+   * prepared form fails while being parsed or typed, the filled text runs instead, and the template runs filled from
+   * then on. A prepared `SELECT *` outlives a column change (PostgreSQL then refuses to run the old plan with
+   * 0A000): it is forgotten on that connection and prepared again, once. Reads only: a read-only statement can be
+   * tried twice.
    */
   private async read(client: pg.Client, executed: string, maxRows: number, template?: Template, constants?: Constant[]): Promise<pg.QueryResult> {
     if (!template || !constants) return runCappedRead(client, executed, maxRows, userValueTypes);
@@ -358,20 +377,24 @@ export class WorkspaceSql {
       this.filledReads++;
       return runCappedRead(client, executed, maxRows, userValueTypes);
     }
+    const prepared = { name: template.name, values: constants.map((c) => c.value), parameterTypes: template.parameterTypes };
+    const run = () => runCappedRead(client, template.text, maxRows, userValueTypes, prepared);
     try {
-      const values = constants.map((c) => c.value);
-      const r = await runCappedRead(client, template.text, maxRows, userValueTypes, { name: template.name, values, parameterTypes: template.parameterTypes });
+      let r: pg.QueryResult;
+      try {
+        r = await run();
+      } catch (err) {
+        if (codeOf(err) !== CACHED_PLAN_CHANGED) throw err;
+        await forgetPrepared(client, template.name);
+        r = await run();
+      }
       this.preparedReads++;
       return r;
     } catch (err) {
-      // What a parameter can change is how the statement is typed and checked (SQLSTATE classes 42 and 22); a
-      // timeout, a lock or a lost connection would only happen again.
-      const code = (err as { code?: unknown }).code;
-      if (err instanceof ServiceError || typeof code !== 'string' || !/^(42|22)/.test(code)) throw err;
-      const r = await runCappedRead(client, executed, maxRows, userValueTypes);
+      if (err instanceof ServiceError || !PARAMETER_TYPING.has(codeOf(err) ?? '')) throw err;
       this.inlineOnly.add(template);
       this.filledReads++;
-      return r;
+      return runCappedRead(client, executed, maxRows, userValueTypes);
     }
   }
 

@@ -73,11 +73,11 @@ export function filterFrom(decisions: Decisions, userId: string | null): FilterF
     const key = `${table}:${operation}:${qualifier}`;
     let node = compiled.get(key);
     if (node === undefined) {
-      const key = `${table}:${operation}`;
+      const decided = `${table}:${operation}`;
       // Every (table, operation) the rewriter asks about was decided from the same analysis; anything else is a
       // bug, and an undecided pair must never mean "no filter".
-      if (!Object.hasOwn(decisions, key)) throw new ServiceError('INTERNAL_ERROR', `no policy decision for ${key}`);
-      const filter = decisions[key];
+      if (!Object.hasOwn(decisions, decided)) throw new ServiceError('INTERNAL_ERROR', `no policy decision for ${decided}`);
+      const filter = decisions[decided];
       node = filter ? compileFilter(filter, { qualifier, userId }) : null;
       compiled.set(key, node);
     }
