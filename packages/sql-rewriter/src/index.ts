@@ -28,10 +28,15 @@ export { RULES, type Rule, type Handler } from './rules.js';
 export { MAX_DEPTH, type NodeTag, type Path } from './walk.js';
 export {
   shapeOf,
+  lexicalShape,
+  learnLexical,
+  constantsOf,
   fillTemplate,
   buildTemplate,
   MAX_SHAPED_SQL_CHARS,
   type Shape,
+  type LexicalShape,
+  type LexicalMap,
   type Template,
   type Constant,
   type ConstantKind,

@@ -338,3 +338,170 @@ function buildTemplateUnguarded(analysis: Analysis, options: RewriteOptions, rew
   if (firstDifference(expected.stmts[0].stmt, probeRewritten.stmts[0].stmt)) return undefined;
   return template;
 }
+
+/**
+ * A lexical shape: the statement's text with the contents of its plain string and number literals left out, for
+ * finding the template of a statement seen before without parsing it. Deliberately narrow: anything but ASCII
+ * identifiers, keywords, operators, punctuation, double-quoted identifiers, standard '…' strings and short decimal
+ * numbers (comments, dollar quotes, prefixed strings such as E'…' or U&'…', exponents, `$`, backslashes, strings
+ * continued on the next line, integers of 10 digits or more) gives none, and the statement is parsed. Two
+ * statements with the same key are the same text but inside those literals; which literals a template takes as
+ * parameters, and how, is learnt from a parse of one of them (`learnLexical`).
+ */
+export interface LexicalShape {
+  key: string;
+  /** The literals in text order: a string's value (quotes undone) or a number's digits. */
+  literals: { string: boolean; value: string; start: number; end: number }[];
+}
+
+const isIdent = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f || (c >= 0x30 && c <= 0x39);
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+const OPERATOR = new Set('+-*/<>=~!@#%^&|`?'.split('').map((c) => c.charCodeAt(0)));
+const PUNCTUATION = new Set('(),;[].:'.split('').map((c) => c.charCodeAt(0)));
+const SPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+export function lexicalShape(sql: string): LexicalShape | undefined {
+  if (sql.length > MAX_SHAPED_SQL_CHARS) return undefined;
+  const literals: LexicalShape['literals'] = [];
+  let key = '';
+  let from = 0;
+  let i = 0;
+  const n = sql.length;
+  while (i < n) {
+    const c = sql.charCodeAt(i);
+    if (SPACE.has(c)) {
+      i++;
+    } else if (c === 0x27) {
+      // '…' with '' for a quote; the character before must not make it a prefixed string (E'…', B'…', U&'…').
+      if (i > 0 && (isIdent(sql.charCodeAt(i - 1)) || sql.charCodeAt(i - 1) === 0x26)) return undefined;
+      let j = i + 1;
+      let value = '';
+      for (;;) {
+        const q = sql.indexOf("'", j);
+        if (q < 0) return undefined;
+        value += sql.slice(j, q);
+        if (sql.charCodeAt(q + 1) === 0x27) {
+          value += "'";
+          j = q + 2;
+          continue;
+        }
+        j = q + 1;
+        break;
+      }
+      // A string followed (past whitespace) by another is one literal in PostgreSQL when a newline separates them.
+      let k = j;
+      while (k < n && SPACE.has(sql.charCodeAt(k))) k++;
+      if (sql.charCodeAt(k) === 0x27) return undefined;
+      key += `${sql.slice(from, i)}\u0001s`;
+      literals.push({ string: true, value, start: i, end: j });
+      from = j;
+      i = j;
+    } else if (isDigit(c) || (c === 0x2e && isDigit(sql.charCodeAt(i + 1)))) {
+      if (i > 0 && (isIdent(sql.charCodeAt(i - 1)) || sql.charCodeAt(i - 1) === 0x2e)) return undefined;
+      let j = i;
+      while (j < n && isDigit(sql.charCodeAt(j))) j++;
+      let decimal = false;
+      if (sql.charCodeAt(j) === 0x2e && !(sql.charCodeAt(j + 1) === 0x2e)) {
+        decimal = true;
+        j++;
+        while (j < n && isDigit(sql.charCodeAt(j))) j++;
+      }
+      const next = sql.charCodeAt(j);
+      if (j < n && (isIdent(next) || next === 0x2e || next === 0x24)) return undefined;
+      const value = sql.slice(i, j);
+      if (!decimal && value.length >= 10) return undefined;
+      key += `${sql.slice(from, i)}\u0001${decimal ? 'f' : 'i'}`;
+      literals.push({ string: false, value, start: i, end: j });
+      from = j;
+      i = j;
+    } else if (c === 0x22) {
+      const q = sql.indexOf('"', i + 1);
+      if (q < 0) return undefined;
+      // "" inside a quoted name: the scan goes on past it.
+      i = q + 1;
+      while (sql.charCodeAt(i) === 0x22) {
+        const r = sql.indexOf('"', i + 1);
+        if (r < 0) return undefined;
+        i = r + 1;
+      }
+    } else if (isIdent(c)) {
+      while (i < n && isIdent(sql.charCodeAt(i))) i++;
+      if (sql.charCodeAt(i) === 0x24) return undefined;
+    } else if (OPERATOR.has(c)) {
+      if ((c === 0x2d && sql.charCodeAt(i + 1) === 0x2d) || (c === 0x2f && sql.charCodeAt(i + 1) === 0x2a)) return undefined;
+      i++;
+    } else if (PUNCTUATION.has(c)) {
+      i++;
+    } else {
+      return undefined;
+    }
+  }
+  key += sql.slice(from);
+  return { key, literals };
+}
+
+/** How to get a shape's constants from a lexical shape's literals, learnt from one parsed statement. */
+export interface LexicalMap {
+  /** For each constant of the shape (tree order): its literal, and whether a minus before it belongs to it. */
+  constants: { literal: number; negative: boolean; kind: ConstantKind }[];
+  /** Literals that are not constants of the shape (their values are part of it): index → value. */
+  fixed: [number, string][];
+}
+
+/**
+ * Pairs a parsed statement's shape with its lexical shape: each constant of the shape is a literal of the text
+ * (its position is the literal's, or a minus sign just before it that the grammar folded into the constant).
+ * Undefined when they do not pair up exactly.
+ */
+export function learnLexical(shape: Shape, lexical: LexicalShape, sql: string): LexicalMap | undefined {
+  // Tree positions are UTF-8 byte offsets; the lexical scan's are string indexes.
+  const bytes = Buffer.from(sql, 'utf8');
+  const starts = new Map<number, number>();
+  lexical.literals.forEach((l, index) => starts.set(Buffer.byteLength(sql.slice(0, l.start)), index));
+  const used = new Set<number>();
+  const constants: LexicalMap['constants'] = [];
+  for (const [k, location] of shape.locations.entries()) {
+    const c = shape.constants[k] as Constant;
+    let index = starts.get(location);
+    let negative = false;
+    if (index === undefined && bytes[location] === 0x2d) {
+      // `- 5`, `-5`: the literal is the next token after the minus.
+      let j = location + 1;
+      while (j < bytes.length && SPACE.has(bytes[j] as number)) j++;
+      index = starts.get(j);
+      negative = true;
+    }
+    const literal = index === undefined ? undefined : lexical.literals[index];
+    if (index === undefined || !literal || used.has(index)) return undefined;
+    if (literal.string !== (c.kind === 's')) return undefined;
+    if (!literal.string && c.kind.endsWith('-') !== negative) return undefined;
+    used.add(index);
+    constants.push({ literal: index, negative, kind: c.kind });
+  }
+  const fixed: [number, string][] = [];
+  lexical.literals.forEach((l, index) => {
+    if (!used.has(index)) fixed.push([index, l.value]);
+  });
+  return { constants, fixed };
+}
+
+/** The shape's constants from a statement with the same lexical shape, or undefined when a fixed literal differs. */
+export function constantsOf(map: LexicalMap, lexical: LexicalShape): Constant[] | undefined {
+  for (const [index, value] of map.fixed) if (lexical.literals[index]?.value !== value) return undefined;
+  const out: Constant[] = [];
+  for (const c of map.constants) {
+    const literal = lexical.literals[c.literal];
+    if (!literal) return undefined;
+    if (literal.string) {
+      out.push({ kind: 's', text: quote(literal.value), value: literal.value });
+      continue;
+    }
+    const value = c.negative ? `-${literal.value}` : literal.value;
+    // Integers here have at most 9 digits (int4 either way); decimals are numeric.
+    const kind: ConstantKind = literal.value.includes('.') ? (c.negative ? 'f-' : 'f') : c.negative ? 'i-' : 'i';
+    if (kind !== c.kind) return undefined;
+    const canonical = kind.startsWith('i') ? String(Number(value)) : value;
+    out.push({ kind, text: c.negative ? `(${canonical})` : canonical, value: canonical });
+  }
+  return out;
+}

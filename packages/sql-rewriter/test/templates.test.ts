@@ -5,7 +5,10 @@ import {
   type RewriteOptions,
   analyzeParsed,
   buildTemplate,
+  constantsOf,
   fillTemplate,
+  learnLexical,
+  lexicalShape,
   firstDifference,
   loadParser,
   parseOne,
@@ -166,5 +169,93 @@ describe('templates: filled, they are exactly the full rewrite', () => {
     );
     // Most pairs share a shape (a sign change or an integer turning decimal makes another one).
     expect(shared).toBeGreaterThan(100);
+  });
+});
+
+/**
+ * The lexical shortcut: a statement with the same lexical shape as one parsed before must get exactly the shape and
+ * constants a parse would give it (or nothing, and then it is parsed).
+ */
+function lexicallySame(first: string, second: string): boolean {
+  const lex1 = lexicalShape(first);
+  const lex2 = lexicalShape(second);
+  if (!lex1 || !lex2 || lex1.key !== lex2.key) return false;
+  const shape1 = shapeOf(parseOne(first), first);
+  const map = shape1 && learnLexical(shape1, lex1, first);
+  if (!map) return false;
+  const constants = constantsOf(map, lex2);
+  if (!constants) return false;
+  const shape2 = shapeOf(parseOne(second), second);
+  expect(shape2?.key, second).toBe(shape1.key);
+  expect(constants, second).toEqual(shape2?.constants);
+  return true;
+}
+
+describe('lexical shapes', () => {
+  it('give the constants a parse gives, for statements that differ only inside literals', () => {
+    for (const [a, b] of [
+      ["SELECT * FROM orders WHERE id = 'a'", "SELECT * FROM orders WHERE id = 'it''s é😀'"],
+      ['SELECT * FROM orders WHERE total > -5 AND total < 7.25', 'SELECT * FROM orders WHERE total > -0012 AND total < .5'],
+      ['SELECT * FROM orders WHERE total - 5 > - 3', 'SELECT * FROM orders WHERE total - 9 > - 4'],
+      ["SELECT id AS \"a''b\", 'x' FROM orders LIMIT 5", "SELECT id AS \"a''b\", 'y' FROM orders LIMIT 6"],
+      ["SELECT total FROM orders o WHERE o.id IN ('a', 'b') ORDER BY 1", "SELECT total FROM orders o WHERE o.id IN ('c', 'd') ORDER BY 1"],
+    ]) {
+      expect(lexicallySame(a as string, b as string), `${a} / ${b}`).toBe(true);
+    }
+  });
+
+  it('keep literals that are not parameters in their value (positions, typed-with-modifier casts)', () => {
+    expect(lexicallySame('SELECT total FROM orders ORDER BY 1', 'SELECT total FROM orders ORDER BY 2')).toBe(false);
+    expect(lexicallySame("SELECT interval '1' day", "SELECT interval '2' day")).toBe(false);
+    expect(lexicallySame("SELECT interval '1' day", "SELECT interval '1' day")).toBe(true);
+  });
+
+  it('give up on anything outside their narrow grammar', () => {
+    for (const sql of [
+      "SELECT E'a'",
+      "SELECT U&'a'",
+      "SELECT B'1'",
+      'SELECT $$a$$',
+      'SELECT 1 -- c',
+      'SELECT /* c */ 1',
+      'SELECT 1e5',
+      'SELECT 1234567890',
+      "SELECT 'a'\n'b'",
+      'SELECT a$b FROM t',
+      'SELECT é FROM t',
+      'SELECT 0x1f',
+      'SELECT 1_000',
+      "SELECT 'unterminated",
+    ]) {
+      expect(lexicalShape(sql), sql).toBeUndefined();
+    }
+  });
+
+  it('holds for generated statements with hostile literals', () => {
+    const FRAGMENTS = ["'", "''", '"', '/*', '*/', '--', '$$', '$1', '\\', '\n', ';', ')', '(', 'é', '😀', ' ', 'x', 'E', 'U&'];
+    const text = fc.array(fc.oneof(fc.constantFrom(...FRAGMENTS), fc.string({ maxLength: 3 })), { maxLength: 6 }).map((p) => p.join('')).filter((x) => !x.includes('\u0000'));
+    const literal = text.map((x) => `'${x.replaceAll("'", "''")}'`);
+    const number = fc.oneof(fc.integer({ min: -999_999_999, max: 999_999_999 }).map(String), fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((d) => d.toFixed(3)));
+    const forms: ((l: string, n: string) => string)[] = [
+      (l, n) => `SELECT * FROM orders WHERE id = ${l} AND total > ${n}`,
+      (l, n) => `SELECT ${l} AS a, ${n} AS b FROM orders o JOIN items i ON i.order_id = o.id WHERE i.title <> ${l}`,
+      (l, n) => `UPDATE orders SET owner = ${l}, total = ${n} WHERE id = ${l} RETURNING id`,
+      (l, n) => `SELECT * FROM orders WHERE total = ${n}-${n} OR owner IN (${l}, ${l}) ORDER BY 1`,
+    ];
+    let same = 0;
+    fc.assert(
+      fc.property(fc.nat(forms.length - 1), literal, literal, number, number, (f, l1, l2, n1, n2) => {
+        const form = forms[f] as (l: string, n: string) => string;
+        try {
+          parseOne(form(l1, n1));
+          parseOne(form(l2, n2));
+        } catch {
+          return;
+        }
+        if (lexicallySame(form(l1, n1), form(l2, n2))) same++;
+      }),
+      { numRuns: 400 },
+    );
+    expect(same).toBeGreaterThan(50);
   });
 });

@@ -10,6 +10,10 @@ import {
   type Template,
   analyzeParsed,
   buildTemplate,
+  checkSqlText,
+  constantsOf,
+  learnLexical,
+  lexicalShape,
   fillTemplate,
   loadParser,
   parseOne,
@@ -174,6 +178,8 @@ export class WorkspaceSql {
   private readonly inlineOnly = new WeakSet<Template>();
   /** Reads run as a template's prepared statement, and reads of a template run filled after the prepared form failed. */
   private preparedReads = 0;
+  /** Statements whose template was found by their lexical shape, without a parse. */
+  private lexicalHits = 0;
   private filledReads = 0;
 
   constructor(
@@ -204,8 +210,8 @@ export class WorkspaceSql {
   }
 
   /** What the rewrite cache did so far (rewrite-cache.ts), and how its reads ran. */
-  get rewriteCacheStats(): RewriteCacheStats & { preparedReads: number; filledReads: number } {
-    return { ...this.rewrites.stats, preparedReads: this.preparedReads, filledReads: this.filledReads };
+  get rewriteCacheStats(): RewriteCacheStats & { preparedReads: number; filledReads: number; lexicalHits: number } {
+    return { ...this.rewrites.stats, preparedReads: this.preparedReads, filledReads: this.filledReads, lexicalHits: this.lexicalHits };
   }
 
   /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
@@ -281,14 +287,36 @@ export class WorkspaceSql {
    * statement's constants; any other is analysed and rewritten in full, and its template kept (rewrite-cache.ts).
    */
   private async prepareShaped(caller: SqlCaller, sql: string, allowDdl: boolean): Promise<Prepared> {
+    checkSqlText(sql);
+    // A statement whose lexical shape was seen before (the same text but inside plain literals) skips the parse too.
+    const lexical = lexicalShape(sql);
+    const known = lexical && this.rewrites.lexicalShape(caller.workspaceId, lexical.key);
+    const lexConstants = known && lexical && constantsOf(known.map, lexical);
+    if (known && lexConstants && !known.entry.refused) {
+      const ctx = await this.context(caller, known.entry.summary.tables);
+      const template = this.rewrites.template(known.entry, ctx, caller.subject);
+      if (template) {
+        this.lexicalHits++;
+        return { a: known.entry.summary, executed: fillTemplate(template, lexConstants), template, constants: lexConstants };
+      }
+    }
     await loadParser();
     const parsed = parseOne(sql);
     const shape = shapeOf(parsed, sql);
     const entry = shape && this.rewrites.shape(caller.workspaceId, shape.key);
+    const learn = () => {
+      if (!lexical || !shape) return;
+      const e = this.rewrites.shape(caller.workspaceId, shape.key);
+      const map = e && !e.refused ? learnLexical(shape, lexical, sql) : undefined;
+      if (e && map) this.rewrites.learn(e, lexical.key, map);
+    };
     if (shape && entry && !entry.refused) {
       const ctx = await this.context(caller, entry.summary.tables);
       const template = this.rewrites.template(entry, ctx, caller.subject);
-      if (template) return { a: entry.summary, executed: fillTemplate(template, shape.constants), template, constants: shape.constants };
+      if (template) {
+        learn();
+        return { a: entry.summary, executed: fillTemplate(template, shape.constants), template, constants: shape.constants };
+      }
     }
     const a = analyzeParsed(parsed);
     if (a.kind === 'ddl' && !allowDdl) {
@@ -304,6 +332,7 @@ export class WorkspaceSql {
     // DDL is never templated (its option values are read); without the bus no context is cached, so neither is a template.
     if (shape && a.kind !== 'ddl' && this.opts.bus?.healthy && !entry?.refused) {
       this.rewrites.remember(caller.workspaceId, shape.key, summary, ctx, caller.subject, buildTemplate(a, options, tree, shape));
+      learn();
     }
     return { a: summary, executed };
   }

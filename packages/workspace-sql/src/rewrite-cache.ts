@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Subject } from '@wds/policy-engine';
-import type { Template } from '@wds/sql-rewriter';
+import type { LexicalMap, Template } from '@wds/sql-rewriter';
 import type { SqlContext } from './context.js';
 import type { StatementSummary } from './statement.js';
 
@@ -19,6 +19,8 @@ import type { StatementSummary } from './statement.js';
  * endless shapes evicts its own, not other tenants'), and templates' text at most `maxTemplateBytes` in all.
  */
 export interface ShapeEntry {
+  /** Its key in the cache. */
+  key: string;
   workspaceId: string;
   /** What the analysis of the shape says (the same for every statement of the shape). */
   summary: StatementSummary;
@@ -29,6 +31,8 @@ export interface ShapeEntry {
   templates: Map<string, Template>;
   /** What the templates take (their text, counted twice: as one string and as segments). */
   bytes: number;
+  /** Lexical shapes (templates.ts) known to be statements of this shape, with how to read their constants. */
+  lexical: Map<string, LexicalMap>;
 }
 
 export interface RewriteCacheLimits {
@@ -66,8 +70,13 @@ export interface RewriteCacheStats {
 const subjectKey = (s: Subject): string => (s.kind === 'user' ? `u:${s.userId}` : `s:${s.stfId}:${s.userId ?? ''}`);
 const sizeOf = (t: Template): number => 4 * t.text.length + 64 * t.slots.length;
 
+/** Lexical shapes kept per shape: a statement written in many ways still takes a bounded place. */
+const MAX_LEXICAL_PER_SHAPE = 8;
+
 export class RewriteCache {
   private readonly shapes = new Map<string, ShapeEntry>();
+  /** Lexical shape (per workspace) → its shape's entry. */
+  private readonly lexical = new Map<string, ShapeEntry>();
   private readonly perWorkspace = new Map<string, number>();
   private bytes = 0;
   private hits = 0;
@@ -94,6 +103,25 @@ export class RewriteCache {
     return entry;
   }
 
+  /** The shape entry and constant map of a lexical shape learnt before (`learn`). */
+  lexicalShape(workspaceId: string, key: string): { entry: ShapeEntry; map: LexicalMap } | undefined {
+    const entry = this.lexical.get(`${workspaceId}:${key}`);
+    const map = entry?.lexical.get(key);
+    return entry && map ? { entry, map } : undefined;
+  }
+
+  /** Remembers that statements of a lexical shape are statements of `entry`'s shape, read by `map`. */
+  learn(entry: ShapeEntry, key: string, map: LexicalMap): void {
+    if (entry.lexical.has(key) || !this.shapes.has(entry.key)) return;
+    if (entry.lexical.size >= MAX_LEXICAL_PER_SHAPE) {
+      const oldest = entry.lexical.keys().next().value as string;
+      entry.lexical.delete(oldest);
+      this.lexical.delete(`${entry.workspaceId}:${oldest}`);
+    }
+    entry.lexical.set(key, map);
+    this.lexical.set(`${entry.workspaceId}:${key}`, entry);
+  }
+
   /** The template for this context (the one the context cache holds now) and subject, if one was made. */
   template(entry: ShapeEntry, ctx: SqlContext, subject: Subject): Template | undefined {
     if (entry.refused || entry.context !== ctx) return undefined;
@@ -107,7 +135,7 @@ export class RewriteCache {
     const k = RewriteCache.keyOf(workspaceId, key);
     let entry = this.shapes.get(k);
     if (!entry) {
-      entry = { workspaceId, summary: freeze(summary), refused: false, context: undefined, templates: new Map(), bytes: 0 };
+      entry = { key: k, workspaceId, summary: freeze(summary), refused: false, context: undefined, templates: new Map(), bytes: 0, lexical: new Map() };
       this.shapes.set(k, entry);
       this.perWorkspace.set(workspaceId, (this.perWorkspace.get(workspaceId) ?? 0) + 1);
     }
@@ -147,6 +175,8 @@ export class RewriteCache {
     entry.templates.clear();
     entry.context = undefined;
     if (remove && key !== undefined && this.shapes.delete(key)) {
+      for (const lexicalKey of entry.lexical.keys()) this.lexical.delete(`${entry.workspaceId}:${lexicalKey}`);
+      entry.lexical.clear();
       const n = (this.perWorkspace.get(entry.workspaceId) ?? 1) - 1;
       if (n > 0) this.perWorkspace.set(entry.workspaceId, n);
       else this.perWorkspace.delete(entry.workspaceId);
