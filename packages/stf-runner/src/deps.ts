@@ -1,6 +1,7 @@
 import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { RuntimeName, StfRuntime } from '@wds/stf-runtime';
+import type { CacheBus } from '@wds/stfs';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 
 /** The configuration a run reads, as plain numbers (the server's Config has each of them). */
@@ -15,6 +16,8 @@ export interface StfRunnerConfig {
   STF_DOCKER_MEMORY_MB: number;
   /** Largest version code after base64 decoding. */
   STF_MAX_CODE_BYTES: number;
+  /** How long a run's version and secrets may be served from the run cache (with `bus`); 0 or absent: not cached. */
+  CACHE_TTL_MS?: number;
 }
 
 /**
@@ -31,4 +34,9 @@ export interface StfRunnerDeps {
   /** Opens sealed secrets; undefined when no key is configured (a run then gets none). */
   secrets: SecretBox | undefined;
   config: StfRunnerConfig;
+  /**
+   * The invalidation bus of the process's caches: with it (and CACHE_TTL_MS), what a run reads of the platform
+   * tables is cached until a change of the workspace (@wds/stfs WorkspaceCache). Without it, every run reads them.
+   */
+  bus?: CacheBus | undefined;
 }

@@ -1,4 +1,4 @@
-import { resolveVersion } from '@wds/stfs';
+import { openSealedSecrets, runCacheOf, runnableVersion, type SealedSecret } from '@wds/stfs';
 import type { StfRunnerDeps } from './deps.js';
 import { type RunAnswer, type RunnableVersion, type RunWorkspace, runAsUser } from './run.js';
 
@@ -35,7 +35,13 @@ const isSchema = (x: unknown): x is Schema => typeof x === 'object' && x !== nul
  */
 export async function describeVersion(
   deps: StfRunnerDeps,
-  req: { workspace: RunWorkspace; userId: string; version: DescribableVersion },
+  req: {
+    workspace: RunWorkspace;
+    userId: string;
+    version: DescribableVersion;
+    /** The STF's sealed secrets when the caller read them with the version (opened only if the code is asked). */
+    sealedSecrets?: SealedSecret[];
+  },
 ): Promise<StfDescription> {
   const row = req.version;
   const head = { stf_id: row.stf_id, stf_version_id: row.id, version: row.version, runtime: row.runtime };
@@ -49,6 +55,7 @@ export async function describeVersion(
     input: { operation: 'describe' },
     sources: {},
     sql: false,
+    ...(req.sealedSecrets ? { secrets: deps.secrets ? openSealedSecrets(deps.secrets, row.stf_id, req.sealedSecrets) : {} } : {}),
   });
   const out = answer.success ? answer.output : undefined;
   if (isSchema(out) && ('input_schema' in out || 'output_schema' in out)) {
@@ -68,6 +75,6 @@ export async function describeStf(
   deps: StfRunnerDeps,
   req: { workspace: RunWorkspace; userId: string; stfId: string; label?: string | undefined },
 ): Promise<StfDescription> {
-  const version = await resolveVersion(deps.db, req.workspace.id, { stfId: req.stfId, label: req.label });
-  return describeVersion(deps, { workspace: req.workspace, userId: req.userId, version });
+  const { version, sealed_secrets } = await runnableVersion(deps.db, runCacheOf(deps), req.workspace.id, { stfId: req.stfId, label: req.label });
+  return describeVersion(deps, { workspace: req.workspace, userId: req.userId, version, sealedSecrets: sealed_secrets });
 }

@@ -1,4 +1,4 @@
-import { resolveVersion } from '@wds/stfs';
+import { openSealedSecrets, runCacheOf, runnableVersion } from '@wds/stfs';
 import type { StfRunnerDeps } from './deps.js';
 import { type RunAnswer, type RunnableVersion, type RunWorkspace, runAsUser } from './run.js';
 
@@ -10,7 +10,8 @@ export interface InstantRun {
 
 /**
  * instant_run_stf: a version (by id, or the newest of an STF) run without a workflow, as the user — its sql()
- * calls see what the user's policies allow, and commit when the run succeeds.
+ * calls see what the user's policies allow, and commit when the run succeeds. The version and its STF's secrets
+ * are one query, or none when the run cache has them.
  */
 export async function instantRun(
   deps: StfRunnerDeps,
@@ -21,9 +22,28 @@ export async function instantRun(
     stfId?: string | undefined;
     input: unknown;
     sources: Record<string, unknown>;
+    /**
+     * Records the run (its audit entry): started once the runtime has the run, so that the write overlaps it, and
+     * finished before the answer (runStf's onStart). A refused run (429, 503) is not recorded.
+     */
+    record?: (version: InstantRun['version']) => Promise<void>;
   },
 ): Promise<InstantRun> {
-  const version = await resolveVersion(deps.db, req.workspace.id, { stfVersionId: req.stfVersionId, stfId: req.stfId });
-  const answer = await runAsUser(deps, { workspace: req.workspace, userId: req.userId, version, input: req.input, sources: req.sources });
-  return { version: { id: version.id, stf_id: version.stf_id, version: version.version, runtime: version.runtime }, answer };
+  const { version, sealed_secrets } = await runnableVersion(deps.db, runCacheOf(deps), req.workspace.id, {
+    stfVersionId: req.stfVersionId,
+    stfId: req.stfId,
+  });
+  const secrets = deps.secrets ? openSealedSecrets(deps.secrets, version.stf_id, sealed_secrets) : {};
+  const ran = { id: version.id, stf_id: version.stf_id, version: version.version, runtime: version.runtime };
+  const { record } = req;
+  const answer = await runAsUser(deps, {
+    workspace: req.workspace,
+    userId: req.userId,
+    version,
+    input: req.input,
+    sources: req.sources,
+    secrets,
+    ...(record ? { onStart: () => record(ran) } : {}),
+  });
+  return { version: ran, answer };
 }

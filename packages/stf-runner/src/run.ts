@@ -37,6 +37,12 @@ export interface RunRequest {
   sql?: boolean;
   /** The STF's secrets when the caller already has them (workflow steps); read from the database otherwise. */
   secrets?: Record<string, string>;
+  /**
+   * Work that belongs to a run that happens (instant-run's audit entry): started as soon as the runtime has the
+   * run (StfRunRequest.onStart), so that it overlaps the run, else after the run; awaited before the answer, and its
+   * failure fails the call. Not done when the run is refused (no runtime, too many waiting).
+   */
+  onStart?: () => Promise<void>;
 }
 
 /**
@@ -68,6 +74,13 @@ export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunA
     const open = await session?.catch(() => undefined);
     await open?.end(ok);
   };
+  let started: Promise<void> | undefined;
+  const start = () => {
+    if (!req.onStart || started) return;
+    started = req.onStart();
+    started.catch(() => undefined); // awaited below; no unhandled rejection while the run goes on
+  };
+  let answer: RunAnswer;
   try {
     const result = await runtime.run({
       code: version.runtime === 'javascript' ? version.code.toString('utf8') : version.code,
@@ -79,21 +92,28 @@ export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunA
       secrets,
       limits: runLimits(version.runtime, deps.config),
       ...(req.sql === false ? {} : { sql: async (q: string) => (await openSession()).query(q) }),
+      ...(req.onStart ? { onStart: start } : {}),
     });
     await end(true);
-    return { success: true, output: result.output, logs: result.logs, duration_ms: result.duration_ms };
+    answer = { success: true, output: result.output, logs: result.logs, duration_ms: result.duration_ms };
   } catch (err) {
     await end(false);
-    if (err instanceof StfError) {
-      return { success: false, error: { kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) }, logs: err.logs };
+    if (!(err instanceof StfError)) {
+      // Work started for a run the runtime then failed is finished first; the failure stands.
+      await started?.catch(() => undefined);
+      // The workspace has as many runs waiting for this runtime as it may have: nothing ran.
+      if (err instanceof StfRuntimeBusy) throw new ServiceError('TOO_MANY_REQUESTS', err.message, err.details);
+      if (err instanceof StfRuntimeUnavailable) {
+        throw new ServiceError('SERVICE_UNAVAILABLE', `The ${version.runtime} runtime cannot run STFs now`, err.message);
+      }
+      throw err;
     }
-    // The workspace has as many runs waiting for this runtime as it may have: nothing ran.
-    if (err instanceof StfRuntimeBusy) throw new ServiceError('TOO_MANY_REQUESTS', err.message, err.details);
-    if (err instanceof StfRuntimeUnavailable) {
-      throw new ServiceError('SERVICE_UNAVAILABLE', `The ${version.runtime} runtime cannot run STFs now`, err.message);
-    }
-    throw err;
+    answer = { success: false, error: { kind: err.kind, message: err.message, ...(err.details ? { details: err.details } : {}) }, logs: err.logs };
   }
+  // An answered run: its started work done (begun now when the runtime never said it started).
+  start();
+  await started;
+  return answer;
 }
 
 /** A user's own run (instant-run, describe): `$caller` is the user, and sql() runs under the user's policies. */
@@ -105,6 +125,10 @@ export interface UserRunRequest {
   sources: Record<string, unknown>;
   /** false: the code gets no sql() at all. */
   sql?: boolean;
+  /** The STF's secrets when the caller already has them; read from the database otherwise. */
+  secrets?: Record<string, string>;
+  /** RunRequest.onStart. */
+  onStart?: () => Promise<void>;
 }
 
 export function runAsUser(deps: StfRunnerDeps, req: UserRunRequest): Promise<RunAnswer> {
@@ -116,5 +140,7 @@ export function runAsUser(deps: StfRunnerDeps, req: UserRunRequest): Promise<Run
     caller: req.userId,
     subject: { kind: 'user', userId: req.userId },
     ...(req.sql === false ? { sql: false } : {}),
+    ...(req.secrets ? { secrets: req.secrets } : {}),
+    ...(req.onStart ? { onStart: req.onStart } : {}),
   });
 }

@@ -45,6 +45,12 @@ export interface StfRunRequest {
    * (rejects) with an Error whose message is safe to show the user.
    */
   sql?: (query: string) => Promise<SqlCallResult>;
+  /**
+   * Called once when the run is handed to what runs it (a worker): from then on it runs, and is answered (an output
+   * or a failure of the code) unless the runtime itself fails. Callers start work here that should overlap the run.
+   * Runtimes that do not call it leave the caller to do that work after the run.
+   */
+  onStart?: () => void;
 }
 
 export interface LogLine {

@@ -1,4 +1,4 @@
-import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId } from '@wds/db';
+import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId, sql } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 
 export interface StfVersionView {
@@ -171,12 +171,15 @@ export async function listVersions(db: Db, workspaceId: string, stfId: string, p
   return rows.map(toVersionView);
 }
 
-/** A version of a live STF of the workspace: by its id, or by label (else the newest) of an STF. */
-export async function resolveVersion(
-  db: Db,
-  workspaceId: string,
-  ref: { stfVersionId?: string | undefined; stfId?: string | undefined; label?: string | undefined },
-): Promise<StfVersionRow> {
+/** Which version: by its id, or by label (else the newest) of an STF. */
+export interface VersionRef {
+  stfVersionId?: string | undefined;
+  stfId?: string | undefined;
+  label?: string | undefined;
+}
+
+/** The query of a version of a live STF of the workspace (NOT_FOUND for a reference that cannot name one). */
+function versionQuery(db: Db, workspaceId: string, ref: VersionRef) {
   let q = db
     .selectFrom('platform.stf_versions as v')
     .innerJoin('platform.stfs as s', 's.id', 'v.stf_id')
@@ -192,7 +195,39 @@ export async function resolveVersion(
   } else {
     throw notFound('STF');
   }
-  const row = await q.executeTakeFirst();
-  if (!row) throw notFound(ref.stfVersionId !== undefined || ref.label !== undefined ? 'STF version' : 'STF');
+  return q;
+}
+
+const versionNotFound = (ref: VersionRef) => notFound(ref.stfVersionId !== undefined || ref.label !== undefined ? 'STF version' : 'STF');
+
+/** A version of a live STF of the workspace: by its id, or by label (else the newest) of an STF. */
+export async function resolveVersion(db: Db, workspaceId: string, ref: VersionRef): Promise<StfVersionRow> {
+  const row = await versionQuery(db, workspaceId, ref).executeTakeFirst();
+  if (!row) throw versionNotFound(ref);
   return row;
+}
+
+/** A secret of an STF as stored: sealed, opened only for a run (secrets.ts openSealedSecrets). */
+export interface SealedSecret {
+  env_key: string;
+  sealed_value: Buffer;
+}
+
+/** What running a version reads of the platform tables: the version and its STF's sealed secrets. */
+export interface StfVersionWithSecrets {
+  version: StfVersionRow;
+  sealed_secrets: SealedSecret[];
+}
+
+/** resolveVersion and the STF's sealed secrets, in one query. */
+export async function loadVersionWithSecrets(db: Db, workspaceId: string, ref: VersionRef): Promise<StfVersionWithSecrets> {
+  const row = await versionQuery(db, workspaceId, ref)
+    .select(
+      sql<{ env_key: string; sealed_value: string }[]>`(SELECT coalesce(json_agg(json_build_object('env_key', k.env_key, 'sealed_value', encode(k.sealed_value, 'base64'))), '[]')
+        FROM platform.stf_secrets k WHERE k.stf_id = v.stf_id)`.as('sealed_secrets'),
+    )
+    .executeTakeFirst();
+  if (!row) throw versionNotFound(ref);
+  const { sealed_secrets, ...version } = row;
+  return { version, sealed_secrets: sealed_secrets.map((k) => ({ env_key: k.env_key, sealed_value: Buffer.from(k.sealed_value, 'base64') })) };
 }

@@ -6,10 +6,12 @@
 import type { Db } from '@wds/db';
 import { unauthorized } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
+import { runCacheOf, type WorkspaceCache } from '@wds/stfs';
 import { findLiveWorkspace } from '@wds/workspaces';
+import { cachedWorkflow } from './cached.js';
 import { executeAndRecord, type ExecutionAudit, type RecordedRun } from './execution.js';
 import type { WorkflowExecutionDeps } from './runners.js';
-import { getWorkflow, type WorkflowView } from './store.js';
+import type { WorkflowView } from './store.js';
 
 /** A signed-in caller (their membership of the workspace already checked), or null for an anonymous one. */
 export type ExecutingMember = { userId: string; workspace: RunWorkspace } | null;
@@ -17,11 +19,13 @@ export type ExecutingMember = { userId: string; workspace: RunWorkspace } | null
 export async function authorizeExecution(
   db: Db,
   req: { workspaceId: string; workflowId: string; member: ExecutingMember },
+  /** The process's run cache, for the workflow (cached.ts); without it the workflow is read every time. */
+  cache?: WorkspaceCache,
 ): Promise<{ workspace: RunWorkspace; workflow: WorkflowView }> {
   const { member } = req;
   const workspace = member ? member.workspace : await findLiveWorkspace(db, req.workspaceId);
   if (!workspace) throw unauthorized();
-  const workflow = await getWorkflow(db, workspace.id, req.workflowId).catch((err: unknown) => {
+  const workflow = await cachedWorkflow(db, cache, workspace.id, req.workflowId).catch((err: unknown) => {
     if (!member) throw unauthorized();
     throw err;
   });
@@ -41,7 +45,7 @@ export interface ExecuteWorkflowRequest {
 
 /** execute_workflow: authorize the caller, then run and record the execution (its audit entry with it). */
 export async function executeWorkflowAs(deps: WorkflowExecutionDeps, req: ExecuteWorkflowRequest): Promise<RecordedRun> {
-  const { workspace, workflow } = await authorizeExecution(deps.db, req);
+  const { workspace, workflow } = await authorizeExecution(deps.db, req, runCacheOf(deps));
   const executedBy = req.member?.userId ?? null;
   return executeAndRecord(deps, {
     workspace,

@@ -9,9 +9,10 @@ import { newId } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
 import { type ExecutionResult, executeWorkflow, type StepRecord, WorkflowConcurrency } from './engine.js';
+import { runCacheOf } from '@wds/stfs';
+import { cachedSteps } from './cached.js';
 import { RunHeartbeat } from './liveness.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
-import { resolveEffectSteps, resolveStfSteps } from './resolve.js';
 import { finishRun, newRunId, startRun, type WorkflowView } from './store.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */
@@ -68,10 +69,7 @@ export class WorkflowExecutions {
     const { db, logger } = this.#deps;
     const { workspace, workflow, input, executedBy, audit } = req;
     const runId = newRunId();
-    const [stfs, effects] = await Promise.all([
-      resolveStfSteps(db, workspace.id, workflow.stf_steps),
-      resolveEffectSteps(db, workspace.id, workflow.effect_steps),
-    ]);
+    const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, workflow);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
 
     // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.

@@ -2,6 +2,10 @@
  * Runs one STF in a fresh QuickJS runtime + context of a (sync) QuickJS WASM module. Used by worker.ts; it is
  * synchronous from start to end: SQL calls block in the host's `sql` callback.
  *
+ * The runtime and context can be made ahead of the run (`FreshEngine`, with the prelude compiled in it and nothing
+ * else: no user code, no input, no host function), so that making them is off the run's path; each is used by one
+ * run only and then disposed, never reused.
+ *
  * Every handle is disposed before the runtime is; an exception from the WASM module itself (an abort, a failed
  * assertion, a native stack overflow) marks the module as poisoned so the caller replaces it.
  */
@@ -89,32 +93,113 @@ class Failure {
   constructor(readonly outcome: RunOutcome) {}
 }
 
+/**
+ * A new QuickJS runtime and context of `mod` in which only the prelude was evaluated (a function expression: it
+ * defines nothing until a run calls it with that run's data). For exactly one run (`runOnEngine`).
+ */
+export class FreshEngine {
+  #used = false;
+
+  private constructor(
+    readonly mod: QuickJSWASMModule,
+    readonly rt: QuickJSRuntime,
+    readonly vm: QuickJSContext,
+    readonly prelude: QuickJSHandle,
+  ) {}
+
+  /** Throws when the WASM module fails (the caller replaces it). */
+  static create(mod: QuickJSWASMModule): FreshEngine {
+    const rt = mod.newRuntime();
+    let vm: QuickJSContext | undefined;
+    try {
+      rt.setMaxStackSize(MAX_STACK_BYTES);
+      vm = rt.newContext();
+      const r = vm.evalCode(PRELUDE_SOURCE, PRELUDE_FILE, { type: 'global' });
+      if (r.error) {
+        r.error.dispose();
+        throw new Error('the prelude did not evaluate');
+      }
+      return new FreshEngine(mod, rt, vm, r.value);
+    } catch (e) {
+      disposeAll(vm, rt);
+      throw e;
+    }
+  }
+
+  /** Hands the engine to its one run; a second take throws (a used context is never run in again). */
+  take(): this {
+    if (this.#used) throw new Error('a QuickJS engine runs one STF only');
+    this.#used = true;
+    return this;
+  }
+
+  get used(): boolean {
+    return this.#used;
+  }
+
+  /** Disposes the prelude, the context and the runtime; false when the module failed doing so. */
+  dispose(): boolean {
+    this.#used = true;
+    let clean = true;
+    try {
+      if (this.prelude.alive) this.prelude.dispose();
+    } catch {
+      clean = false;
+    }
+    return disposeAll(this.vm, this.rt) && clean;
+  }
+}
+
+/** A run whose result is known, with its engine still to dispose (done after the result is handed on). */
+export interface FinishedRun {
+  outcome: RunOutcome;
+  /** The WASM module threw or aborted during the run: it must not be used again. */
+  poisoned: boolean;
+  /** Disposes every handle of the run, its context and runtime; false when that poisoned the module. */
+  dispose(): boolean;
+}
+
+/** Runs one STF in a fresh engine of `mod`, made now, and disposes it. */
 export function runInEngine(mod: QuickJSWASMModule, job: EngineJob, host: EngineHost): EngineResult {
+  let engine: FreshEngine;
+  try {
+    engine = FreshEngine.create(mod);
+  } catch (e) {
+    return { outcome: hostFailure(e), poisoned: true };
+  }
+  const run = runOnEngine(engine, job, host);
+  const clean = run.dispose();
+  return { outcome: run.outcome, poisoned: run.poisoned || !clean };
+}
+
+/** Runs one STF in `engine` (made ahead by FreshEngine.create, never used before). */
+export function runOnEngine(engine: FreshEngine, job: EngineJob, host: EngineHost): FinishedRun {
   const handles: QuickJSHandle[] = [];
-  let rt: QuickJSRuntime | undefined;
-  let vm: QuickJSContext | undefined;
+  const { rt, vm, prelude } = engine.take();
   let poisoned = false;
   let outcome: RunOutcome;
   try {
-    rt = mod.newRuntime();
-    rt.setMaxStackSize(MAX_STACK_BYTES);
-    vm = rt.newContext();
-    outcome = new Execution(rt, vm, job, host, handles).run();
+    outcome = new Execution(rt, vm, prelude, job, host, handles).run();
   } catch (e) {
     poisoned = true;
     outcome = hostFailure(e);
-  } finally {
-    for (let i = handles.length - 1; i >= 0; i--) {
-      const h = handles[i]!;
-      try {
-        if (h.alive) h.dispose();
-      } catch {
-        poisoned = true;
-      }
-    }
-    if (!disposeAll(vm, rt)) poisoned = true;
   }
-  return { outcome, poisoned };
+  return {
+    outcome,
+    poisoned,
+    dispose: () => {
+      let clean = true;
+      for (let i = handles.length - 1; i >= 0; i--) {
+        const h = handles[i]!;
+        try {
+          if (h.alive) h.dispose();
+        } catch {
+          clean = false;
+        }
+      }
+      return engine.dispose() && clean;
+    },
+  };
 }
 
 /**
@@ -163,6 +248,8 @@ class Execution {
   constructor(
     private readonly rt: QuickJSRuntime,
     private readonly vm: QuickJSContext,
+    /** The prelude function, evaluated in `vm` when the engine was made. */
+    private readonly prelude: QuickJSHandle,
     private readonly job: EngineJob,
     private readonly host: EngineHost,
     private readonly handles: QuickJSHandle[],
@@ -260,8 +347,7 @@ class Execution {
     const boot = this.own(vm.newString(this.job.boot));
     const logRoom = this.own(vm.newNumber(host.logRoom()));
     const maxOutput = this.own(vm.newNumber(this.job.maxOutputBytes));
-    const prelude = this.unwrap(vm.evalCode(PRELUDE_SOURCE, PRELUDE_FILE, { type: 'global' }), 'setup');
-    const api = this.unwrap(vm.callFunction(prelude, vm.undefined, log, sql, random, boot, logRoom, maxOutput), 'setup');
+    const api = this.unwrap(vm.callFunction(this.prelude, vm.undefined, log, sql, random, boot, logRoom, maxOutput), 'setup');
     this.describeFn = this.own(vm.getProp(api, 'describe'));
     return {
       invoke: this.own(vm.getProp(api, 'invoke')),

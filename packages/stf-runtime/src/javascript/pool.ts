@@ -27,7 +27,7 @@ import {
 } from '../types.js';
 import { bundledLibrarySources } from './libraries.js';
 import { createMasker } from './mask.js';
-import type { FromWorker, RunOutcome, SqlAnswer, ToWorker, WorkerInit } from './protocol.js';
+import { type FromWorker, type RunOutcome, SIGNAL_SQL, SIGNAL_WARM, type SqlAnswer, type ToWorker, type WorkerInit } from './protocol.js';
 import { compileQuickJS, INITIAL_HEAP_BYTES } from './quickjs-module.js';
 
 export interface JavascriptRuntimeOptions {
@@ -57,6 +57,8 @@ export interface JavascriptRuntimeOptions {
 export interface JavascriptRuntimeStats {
   workers: number;
   busy: number;
+  /** Idle workers whose next run's engine is made. */
+  warm: number;
   queued: number;
   /** Workers terminated (hard timeout) or lost (crash) and replaced. */
   workerRestarts: number;
@@ -64,6 +66,8 @@ export interface JavascriptRuntimeStats {
   workerRecycles: number;
   /** QuickJS modules replaced inside a worker after an abort poisoned them. */
   engineResets: number;
+  /** Runs that started in an engine their worker made before the run came (off the run's path; worker.ts). */
+  madeAheadRuns: number;
   /** Runs in progress and waiting, per workspace. */
   queue: FairQueueStats;
 }
@@ -121,6 +125,7 @@ class Pool implements JavascriptRuntime {
   private workerRestarts = 0;
   private workerRecycles = 0;
   private engineResets = 0;
+  private madeAheadRuns = 0;
 
   constructor(opts: JavascriptRuntimeOptions) {
     this.size = Math.max(1, Math.floor(opts.workers ?? 2));
@@ -143,10 +148,12 @@ class Pool implements JavascriptRuntime {
     return {
       workers: this.slots.length,
       busy: this.slots.filter((s) => s.busy).length,
+      warm: this.slots.filter((s) => !s.busy && !s.dead && isWarm(s)).length,
       queued: queue.waiting,
       workerRestarts: this.workerRestarts,
       workerRecycles: this.workerRecycles,
       engineResets: this.engineResets,
+      madeAheadRuns: this.madeAheadRuns,
       queue,
     };
   }
@@ -201,6 +208,11 @@ class Pool implements JavascriptRuntime {
         secrets: Object.values(req.secrets ?? {}),
       };
       slot.worker.postMessage(job);
+      try {
+        req.onStart?.();
+      } catch {
+        // the caller's concern; the run goes on
+      }
     });
   }
 
@@ -249,7 +261,8 @@ class Pool implements JavascriptRuntime {
       grant.release();
       throw new Error('the JavaScript runtime is closed');
     }
-    const slot = this.slots.find((s) => !s.busy && !s.dead) ?? this.spawn();
+    // A warm worker first: another may still be making its next engine after its last run.
+    const slot = this.slots.find((s) => !s.busy && !s.dead && isWarm(s)) ?? this.slots.find((s) => !s.busy && !s.dead) ?? this.spawn();
     slot.grant = grant;
     return this.markBusy(slot);
   }
@@ -272,7 +285,7 @@ class Pool implements JavascriptRuntime {
   }
 
   private spawn(): Slot {
-    const signal = new Int32Array(new SharedArrayBuffer(4));
+    const signal = new Int32Array(new SharedArrayBuffer(8));
     const { port1, port2 } = new MessageChannel();
     port1.unref();
     const init: WorkerInit = {
@@ -311,6 +324,9 @@ class Pool implements JavascriptRuntime {
           slot.isReady = true;
           readyResolve();
           break;
+        case 'engine-reset':
+          this.engineResets++;
+          break;
         case 'fatal':
           this.onCrash(slot, new Error(`the JavaScript worker could not load QuickJS: ${msg.message}`));
           break;
@@ -322,6 +338,7 @@ class Pool implements JavascriptRuntime {
           break;
         case 'result':
           if (msg.engineReset) this.engineResets++;
+          if (msg.madeAhead) this.madeAheadRuns++;
           this.onResult(slot, msg.runId, msg.outcome, msg.heapBytes);
           break;
         case 'poisoned':
@@ -422,8 +439,8 @@ class Pool implements JavascriptRuntime {
     const reply = (answer: SqlAnswer) => {
       if (slot.dead || slot.run !== run) return; // the run ended (timeout): nobody waits for this answer
       slot.answers.postMessage(answer);
-      Atomics.add(slot.signal, 0, 1); // after the post: the worker drains the port once it sees the new count
-      Atomics.notify(slot.signal, 0);
+      Atomics.add(slot.signal, SIGNAL_SQL, 1); // after the post: the worker drains the port once it sees the new count
+      Atomics.notify(slot.signal, SIGNAL_SQL);
     };
     const sql = run.req.sql;
     if (!sql) {
@@ -445,6 +462,9 @@ class Pool implements JavascriptRuntime {
       .catch((e: unknown) => reply({ seq, ok: false, message: e instanceof Error ? e.message : String(e) }));
   }
 }
+
+/** The worker holds its next run's engine, made ahead (worker.ts sets the flag; a hint for picking a worker). */
+const isWarm = (slot: Slot): boolean => slot.isReady && Atomics.load(slot.signal, SIGNAL_WARM) === 1;
 
 /** A run that waited its whole time limit for a worker: it never ran. */
 function waitedTooLong(timeoutMs: number, workers: number): StfError {

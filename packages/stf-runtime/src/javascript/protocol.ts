@@ -1,9 +1,16 @@
 /** Messages between the main thread (pool.ts) and a JavaScript worker (worker.ts). */
 import type { LogLine, StfFailureKind } from '../types.js';
 
+/** Indexes of WorkerInit.signal. */
+export const SIGNAL_SQL = 0;
+export const SIGNAL_WARM = 1;
+
 /** What the worker is given at start (workerData). */
 export interface WorkerInit {
-  /** Int32Array(1) over a SharedArrayBuffer: a counter the main thread bumps after each SQL answer it posts. */
+  /**
+   * Int32Array(2) over a SharedArrayBuffer: [SIGNAL_SQL] a counter the main thread bumps after each SQL answer it
+   * posts; [SIGNAL_WARM] 1 while the worker holds the next run's engine, made ahead (set by the worker only).
+   */
   signal: SharedArrayBuffer;
   /** The worker's end of the channel that carries SQL answers; read only with receiveMessageOnPort. */
   answers: import('node:worker_threads').MessagePort;
@@ -53,6 +60,11 @@ export type FromWorker =
   | { type: 'fatal'; message: string }
   | { type: 'log'; runId: number; level: LogLine['level']; message: string }
   | { type: 'sql'; runId: number; seq: number; query: string }
-  /** `heapBytes`: the worker's QuickJS heap after the run (the pool retires a worker whose heap grew large). */
-  | { type: 'result'; runId: number; outcome: RunOutcome; engineReset: boolean; heapBytes: number }
-  | { type: 'poisoned'; engineReset: boolean };
+  /**
+   * `heapBytes`: the worker's QuickJS heap after the run (the pool retires a worker whose heap grew large).
+   * `madeAhead`: the run used the engine made between runs (worker.ts), not one made for it.
+   */
+  | { type: 'result'; runId: number; outcome: RunOutcome; engineReset: boolean; heapBytes: number; madeAhead: boolean }
+  | { type: 'poisoned'; engineReset: boolean }
+  /** Disposing a run's engine (or making the next) broke the QuickJS module, which was replaced. */
+  | { type: 'engine-reset' };

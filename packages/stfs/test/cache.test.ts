@@ -1,0 +1,248 @@
+import '@wds/testkit';
+import { randomBytes } from 'node:crypto';
+import { SecretBox } from '@wds/crypto';
+import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
+import { createDatabase } from '@wds/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  addVersion,
+  type CacheBus,
+  createStf,
+  deleteSecret,
+  freezeDeep,
+  loadVersionWithSecrets,
+  openSealedSecrets,
+  openSecrets,
+  resolveVersion,
+  runCacheOf,
+  runnableVersion,
+  softDeleteStf,
+  upsertSecret,
+  WorkspaceCache,
+} from '../src/index.js';
+
+/** The bus as the cache sees it: `invalidate` is what the changing process does after commit, and what LISTEN delivers in the others. */
+class FakeBus implements CacheBus {
+  healthy = true;
+  generation = 0;
+  readonly #listeners = new Set<(topic: string) => void>();
+  subscribe(listener: (topic: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  invalidate(topic: string): void {
+    this.generation++;
+    for (const l of this.#listeners) l(topic);
+  }
+}
+
+const counting = () => {
+  let loads = 0;
+  return {
+    get loads() {
+      return loads;
+    },
+    load:
+      <V>(v: V) =>
+      async () => {
+        loads++;
+        return v;
+      },
+  };
+};
+
+describe('WorkspaceCache', () => {
+  it('serves a loaded value until its workspace topic is published; other workspaces keep theirs', async () => {
+    const bus = new FakeBus();
+    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const c = counting();
+    const size = () => 10;
+    expect(await cache.through('a', 'k', c.load('a1'), size)).toBe('a1');
+    expect(await cache.through('a', 'k', c.load('a2'), size)).toBe('a1');
+    expect(await cache.through('b', 'k', c.load('b1'), size)).toBe('b1');
+    expect(c.loads).toBe(2);
+    bus.invalidate('ws:a');
+    expect(await cache.through('a', 'k', c.load('a3'), size)).toBe('a3');
+    expect(await cache.through('b', 'k', c.load('b2'), size)).toBe('b1');
+    bus.invalidate('user:someone');
+    expect(await cache.through('a', 'k', c.load('a4'), size)).toBe('a3');
+    bus.invalidate('*');
+    expect(await cache.through('a', 'k', c.load('a5'), size)).toBe('a5');
+    expect(await cache.through('b', 'k', c.load('b3'), size)).toBe('b3');
+  });
+
+  it('keeps nothing loaded while an invalidation happened, and serves nothing while the bus is down', async () => {
+    const bus = new FakeBus();
+    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    // The load read the state from before a change whose invalidation arrived meanwhile.
+    const racing = await cache.through('a', 'k', async () => {
+      bus.invalidate('ws:a');
+      return 'old';
+    }, () => 1);
+    expect(racing).toBe('old');
+    expect(await cache.through('a', 'k', async () => 'new', () => 1)).toBe('new');
+    expect(cache.size).toBe(1);
+
+    bus.healthy = false;
+    expect(await cache.through('a', 'k', async () => 'read while down', () => 1)).toBe('read while down');
+    expect(await cache.through('a', 'k', async () => 'again', () => 1)).toBe('again');
+    bus.healthy = true;
+    expect(await cache.through('a', 'k', async () => 'later', () => 1)).toBe('new');
+  });
+
+  it('expires entries after ttlMs, caches nothing with ttlMs 0, and never fails a load into the cache', async () => {
+    const bus = new FakeBus();
+    const short = new WorkspaceCache(bus, { ttlMs: 20 });
+    await short.through('a', 'k', async () => 1, () => 1);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(await short.through('a', 'k', async () => 2, () => 1)).toBe(2);
+
+    const none = new WorkspaceCache(bus, { ttlMs: 0 });
+    await none.through('a', 'k', async () => 1, () => 1);
+    expect(none.size).toBe(0);
+
+    await expect(short.through('a', 'missing', async () => Promise.reject(new Error('nope')), () => 1)).rejects.toThrow('nope');
+    expect(await short.through('a', 'missing', async () => 'found', () => 1)).toBe('found');
+  });
+
+  it('holds at most maxBytes, dropping the least recently used, and keeps no entry over an eighth of it', async () => {
+    const cache = new WorkspaceCache(new FakeBus(), { ttlMs: 60_000, maxBytes: 800 });
+    await cache.through('a', 'big', async () => 'big', () => 101);
+    expect(cache.size).toBe(0);
+    for (const k of ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8']) await cache.through('a', k, async () => k, () => 100);
+    expect(cache.bytes).toBe(800);
+    await cache.through('a', 'k1', async () => 'reloaded', () => 100); // a hit: k1 is now the most recent
+    await cache.through('a', 'k9', async () => 'k9', () => 100);
+    expect(cache.bytes).toBe(800);
+    expect(await cache.through('a', 'k1', async () => 'reloaded', () => 100)).toBe('k1');
+    expect(await cache.through('a', 'k2', async () => 'reloaded', () => 100)).toBe('reloaded');
+  });
+
+  it('runCacheOf: one cache per bus, none without a bus or a TTL', () => {
+    const bus = new FakeBus();
+    expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } })).toBe(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } }));
+    expect(runCacheOf({ bus: undefined, config: { CACHE_TTL_MS: 1000 } })).toBeUndefined();
+    expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 0 } })).toBeUndefined();
+    expect(runCacheOf({ bus, config: {} })).toBeUndefined();
+  });
+
+  it('freezeDeep freezes objects and arrays all the way down, and leaves byte buffers usable', () => {
+    const v = freezeDeep({ a: { b: [1, { c: 2 }] }, code: Buffer.from('x') });
+    expect(Object.isFrozen(v.a.b[1])).toBe(true);
+    expect(() => {
+      (v.a.b as unknown[]).push(3);
+    }).toThrow();
+    expect(v.code.toString()).toBe('x');
+  });
+});
+
+describe('the run cache on the platform tables', () => {
+  let db: Db;
+  /** A second connection pool: another process's changes. */
+  let other: Db;
+  const A = newId();
+  const B = newId();
+  const box = SecretBox.fromBase64(randomBytes(32).toString('base64'));
+  const js = (s: string) => ({ version: s, runtime: 'javascript' as const, code: Buffer.from(`return ${JSON.stringify(s)}`) });
+
+  beforeAll(async () => {
+    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'stfcache' });
+    db = createDb(url, { max: 2 }).db;
+    other = createDb(url, { max: 1 }).db;
+    await migrateToLatest(db);
+    await db.insertInto('platform.workspaces').values([{ id: A, name: 'a' }, { id: B, name: 'b' }]).execute();
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await other.destroy();
+  });
+
+  it('one query reads what resolveVersion and openSecrets read', async () => {
+    const { stf, version } = await createStf(db, A, { name: 'one', createdBy: null, version: js('1') });
+    await upsertSecret(db, box, stf.id, 'TOKEN', 's3cret');
+    const v = await loadVersionWithSecrets(db, A, { stfId: stf.id });
+    expect(v.version).toEqual(await resolveVersion(db, A, { stfId: stf.id }));
+    expect(openSealedSecrets(box, stf.id, v.sealed_secrets)).toEqual(await openSecrets(db, box, stf.id));
+    expect((await loadVersionWithSecrets(db, A, { stfVersionId: version.id })).version.id).toBe(version.id);
+    await expect(loadVersionWithSecrets(db, B, { stfVersionId: version.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(loadVersionWithSecrets(db, A, { stfVersionId: 'nope' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('a change made in this process is seen by the very next read', async () => {
+    const bus = new FakeBus();
+    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const read = async (id: string) => {
+      const v = await runnableVersion(db, cache, A, { stfId: id });
+      return { version: v.version.version, env: openSealedSecrets(box, id, v.sealed_secrets) };
+    };
+    const { stf } = await createStf(db, A, { name: 'here', createdBy: null, version: js('1') });
+    expect(await read(stf.id)).toEqual({ version: '1', env: {} });
+    expect(cache.size).toBeGreaterThan(0);
+    // Each change, then what the route pipeline does once it has committed: publish the workspace's topic.
+    const changed = () => bus.invalidate(`ws:${A}`);
+
+    await addVersion(db, A, stf.id, js('2'), null);
+    changed();
+    expect(await read(stf.id)).toEqual({ version: '2', env: {} });
+    await upsertSecret(db, box, stf.id, 'K', 'v1');
+    changed();
+    expect(await read(stf.id)).toEqual({ version: '2', env: { K: 'v1' } });
+    await upsertSecret(db, box, stf.id, 'K', 'v2');
+    changed();
+    expect(await read(stf.id)).toEqual({ version: '2', env: { K: 'v2' } });
+    await deleteSecret(db, stf.id, 'K');
+    changed();
+    expect(await read(stf.id)).toEqual({ version: '2', env: {} });
+    await softDeleteStf(db, A, stf.id);
+    changed();
+    await expect(read(stf.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('a change committed by another process is seen once its message arrives; a change of another workspace drops nothing', async () => {
+    const bus = new FakeBus();
+    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const { stf } = await createStf(db, A, { name: 'there', createdBy: null, version: js('1') });
+    const { stf: inB } = await createStf(db, B, { name: 'b', createdBy: null, version: js('b1') });
+    const newest = async (ws: string, id: string) => (await runnableVersion(db, cache, ws, { stfId: id })).version.version;
+    expect(await newest(A, stf.id)).toBe('1');
+    expect(await newest(B, inB.id)).toBe('b1');
+
+    // The other process commits a new version and its secret on its own connection...
+    await addVersion(other, A, stf.id, js('2'), null);
+    await upsertSecret(other, box, stf.id, 'K', 'from-elsewhere');
+    await addVersion(other, B, inB.id, js('b2'), null);
+    // ...and its NOTIFY reaches this process's listener, which publishes the topic here.
+    bus.invalidate(`ws:${A}`);
+    const v = await runnableVersion(db, cache, A, { stfId: stf.id });
+    expect(v.version.version).toBe('2');
+    expect(openSealedSecrets(box, stf.id, v.sealed_secrets)).toEqual({ K: 'from-elsewhere' });
+    // B's message has not arrived: B's entry is still the cached one, which shows what the topic guards.
+    expect(await newest(B, inB.id)).toBe('b1');
+    bus.invalidate(`ws:${B}`);
+    expect(await newest(B, inB.id)).toBe('b2');
+  });
+
+  it('with the listener down every read goes to the database', async () => {
+    const bus = new FakeBus();
+    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const { stf } = await createStf(db, A, { name: 'down', createdBy: null, version: js('1') });
+    expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('1');
+    bus.healthy = false;
+    await addVersion(other, A, stf.id, js('2'), null);
+    expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('2');
+  });
+
+  it('keys: by version id, by label and the newest are different entries, and a workspace never reads another one\'s', async () => {
+    const bus = new FakeBus();
+    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const { stf, version } = await createStf(db, A, { name: 'keys', createdBy: null, version: js('1') });
+    await addVersion(db, A, stf.id, js('2'), null);
+    expect((await runnableVersion(db, cache, A, { stfVersionId: version.id })).version.version).toBe('1');
+    expect((await runnableVersion(db, cache, A, { stfId: stf.id, label: '1' })).version.version).toBe('1');
+    expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('2');
+    await expect(runnableVersion(db, cache, B, { stfVersionId: version.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(runnableVersion(db, cache, B, { stfId: stf.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const cached = await runnableVersion(db, cache, A, { stfId: stf.id });
+    expect(Object.isFrozen(cached.version)).toBe(true);
+  });
+});
