@@ -1,5 +1,5 @@
 import { afterAll } from 'vitest';
-import { Harness, describe, expect, test } from './support.js';
+import { Harness, describe, eventually, expect, test } from './support.js';
 
 /** Two API processes on one database: what one changes, the other must stop serving from its caches. */
 let other: Harness;
@@ -10,14 +10,6 @@ afterAll(async () => {
   await other2?.close();
 });
 
-async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<number> {
-  const start = Date.now();
-  while (Date.now() - start < ms) {
-    if (await check()) return Date.now() - start;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`not within ${ms} ms`);
-}
 
 describe('caches across processes', () => {
   test('revocation, membership, policies and DDL reach the other process', async ({ h, owner, ws }) => {

@@ -1,6 +1,6 @@
 import { WorkspaceSql } from '@wds/workspace-sql';
 import { afterAll } from 'vitest';
-import { Harness, describe, expect, test } from './support.js';
+import { Harness, describe, eventually, expect, test } from './support.js';
 
 /**
  * The rewrite cache (packages/workspace-sql/src/rewrite-cache.ts): a statement whose shape was rewritten before is
@@ -15,14 +15,6 @@ afterAll(async () => {
   await plain?.close();
 });
 
-async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const start = Date.now();
-  while (Date.now() - start < ms) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`not within ${ms} ms`);
-}
 
 /** The owner may insert (only): the rows the tests read are put there by the owner. */
 async function ownerInserts(h: Harness, owner: { id: string; token: string }, ws: string): Promise<void> {

@@ -191,6 +191,16 @@ export class Harness {
   }
 }
 
+/** Polls `check` until it is true (a change reaching another process), failing after `ms`; the time it took. */
+export async function eventually(check: () => Promise<boolean>, ms = 3000): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start < ms) {
+    if (await check()) return Date.now() - start;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`not within ${ms} ms`);
+}
+
 /** Polls `check` until it returns something other than undefined (background work), failing after `ms`. */
 export async function until<T>(check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
   const end = Date.now() + ms;

@@ -23,7 +23,7 @@
 import { createHash } from 'node:crypto';
 import { deparseSync } from 'pgsql-deparser';
 import { type Analysis, analyzeParsed } from './analyze.js';
-import { replaceWrapper } from './ast.js';
+import { replaceWrapper, wrappers } from './ast.js';
 import { type AnyNode, MAX_DERIVED_SQL_BYTES, type ParsedStatement, parseSqlTree } from './parse.js';
 import { type RewriteOptions, rewriteTree } from './rewrite.js';
 import { POSITION_FIELDS, firstDifference } from './verify.js';
@@ -199,18 +199,9 @@ export function fillTemplate(template: Template, constants: readonly Constant[])
   return out;
 }
 
-/** Calls `visit` with every `{ Tag: node }` wrapper of `tree` (iteratively). */
+/** Calls `visit` with every `{ Tag: node }` wrapper of `tree` (all found first, so `visit` may replace them). */
 function eachWrapper(tree: AnyNode, visit: (wrapper: Record<string, AnyNode>) => void): void {
-  const stack: unknown[] = [tree];
-  while (stack.length) {
-    const v = stack.pop();
-    if (Array.isArray(v)) {
-      for (const item of v) stack.push(item);
-    } else if (v && typeof v === 'object') {
-      visit(v as Record<string, AnyNode>);
-      for (const k in v) stack.push((v as Record<string, unknown>)[k]);
-    }
-  }
+  for (const wrapper of wrappers(tree).values()) visit(wrapper as Record<string, AnyNode>);
 }
 
 /** The kind of an A_Const as `constantOf` would take it, whatever its position. */
