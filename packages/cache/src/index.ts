@@ -1,2 +1,3 @@
 export { InvalidationBus, CHANNEL } from './bus.js';
 export { TopicCache } from './cache.js';
+export { WorkspaceCache, workspaceTopic, freezeDeep, type CacheBus, type WorkspaceCacheOptions } from './workspace-cache.js';

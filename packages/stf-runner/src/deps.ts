@@ -1,7 +1,7 @@
 import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { RuntimeName, StfRuntime } from '@wds/stf-runtime';
-import type { CacheBus } from '@wds/stfs';
+import type { CacheBus } from '@wds/cache';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 
 /** The configuration a run reads, as plain numbers (the server's Config has each of them). */
@@ -36,7 +36,7 @@ export interface StfRunnerDeps {
   config: StfRunnerConfig;
   /**
    * The invalidation bus of the process's caches: with it (and CACHE_TTL_MS), what a run reads of the platform
-   * tables is cached until a change of the workspace (@wds/stfs WorkspaceCache). Without it, every run reads them.
+   * tables is cached until a change of the workspace (@wds/cache WorkspaceCache). Without it, every run reads them.
    */
   bus?: CacheBus | undefined;
 }

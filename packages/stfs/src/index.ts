@@ -1,4 +1,4 @@
 export * from './stfs.js';
 export * from './secrets.js';
-export * from './cache.js';
+export * from './run-cache.js';
 export { runnableVersion } from './runnable.js';

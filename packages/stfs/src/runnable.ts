@@ -1,5 +1,5 @@
 import type { Db } from '@wds/db';
-import { freezeDeep, type WorkspaceCache } from './cache.js';
+import { freezeDeep, type WorkspaceCache } from '@wds/cache';
 import { type StfVersionWithSecrets, loadVersionWithSecrets, type VersionRef } from './stfs.js';
 
 const sizeOf = (v: StfVersionWithSecrets): number =>

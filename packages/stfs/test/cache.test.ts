@@ -4,12 +4,11 @@ import { SecretBox } from '@wds/crypto';
 import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type CacheBus, freezeDeep, WorkspaceCache } from '@wds/cache';
 import {
   addVersion,
-  type CacheBus,
   createStf,
   deleteSecret,
-  freezeDeep,
   loadVersionWithSecrets,
   openSealedSecrets,
   openSecrets,
@@ -18,7 +17,6 @@ import {
   runnableVersion,
   softDeleteStf,
   upsertSecret,
-  WorkspaceCache,
 } from '../src/index.js';
 
 /** The bus as the cache sees it: `invalidate` is what the changing process does after commit, and what LISTEN delivers in the others. */

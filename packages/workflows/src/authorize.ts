@@ -6,7 +6,8 @@
 import type { Db } from '@wds/db';
 import { unauthorized } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
-import { runCacheOf, type WorkspaceCache } from '@wds/stfs';
+import type { WorkspaceCache } from '@wds/cache';
+import { runCacheOf } from '@wds/stfs';
 import { findLiveWorkspace } from '@wds/workspaces';
 import { cachedWorkflow } from './cached.js';
 import { executeAndRecord, type ExecutionAudit, type RecordedRun } from './execution.js';

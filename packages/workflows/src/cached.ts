@@ -1,10 +1,10 @@
 /**
  * What an execution reads before it runs — the workflow, and the versions its steps run with their sealed secrets
- * — from the run cache of the process (@wds/stfs WorkspaceCache: dropped by any change of the workspace, in every
+ * — from the run cache of the process (@wds/cache WorkspaceCache: dropped by any change of the workspace, in every
  * process), else from the database. Without a cache (no bus, CACHE_TTL_MS 0) every execution reads them.
  */
 import type { Db } from '@wds/db';
-import { freezeDeep, type WorkspaceCache } from '@wds/stfs';
+import { freezeDeep, type WorkspaceCache } from '@wds/cache';
 import type { WorkflowDefinition } from './definition.js';
 import type { ResolvedEffect, ResolvedStf } from './engine.js';
 import { resolveEffectSteps, resolveStfSteps } from './resolve.js';

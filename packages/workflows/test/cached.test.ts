@@ -1,6 +1,7 @@
 import '@wds/testkit';
 import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
-import { addVersion, type CacheBus, createStf, WorkspaceCache } from '@wds/stfs';
+import { type CacheBus, WorkspaceCache } from '@wds/cache';
+import { addVersion, createStf } from '@wds/stfs';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cachedSteps, cachedWorkflow } from '../src/cached.js';

@@ -1,14 +1,13 @@
 /**
- * What a run reads of the platform tables (an STF version with its code and sealed secrets; a workflow and its
- * resolved steps), kept in process between runs. Every entry belongs to one workspace and is dropped by its topic
- * `ws:<id>`, which every change to the workspace's STFs, versions, secrets, effects and workflows (and to the
- * workspace itself) publishes when it commits: in the changing process at once, in the others by LISTEN/NOTIFY
- * (@wds/cache InvalidationBus). The rules are those of @wds/cache's TopicCache — nothing is served while the
- * bus's listener is down, a value loaded while an invalidation happened is not kept, entries expire after `ttlMs` —
- * plus a bound on the bytes held, since one version's code may be megabytes.
+ * Values that belong to one workspace each (say, what a run reads of the platform tables: an STF version with its
+ * code and sealed secrets), kept in process. Every entry is dropped by its workspace's topic `ws:<id>`, which every
+ * change to the workspace publishes when it commits: in the changing process at once, in the others by
+ * LISTEN/NOTIFY (InvalidationBus). The rules are TopicCache's — nothing is served while the bus's listener is
+ * down, a value loaded while an invalidation happened is not kept, entries expire after `ttlMs` — plus a bound on
+ * the bytes held, since one value may be megabytes.
  */
 
-/** What the cache needs of @wds/cache's InvalidationBus (which the app's services carry as `bus`). */
+/** What the cache needs of an InvalidationBus (which the app's services carry as `bus`). */
 export interface CacheBus {
   /** False while the listening connection is down: nothing is served then. */
   readonly healthy: boolean;
@@ -137,23 +136,4 @@ export function freezeDeep<T>(value: T): T {
   Object.freeze(value);
   for (const v of Object.values(value)) freezeDeep(v);
   return value;
-}
-
-/** One cache per bus (per process; each test harness has its own), made on first use. */
-const caches = new WeakMap<CacheBus, WorkspaceCache>();
-
-/**
- * The run cache of a process's services: undefined (nothing cached) without a bus or with a TTL of 0 — tests that
- * hand in bare dependencies read the database every time.
- */
-export function runCacheOf(deps: { bus?: CacheBus | undefined; config: { CACHE_TTL_MS?: number | undefined } }): WorkspaceCache | undefined {
-  const { bus } = deps;
-  const ttlMs = deps.config.CACHE_TTL_MS ?? 0;
-  if (!bus || !(ttlMs > 0)) return undefined;
-  let cache = caches.get(bus);
-  if (!cache) {
-    cache = new WorkspaceCache(bus, { ttlMs });
-    caches.set(bus, cache);
-  }
-  return cache;
 }
