@@ -244,3 +244,57 @@ describe('bundled libraries: list and types', () => {
     }
   }, 60_000);
 });
+
+describe('web globals: atob, btoa, TextEncoder, TextDecoder (as Node has them)', () => {
+  const samples = ['', 'a', 'ab', 'abc', 'hello, world', 'é€😀 日本語', '\u0000\u00ff', 'x'.repeat(10_001)];
+
+  it('encode and decode UTF-8 and base64 exactly as Node does', async () => {
+    const code = [
+      'const enc = new TextEncoder(); const dec = new TextDecoder();',
+      'return $input.samples.map((s) => {',
+      '  const bytes = enc.encode(s);',
+      '  const binary = Array.from(bytes, (b) => String.fromCharCode(b)).join("");',
+      '  return { bytes: Array.from(bytes).slice(0, 64), length: bytes.length, b64: btoa(binary), back: dec.decode(bytes), round: atob(btoa(binary)) === binary };',
+      '});',
+    ].join('\n');
+    const got = (await output(code, { samples })) as { bytes: number[]; length: number; b64: string; back: string; round: boolean }[];
+    samples.forEach((s, i) => {
+      const bytes = Buffer.from(s, 'utf8');
+      expect(got[i]).toEqual({ bytes: [...bytes].slice(0, 64), length: bytes.length, b64: bytes.toString('base64'), back: s, round: true });
+    });
+  });
+
+  it('handle bad input as the web platform does', async () => {
+    const code = [
+      'const dec = new TextDecoder();',
+      'const errorName = (f) => { try { f(); return null; } catch (e) { return e.name; } };',
+      'return {',
+      '  loneSurrogate: Array.from(new TextEncoder().encode("a\\ud800b")),',
+      '  invalid: dec.decode(new Uint8Array([0x61, 0xff, 0xc3, 0x28, 0xe2, 0x82, 0xf0, 0x9f, 0x98, 0x80])),',
+      '  bom: dec.decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x61])),',
+      '  fatal: errorName(() => new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array([0xff]))),',
+      '  label: errorName(() => new TextDecoder("latin1")),',
+      '  forgiving: atob(" aGVs bG8 "),',
+      '  unpadded: atob("aGk"),',
+      '  badBase64: errorName(() => atob("a")),',
+      '  wide: errorName(() => btoa("€")),',
+      '  into: new TextEncoder().encodeInto("a€b", new Uint8Array(4)),',
+      '  fromBuffer: dec.decode(new Uint8Array([0x68, 0x69]).buffer),',
+      '};',
+    ].join('\n');
+    const node = new TextDecoder();
+    expect(await output(code)).toEqual({
+      loneSurrogate: [...new TextEncoder().encode('a\ud800b')],
+      invalid: node.decode(new Uint8Array([0x61, 0xff, 0xc3, 0x28, 0xe2, 0x82, 0xf0, 0x9f, 0x98, 0x80])),
+      bom: 'a',
+      fatal: 'TypeError',
+      label: 'RangeError',
+      forgiving: 'hello',
+      unpadded: 'hi',
+      badBase64: 'InvalidCharacterError',
+      wide: 'InvalidCharacterError',
+      into: { read: 2, written: 4 },
+      fromBuffer: 'hi',
+    });
+  });
+});

@@ -1,8 +1,9 @@
 /**
  * Guest-side JavaScript evaluated in each fresh QuickJS context before the user's code. It is a function
  * expression `(hostLog, hostSql, hostRandom, boot, logRoom, maxOutputChars) => api`: it installs the globals of
- * DECISIONS §6 (`$input`, `$sources`, `$caller`, `$env`, `sql`, `console`) and `crypto.getRandomValues` /
- * `crypto.randomUUID` (what libraries such as crypto-js need for keys and salts), and returns helpers the host calls
+ * DECISIONS §6 (`$input`, `$sources`, `$caller`, `$env`, `sql`, `console`), `crypto.getRandomValues` /
+ * `crypto.randomUUID` (what libraries such as crypto-js need for keys and salts), and `atob`, `btoa`,
+ * `TextEncoder`, `TextDecoder` (UTF-8 only, no streaming), and returns helpers the host calls
  * later. It captures JSON, String, … before the user's code runs, so the user cannot change how the host reads
  * results and errors.
  *
@@ -105,6 +106,159 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
     return h.slice(0, 8) + '-' + h.slice(8, 12) + '-' + h.slice(12, 16) + '-' + h.slice(16, 20) + '-' + h.slice(20);
   }
 
+  // atob / btoa (binary strings and base64) and TextEncoder / TextDecoder (UTF-8), as browsers and Node have them:
+  // code written for the origin platform uses them (pdf-lib embedding an image given as base64, for one).
+  const fromCharCode = String.fromCharCode;
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const B64_VALUE = {};
+  for (let i = 0; i < 64; i++) B64_VALUE[B64[i]] = i;
+  function invalidCharacter(message) {
+    const e = new ErrorCtor(message);
+    e.name = 'InvalidCharacterError';
+    return e;
+  }
+  // Joins character codes into a string a slice at a time (one call with millions of arguments would overflow).
+  function codesToString(codes) {
+    let out = '';
+    for (let i = 0; i < codes.length; i += 8192) out += fromCharCode.apply(null, codes.slice(i, i + 8192));
+    return out;
+  }
+  function btoa(input) {
+    const s = toStr(input);
+    const n = s.length;
+    for (let i = 0; i < n; i++) if (s.charCodeAt(i) > 255) throw invalidCharacter('btoa: the string has characters outside Latin1');
+    const parts = [];
+    for (let i = 0; i < n; i += 3) {
+      const t = (s.charCodeAt(i) << 16) | ((i + 1 < n ? s.charCodeAt(i + 1) : 0) << 8) | (i + 2 < n ? s.charCodeAt(i + 2) : 0);
+      parts.push(B64[(t >> 18) & 63] + B64[(t >> 12) & 63] + (i + 1 < n ? B64[(t >> 6) & 63] : '=') + (i + 2 < n ? B64[t & 63] : '='));
+    }
+    return parts.join('');
+  }
+  // WHATWG forgiving-base64 decode: ASCII whitespace ignored, padding optional.
+  function atob(input) {
+    let s = toStr(input).replace(/[\t\n\f\r ]/g, '');
+    if (s.length % 4 === 0) s = s.replace(/==?$/, '');
+    if (s.length % 4 === 1 || /[^A-Za-z0-9+\/]/.test(s)) throw invalidCharacter('atob: the string is not correctly encoded');
+    const codes = [];
+    let buffer = 0;
+    let bits = 0;
+    for (let i = 0; i < s.length; i++) {
+      buffer = ((buffer << 6) | B64_VALUE[s[i]]) & 0xffffff;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        codes.push((buffer >> bits) & 255);
+      }
+    }
+    return codesToString(codes);
+  }
+  // The code point at s[i] (a lone surrogate is U+FFFD, as a USVString has it) and how many code units it took.
+  function codePointAt(s, i) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) return [0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00), 2];
+    }
+    return [c >= 0xd800 && c <= 0xdfff ? 0xfffd : c, 1];
+  }
+  function utf8Length(c) {
+    return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+  }
+  function putUtf8(c, out, at) {
+    if (c < 0x80) out[at] = c;
+    else if (c < 0x800) { out[at] = 0xc0 | (c >> 6); out[at + 1] = 0x80 | (c & 63); }
+    else if (c < 0x10000) { out[at] = 0xe0 | (c >> 12); out[at + 1] = 0x80 | ((c >> 6) & 63); out[at + 2] = 0x80 | (c & 63); }
+    else { out[at] = 0xf0 | (c >> 18); out[at + 1] = 0x80 | ((c >> 12) & 63); out[at + 2] = 0x80 | ((c >> 6) & 63); out[at + 3] = 0x80 | (c & 63); }
+  }
+  class TextEncoder {
+    get encoding() { return 'utf-8'; }
+    encode(input) {
+      const s = input === undefined ? '' : toStr(input);
+      let length = 0;
+      for (let i = 0; i < s.length;) { const [c, units] = codePointAt(s, i); length += utf8Length(c); i += units; }
+      const out = new Uint8ArrayCtor(length);
+      let at = 0;
+      for (let i = 0; i < s.length;) { const [c, units] = codePointAt(s, i); putUtf8(c, out, at); at += utf8Length(c); i += units; }
+      return out;
+    }
+    encodeInto(source, destination) {
+      if (!(destination instanceof Uint8ArrayCtor)) throw new TypeErrorCtor('TextEncoder.encodeInto: the destination must be a Uint8Array');
+      const s = toStr(source);
+      let read = 0;
+      let written = 0;
+      for (let i = 0; i < s.length;) {
+        const [c, units] = codePointAt(s, i);
+        const n = utf8Length(c);
+        if (written + n > destination.length) break;
+        putUtf8(c, destination, written);
+        written += n;
+        read += units;
+        i += units;
+      }
+      return { read: read, written: written };
+    }
+  }
+  const UTF8_LABELS = ['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8'];
+  class TextDecoder {
+    constructor(label, options) {
+      const name = label === undefined ? 'utf-8' : toStr(label).trim().toLowerCase();
+      if (UTF8_LABELS.indexOf(name) < 0) throw new RangeError('TextDecoder: only UTF-8 is supported here (got "' + name + '")');
+      this.fatal = !!(options && options.fatal);
+      this.ignoreBOM = !!(options && options.ignoreBOM);
+    }
+    get encoding() { return 'utf-8'; }
+    // The WHATWG UTF-8 decoder: a bad sequence is U+FFFD (or a TypeError when fatal). No streaming.
+    decode(input, options) {
+      if (options && options.stream) throw new TypeErrorCtor('TextDecoder.decode: streaming is not supported here');
+      let bytes;
+      if (input === undefined) bytes = new Uint8ArrayCtor(0);
+      else if (input instanceof ArrayBuffer) bytes = new Uint8ArrayCtor(input);
+      else if (ArrayBuffer.isView(input)) bytes = new Uint8ArrayCtor(input.buffer, input.byteOffset, input.byteLength);
+      else throw new TypeErrorCtor('TextDecoder.decode expects an ArrayBuffer or a view of one');
+      const fatal = this.fatal;
+      const codes = [];
+      const bad = function () {
+        if (fatal) throw new TypeErrorCtor('TextDecoder: the data is not valid UTF-8');
+        codes.push(0xfffd);
+      };
+      let needed = 0;
+      let seen = 0;
+      let cp = 0;
+      let lower = 0x80;
+      let upper = 0xbf;
+      let i = !this.ignoreBOM && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+      for (; i < bytes.length; i++) {
+        const b = bytes[i];
+        if (needed === 0) {
+          if (b <= 0x7f) codes.push(b);
+          else if (b >= 0xc2 && b <= 0xdf) { needed = 1; cp = b & 0x1f; }
+          else if (b >= 0xe0 && b <= 0xef) { if (b === 0xe0) lower = 0xa0; if (b === 0xed) upper = 0x9f; needed = 2; cp = b & 0xf; }
+          else if (b >= 0xf0 && b <= 0xf4) { if (b === 0xf0) lower = 0x90; if (b === 0xf4) upper = 0x8f; needed = 3; cp = b & 7; }
+          else bad();
+          continue;
+        }
+        if (b < lower || b > upper) {
+          needed = seen = cp = 0;
+          lower = 0x80;
+          upper = 0xbf;
+          bad();
+          i--;
+          continue;
+        }
+        lower = 0x80;
+        upper = 0xbf;
+        cp = (cp << 6) | (b & 0x3f);
+        if (++seen === needed) {
+          if (cp >= 0x10000) codes.push(0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
+          else codes.push(cp);
+          needed = seen = cp = 0;
+        }
+      }
+      if (needed !== 0) bad();
+      return codesToString(codes);
+    }
+  }
+
   const data = parse(boot);
   const define = function (name, value) {
     defineProperty(g, name, { value: value, writable: true, configurable: true, enumerable: false });
@@ -112,6 +266,10 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
   define('console', console);
   define('sql', sql);
   define('crypto', { getRandomValues: getRandomValues, randomUUID: randomUUID });
+  define('atob', atob);
+  define('btoa', btoa);
+  define('TextEncoder', TextEncoder);
+  define('TextDecoder', TextDecoder);
   define('$input', data.input);
   define('$sources', data.sources);
   define('$caller', data.caller);
