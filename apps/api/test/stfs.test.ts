@@ -12,6 +12,16 @@ const jsStf = (over: Record<string, unknown> = {}) => ({
 });
 
 describe('STFs', () => {
+  test("runtime 'js' (the origin platform's name) is accepted and stored as javascript", async ({ h, owner, ws }) => {
+    const c = await h.call('POST', '/api/v1/stfs', { token: owner.token, workspace: ws.id, body: jsStf({ runtime: 'js' }) });
+    expect(c.status).toBe(201);
+    expect(c.body.latest_version).toMatchObject({ runtime: 'javascript' });
+    const v2 = await h.call('POST', `/api/v1/stfs/${c.body.id}/versions`, { token: owner.token, workspace: ws.id, body: { version: '1.1.0', runtime: 'js', code: b64('return 3') } });
+    expect([v2.status, v2.body.runtime]).toEqual([201, 'javascript']);
+    const run = await h.call('POST', '/api/v1/stfs/instant-run', { token: owner.token, workspace: ws.id, body: { stf_id: c.body.id } });
+    expect(run.body).toMatchObject({ success: true, output: 3 });
+  });
+
   test('create with a first version, list, get, patch, versions, describe, soft delete', async ({ h, owner, ws }) => {
     const c = await h.call('POST', '/api/v1/stfs', { token: owner.token, workspace: ws.id, body: jsStf({ description: 'doubles n' }) });
     expect(c.status).toBe(201);
