@@ -167,8 +167,9 @@ describe('templates: filled, they are exactly the full rewrite', () => {
       }),
       { numRuns: 300 },
     );
-    // Most pairs share a shape (a sign change or an integer turning decimal makes another one).
-    expect(shared).toBeGreaterThan(100);
+    // About 2 pairs in 5 share a shape (each number is one of four kinds: integer or decimal, either sign); 60 is
+    // several standard deviations below the ~120 expected, so this checks that sharing happens, never flakes.
+    expect(shared).toBeGreaterThan(60);
   });
 });
 
@@ -256,6 +257,6 @@ describe('lexical shapes', () => {
       }),
       { numRuns: 400 },
     );
-    expect(same).toBeGreaterThan(50);
+    expect(same).toBeGreaterThan(40);
   });
 });
