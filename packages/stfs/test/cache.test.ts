@@ -2,9 +2,9 @@ import '@wds/testkit';
 import { randomBytes } from 'node:crypto';
 import { SecretBox } from '@wds/crypto';
 import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
-import { createDatabase } from '@wds/testkit';
+import { createDatabase, ManualBus } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type CacheBus, freezeDeep, WorkspaceCache } from '@wds/cache';
+import { freezeDeep, WorkspaceCache } from '@wds/cache';
 import {
   addVersion,
   createStf,
@@ -19,20 +19,6 @@ import {
   upsertSecret,
 } from '../src/index.js';
 
-/** The bus as the cache sees it: `invalidate` is what the changing process does after commit, and what LISTEN delivers in the others. */
-class FakeBus implements CacheBus {
-  healthy = true;
-  generation = 0;
-  readonly #listeners = new Set<(topic: string) => void>();
-  subscribe(listener: (topic: string) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-  invalidate(topic: string): void {
-    this.generation++;
-    for (const l of this.#listeners) l(topic);
-  }
-}
 
 const counting = () => {
   let loads = 0;
@@ -51,7 +37,7 @@ const counting = () => {
 
 describe('WorkspaceCache', () => {
   it('serves a loaded value until its workspace topic is published; other workspaces keep theirs', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const c = counting();
     const size = () => 10;
@@ -70,7 +56,7 @@ describe('WorkspaceCache', () => {
   });
 
   it('keeps nothing loaded while an invalidation happened, and serves nothing while the bus is down', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     // The load read the state from before a change whose invalidation arrived meanwhile.
     const racing = await cache.through('a', 'k', async () => {
@@ -89,7 +75,7 @@ describe('WorkspaceCache', () => {
   });
 
   it('expires entries after ttlMs, caches nothing with ttlMs 0, and never fails a load into the cache', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const short = new WorkspaceCache(bus, { ttlMs: 20 });
     await short.through('a', 'k', async () => 1, () => 1);
     await new Promise((r) => setTimeout(r, 40));
@@ -104,7 +90,7 @@ describe('WorkspaceCache', () => {
   });
 
   it('holds at most maxBytes, dropping the least recently used, and keeps no entry over an eighth of it', async () => {
-    const cache = new WorkspaceCache(new FakeBus(), { ttlMs: 60_000, maxBytes: 800 });
+    const cache = new WorkspaceCache(new ManualBus(), { ttlMs: 60_000, maxBytes: 800 });
     await cache.through('a', 'big', async () => 'big', () => 101);
     expect(cache.size).toBe(0);
     for (const k of ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8']) await cache.through('a', k, async () => k, () => 100);
@@ -117,7 +103,7 @@ describe('WorkspaceCache', () => {
   });
 
   it('runCacheOf: one cache per bus, none without a bus or a TTL', () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } })).toBe(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } }));
     expect(runCacheOf({ bus: undefined, config: { CACHE_TTL_MS: 1000 } })).toBeUndefined();
     expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 0 } })).toBeUndefined();
@@ -167,7 +153,7 @@ describe('the run cache on the platform tables', () => {
   });
 
   it('a change made in this process is seen by the very next read', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const read = async (id: string) => {
       const v = await runnableVersion(db, cache, A, { stfId: id });
@@ -197,7 +183,7 @@ describe('the run cache on the platform tables', () => {
   });
 
   it('a change committed by another process is seen once its message arrives; a change of another workspace drops nothing', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const { stf } = await createStf(db, A, { name: 'there', createdBy: null, version: js('1') });
     const { stf: inB } = await createStf(db, B, { name: 'b', createdBy: null, version: js('b1') });
@@ -221,7 +207,7 @@ describe('the run cache on the platform tables', () => {
   });
 
   it('with the listener down every read goes to the database', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const { stf } = await createStf(db, A, { name: 'down', createdBy: null, version: js('1') });
     expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('1');
@@ -231,7 +217,7 @@ describe('the run cache on the platform tables', () => {
   });
 
   it('keys: by version id, by label and the newest are different entries, and a workspace never reads another one\'s', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const { stf, version } = await createStf(db, A, { name: 'keys', createdBy: null, version: js('1') });
     await addVersion(db, A, stf.id, js('2'), null);

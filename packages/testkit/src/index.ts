@@ -4,3 +4,4 @@ export { type CreateDatabaseOptions, createDatabase, dropDatabase } from './data
 export { startTestPostgres, type TestPostgres } from './server.js';
 export { startContainerEngine, type TestContainerEngine } from './container-engine.js';
 export * from './fake-drive.js';
+export { ManualBus } from './manual-bus.js';

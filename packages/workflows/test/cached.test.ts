@@ -1,26 +1,12 @@
 import '@wds/testkit';
 import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
-import { type CacheBus, WorkspaceCache } from '@wds/cache';
+import { WorkspaceCache } from '@wds/cache';
 import { addVersion, createStf } from '@wds/stfs';
-import { createDatabase } from '@wds/testkit';
+import { createDatabase, ManualBus } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cachedSteps, cachedWorkflow } from '../src/cached.js';
 import { createWorkflow, softDeleteWorkflow, updateWorkflow } from '../src/index.js';
 
-/** `invalidate`: what the changing process does after its commit, and what LISTEN delivers in the others. */
-class FakeBus implements CacheBus {
-  healthy = true;
-  generation = 0;
-  readonly #listeners = new Set<(topic: string) => void>();
-  subscribe(listener: (topic: string) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-  invalidate(topic: string): void {
-    this.generation++;
-    for (const l of this.#listeners) l(topic);
-  }
-}
 
 let db: Db;
 /** Another process's connection. */
@@ -45,7 +31,7 @@ afterAll(async () => {
 
 describe('the cached steps of an execution', () => {
   it('pinned and unpinned references are different entries; a new version is seen after the change (here or elsewhere)', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const { stf, version } = await createStf(db, A, { name: 's', createdBy: null, version: js('one') });
     const unpinned = { stf_steps: [{ stf_version_id: version.id, pin_version: false, input_mappings: [] }], effect_steps: [] };
@@ -67,7 +53,7 @@ describe('the cached steps of an execution', () => {
   });
 
   it("another workspace resolves nothing of this one's, cached or not", async () => {
-    const cache = new WorkspaceCache(new FakeBus(), { ttlMs: 60_000 });
+    const cache = new WorkspaceCache(new ManualBus(), { ttlMs: 60_000 });
     const { version } = await createStf(db, A, { name: 's', createdBy: null, version: js('mine') });
     const def = { stf_steps: [{ stf_version_id: version.id, pin_version: false, input_mappings: [] }], effect_steps: [] };
     expect(await codes(cache, A, def)).toEqual(['mine']);
@@ -77,7 +63,7 @@ describe('the cached steps of an execution', () => {
 
 describe('the cached workflow', () => {
   it('an update and a deletion are seen once published; a missing workflow is never cached', async () => {
-    const bus = new FakeBus();
+    const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const w = await createWorkflow(db, A, { name: 'w', input_steps: [], stf_steps: [], effect_steps: [] }, null);
     expect((await cachedWorkflow(db, cache, A, w.id)).name).toBe('w');
