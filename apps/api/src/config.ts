@@ -83,6 +83,8 @@ export const ConfigSchema = v.object({
   STF_DOCKER_MEMORY_MB: int(256, 16, 65_536),
   STF_DOCKER_PIDS: int(64, 8, 4_096),
   STF_DOCKER_CONCURRENCY: int(2, 1, 64),
+  // Image of each docker run's relay container (docs/stfs.md); unset: the engine's localhost/wds-node image.
+  STF_DOCKER_RELAY_IMAGE: opt,
   // Fair sharing of the STF runtimes and of workflow executions between workspaces (docs/stfs.md, docs/workflows.md).
   STF_WASM_CONCURRENCY: int(4, 1, 64),
   STF_WORKSPACE_QUEUE: int(16, 0, 10_000),

@@ -44,6 +44,7 @@ export function createRuntimes(
             dockerHost: config.DOCKER_HOST,
             concurrency: config.STF_DOCKER_CONCURRENCY,
             pidsLimit: config.STF_DOCKER_PIDS,
+            ...(config.STF_DOCKER_RELAY_IMAGE ? { relayImage: config.STF_DOCKER_RELAY_IMAGE } : {}),
             ...fairness(config.STF_DOCKER_CONCURRENCY),
           }),
         }

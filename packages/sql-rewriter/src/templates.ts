@@ -448,7 +448,9 @@ export function learnLexical(shape: Shape, lexical: LexicalShape, sql: string): 
   // Tree positions are UTF-8 byte offsets; the lexical scan's are string indexes.
   const bytes = Buffer.from(sql, 'utf8');
   const starts = new Map<number, number>();
-  lexical.literals.forEach((l, index) => starts.set(Buffer.byteLength(sql.slice(0, l.start)), index));
+  lexical.literals.forEach((l, index) => {
+    starts.set(Buffer.byteLength(sql.slice(0, l.start)), index);
+  });
   const used = new Set<number>();
   const constants: LexicalMap['constants'] = [];
   for (const [k, location] of shape.locations.entries()) {

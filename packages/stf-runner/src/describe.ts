@@ -22,16 +22,40 @@ export type StfDescription = {
   output_schema: unknown;
 } & (
   | { source: 'stored' }
-  | { source: 'run'; description?: string }
+  | {
+      source: 'run';
+      description?: string;
+      /**
+       * The operations the code says it takes, as it lists them — the origin platform's convention is an object of
+       * operation name → `{ description, required, optional }`. Only when the answer has them.
+       */
+      operations?: unknown;
+    }
   | { source: 'none'; error?: Extract<RunAnswer, { success: false }>['error'] }
 );
 
 const isSchema = (x: unknown): x is Schema => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /**
+ * Where a describe answer keeps its schemas: at the top of the output (ours: `{ input_schema?, output_schema?,
+ * description?, operations? }`), or under `data` (the origin platform's convention for docker STFs:
+ * `{ status: "success", operation: "describe", data: { input_schema, operations } }`). Undefined when neither
+ * names a schema or operations.
+ */
+function describedBy(out: unknown): Schema | undefined {
+  if (!isSchema(out)) return undefined;
+  const names = (x: Schema) => 'input_schema' in x || 'output_schema' in x || 'operations' in x;
+  if ('input_schema' in out || 'output_schema' in out) return out;
+  if (isSchema(out.data) && names(out.data)) return out.data;
+  if ('operations' in out) return out;
+  return undefined;
+}
+
+/**
  * The input and output schemas of a version: the stored ones when it has any; otherwise the code is asked (input
  * `{ operation: 'describe' }`, as the user, without sql() so describing changes nothing) and its answer used when it
- * names a schema. A failed run is `source: 'none'` with the run's error.
+ * names a schema or operations, at its top or under `data` (the origin platform's shape, see describedBy); its
+ * `operations` are passed on. A failed run is `source: 'none'` with the run's error.
  */
 export async function describeVersion(
   deps: StfRunnerDeps,
@@ -58,12 +82,16 @@ export async function describeVersion(
     ...(req.sealedSecrets ? { secrets: deps.secrets ? openSealedSecrets(deps.secrets, row.stf_id, req.sealedSecrets) : {} } : {}),
   });
   const out = answer.success ? answer.output : undefined;
-  if (isSchema(out) && ('input_schema' in out || 'output_schema' in out)) {
+  const d = describedBy(out);
+  if (d) {
+    const description = typeof d.description === 'string' ? d.description : isSchema(out) && typeof out.description === 'string' ? out.description : undefined;
+    const operations = isSchema(d.operations) || Array.isArray(d.operations) ? d.operations : undefined;
     return {
       ...head,
-      input_schema: isSchema(out.input_schema) ? out.input_schema : null,
-      output_schema: isSchema(out.output_schema) ? out.output_schema : null,
-      ...(typeof out.description === 'string' ? { description: out.description } : {}),
+      input_schema: isSchema(d.input_schema) ? d.input_schema : null,
+      output_schema: isSchema(d.output_schema) ? d.output_schema : null,
+      ...(description !== undefined ? { description } : {}),
+      ...(operations !== undefined ? { operations } : {}),
       source: 'run',
     };
   }

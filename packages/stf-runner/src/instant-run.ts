@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { openSealedSecrets, runCacheOf, runnableVersion } from '@wds/stfs';
 import type { StfRunnerDeps } from './deps.js';
 import { type RunAnswer, type RunnableVersion, type RunWorkspace, runAsUser } from './run.js';
@@ -46,4 +47,49 @@ export async function instantRun(
     ...(record ? { onStart: () => record(ran) } : {}),
   });
   return { version: ran, answer };
+}
+
+/** The stf_id a run of unsaved code carries (docker's X-STF-ID, logs): the nil UUID, as on the origin's local loop. */
+export const UNSAVED_STF_ID = '00000000-0000-0000-0000-000000000000';
+
+/** What instant-run's code mode ran (for its audit entry). */
+export interface InstantCodeRun {
+  runtime: RunnableVersion['runtime'];
+  code_bytes: number;
+  code_sha256: string;
+}
+
+/**
+ * instant_run_stf's code mode (the origin's development loop): code that is not saved, run as the user with the
+ * limits of a saved version of its runtime and no secrets. The code was decoded and checked as a save would
+ * (decodeStfCode); a failure of the code is an answer like any run's.
+ */
+export async function instantRunCode(
+  deps: StfRunnerDeps,
+  req: {
+    workspace: RunWorkspace;
+    userId: string;
+    runtime: RunnableVersion['runtime'];
+    code: Buffer;
+    input: unknown;
+    sources: Record<string, unknown>;
+    record?: (ran: InstantCodeRun) => Promise<void>;
+  },
+): Promise<{ ran: InstantCodeRun; answer: RunAnswer }> {
+  const ran: InstantCodeRun = {
+    runtime: req.runtime,
+    code_bytes: req.code.length,
+    code_sha256: createHash('sha256').update(req.code).digest('hex'),
+  };
+  const { record } = req;
+  const answer = await runAsUser(deps, {
+    workspace: req.workspace,
+    userId: req.userId,
+    version: { stf_id: UNSAVED_STF_ID, runtime: req.runtime, code: req.code },
+    input: req.input,
+    sources: req.sources,
+    secrets: {},
+    ...(record ? { onStart: () => record(ran) } : {}),
+  });
+  return { ran, answer };
 }

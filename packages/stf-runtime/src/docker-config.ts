@@ -1,9 +1,13 @@
 import { StfError } from './types.js';
 
-/** DECISIONS §6: a docker STF's `code` is base64 of this JSON document. */
+/**
+ * DECISIONS §6: a docker STF's `code` is base64 of this JSON document. `{ "image": "…" }` alone is a complete config
+ * (the origin platform's form): the image's own ENTRYPOINT, CMD and WORKDIR run. `command`, when given, replaces the
+ * image's CMD only (docker's `command` override): an ENTRYPOINT of the image stays and receives it as arguments.
+ */
 export interface DockerConfig {
   image: string;
-  command: string[];
+  command?: string[];
   env?: Record<string, string>;
   /** Names of the STF's secrets to pass as environment variables. */
   secret_keys?: string[];
@@ -20,15 +24,15 @@ export function parseDockerConfig(bytes: Uint8Array): DockerConfig {
   try {
     doc = JSON.parse(Buffer.from(bytes).toString('utf8'));
   } catch {
-    throw bad('code must be base64 of a JSON object { image, command, env?, secret_keys? }');
+    throw bad('code must be base64 of a JSON object { image, command?, env?, secret_keys? }');
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad('expected a JSON object');
   const { image, command, env, secret_keys, ...rest } = doc as Record<string, unknown>;
   const unknown = Object.keys(rest);
   if (unknown.length) throw bad(`unknown field ${unknown[0]}`);
   if (typeof image !== 'string' || image.length > 255 || !IMAGE.test(image)) throw bad('image must be an image reference such as localhost/tool:1.0');
-  if (!Array.isArray(command) || command.length === 0 || command.some((c) => typeof c !== 'string')) {
-    throw bad('command must be a non-empty array of strings');
+  if (command !== undefined && (!Array.isArray(command) || command.length === 0 || command.some((c) => typeof c !== 'string'))) {
+    throw bad("command must be a non-empty array of strings when given (left out, the image's own ENTRYPOINT and CMD run)");
   }
   if (env !== undefined) {
     if (typeof env !== 'object' || env === null || Array.isArray(env)) throw bad('env must be an object of strings');
@@ -44,7 +48,7 @@ export function parseDockerConfig(bytes: Uint8Array): DockerConfig {
   }
   return {
     image,
-    command: command as string[],
+    ...(command !== undefined ? { command: command as string[] } : {}),
     ...(env ? { env: env as Record<string, string> } : {}),
     ...(secret_keys ? { secret_keys: secret_keys as string[] } : {}),
   };

@@ -32,8 +32,12 @@ export {
   type EngineAddress,
 } from './docker/index.js';
 export {
+  bundledLibrary,
   bundledLibrarySources,
   bundledLibraryTypes,
   listBundledLibraries,
+  resolveLibraryName,
+  ORIGIN_SCOPE,
   type BundledLibrary,
+  type BundledLibraryCode,
 } from './javascript/libraries.js';

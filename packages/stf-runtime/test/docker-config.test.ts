@@ -13,12 +13,19 @@ describe('parseDockerConfig', () => {
     });
   });
 
+  it('accepts an image alone (the origin platform form): the image runs its own ENTRYPOINT and CMD', () => {
+    expect(parseDockerConfig(enc({ image: 'ghcr.io/acme/stf-invoices:1.2.0' }))).toEqual({ image: 'ghcr.io/acme/stf-invoices:1.2.0' });
+    expect(parseDockerConfig(enc({ image: 'echo-stf:latest', secret_keys: ['API_KEY'] }))).toEqual({ image: 'echo-stf:latest', secret_keys: ['API_KEY'] });
+  });
+
   it.each([
     ['not json', 'JSON object'],
     [[], 'JSON object'],
     [{ image: 'x', command: 'python3 main.py' }, 'command must be'],
     [{ image: 'x', command: [] }, 'command must be'],
     [{ image: 'x', command: [1] }, 'command must be'],
+    [{ image: 'x', command: null }, 'command must be'],
+    [{ command: ['a'] }, 'image must be'],
     [{ image: 'Bad Image!', command: ['a'] }, 'image'],
     [{ image: 'x', command: ['a'], env: { '1BAD': 'x' } }, 'env name'],
     [{ image: 'x', command: ['a'], env: { OK: 1 } }, 'env OK'],

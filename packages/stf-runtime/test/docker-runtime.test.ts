@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,11 +70,13 @@ async function failure(p: Promise<unknown>): Promise<StfError> {
   return err as StfError;
 }
 
+/** Containers of this file's runs (each run: the STF's and its relay) still on the engine. */
 async function containersLeft(): Promise<number> {
   const client = new EngineClient(parseDockerHost(dockerHost));
   const filters = encodeURIComponent(JSON.stringify({ label: ['wds.stf=true'] }));
-  const res = await client.call('GET', `/containers/json?all=1&filters=${filters}`);
-  return (res as unknown[]).length;
+  const res = (await client.call('GET', `/containers/json?all=1&filters=${filters}`)) as { Labels?: Record<string, string> }[];
+  // Other test files run containers of their own at the same time, under workspaces this file does not use.
+  return res.filter((c) => ['', 'ws-1'].includes(c.Labels?.['wds.workspace_id'] ?? '')).length;
 }
 
 let rt: DockerRuntime;
@@ -84,6 +86,7 @@ beforeAll(() => {
 });
 afterAll(async () => {
   await rt?.close();
+  await rm(workDir, { recursive: true, force: true });
 });
 
 describe('docker runtime: the contract', () => {
@@ -104,7 +107,7 @@ describe('docker runtime: the contract', () => {
         caller: 'user-1',
         input: { n: 41 },
         sources: { prices: [1, 2] },
-        api_url: 'http://localhost/sql',
+        api_url: 'http://127.0.0.1:8080',
         api_socket: '/stf/api.sock',
         api_token: 'string',
       },
@@ -327,7 +330,10 @@ describe('docker runtime: the SQL callback', () => {
       update: { status: 200, body: { affected_rows: 3 } },
       denied: { status: 400, body: { error: 'DDL is not allowed in an STF' } },
       wrongToken: { status: 401, body: { error: 'missing or wrong api_token' } },
-      otherPath: { status: 404, body: { error: 'only POST /sql is served here' } },
+      otherPath: {
+        status: 403,
+        body: { error: "only POST /sql and POST /api/v1/workspaces/<this run's workspace_id>/sql are served here", code: 'FORBIDDEN' },
+      },
       badBody: { status: 400, body: { error: 'query must be a non-empty string' } },
     });
     expect(queries).toEqual(['SELECT 1', 'UPDATE t SET x = 1', 'DROP TABLE t']);

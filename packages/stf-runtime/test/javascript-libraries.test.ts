@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PDFDocument } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJavascriptRuntime, type JavascriptRuntime } from '../src/javascript/index.js';
@@ -16,7 +17,21 @@ import {
 import { failure, request } from './fixtures/javascript/helpers.js';
 
 const require = createRequire(import.meta.url);
-const NAMES = ['pdf-lib', 'date-fns', 'crypto-js'];
+const PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Every bundled library and the npm package it is made from (javascript-origin-libraries.test.ts: the new ones). */
+const PACKAGES: Record<string, string> = {
+  'pdf-lib': 'pdf-lib',
+  'date-fns': 'date-fns',
+  'crypto-js': 'crypto-js',
+  docx: 'docx',
+  fontkit: '@pdf-lib/fontkit',
+  pptxgenjs: 'pptxgenjs',
+  xlsx: 'xlsx',
+  'mplus-1p-regular': '@expo-google-fonts/m-plus-1p',
+};
+const NAMES = Object.keys(PACKAGES);
+/** The ES module libraries (the font is bytes). */
+const MODULES = NAMES.filter((n) => n !== 'mplus-1p-regular');
 
 let rt: JavascriptRuntime;
 beforeAll(() => {
@@ -151,17 +166,22 @@ describe('bundled libraries: list and types', () => {
     const list = listBundledLibraries();
     expect(list.map((l) => l.name)).toEqual(NAMES);
     for (const lib of list) {
-      const pkg = JSON.parse(readFileSync(require.resolve(`${lib.name}/package.json`), 'utf8')) as { version: string };
+      // node_modules/<package>/package.json directly: some packages (docx) do not export it
+      const pkg = JSON.parse(readFileSync(join(PACKAGE_DIR, 'node_modules', PACKAGES[lib.name]!, 'package.json'), 'utf8')) as {
+        version: string;
+      };
       expect(lib.version, lib.name).toBe(pkg.version);
       expect(lib.description.length, lib.name).toBeGreaterThan(10);
-      expect(Object.keys(lib).sort()).toEqual(['description', 'name', 'version']);
+      expect(lib.aliases, lib.name).toEqual([`@d6e-ai/${lib.name}`]);
+      expect(lib.license, lib.name).toMatch(/^(?:MIT|Apache-2\.0|OFL-1\.1)$/);
+      expect(Object.keys(lib).sort()).toEqual(['aliases', 'description', 'license', 'name', 'version']);
     }
   });
 
   it('serves the ES module sources, also through BUNDLED_LIBRARIES', () => {
     const sources = bundledLibrarySources();
-    expect(Object.keys(sources)).toEqual(NAMES);
-    expect(Object.keys(BUNDLED_LIBRARIES)).toEqual(NAMES);
+    expect(Object.keys(sources)).toEqual(MODULES);
+    expect(Object.keys(BUNDLED_LIBRARIES)).toEqual(MODULES);
     expect('pdf-lib' in BUNDLED_LIBRARIES).toBe(true);
     expect(BUNDLED_LIBRARIES['date-fns']).toBe(sources['date-fns']);
     expect(BUNDLED_LIBRARIES.lodash).toBeUndefined();
@@ -178,7 +198,7 @@ describe('bundled libraries: list and types', () => {
     const crypto = bundledLibraryTypes('crypto-js')!;
     expect(crypto).toContain('declare module "crypto-js" {');
     expect(crypto).toContain('export import SHA256 = CryptoJS.SHA256;');
-    for (const text of [pdf, dates, crypto]) {
+    for (const text of NAMES.map((n) => bundledLibraryTypes(n)!)) {
       // relative imports are rewritten to module names
       expect(text).not.toMatch(/^\s*(?:(?:import|export)\b[^\n]*|\}\s*)from ["']\.\.?\//m);
       expect(text).not.toMatch(/\bimport\(["']\.\.?\//);

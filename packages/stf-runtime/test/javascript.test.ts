@@ -66,15 +66,19 @@ describe('javascript runtime: module form', () => {
     expect(e.message).toMatch(/export default/);
   });
 
-  it('is detected by an export default', () => {
+  it('is detected by an export in the parsed program', () => {
     expect(isModuleCode('export default (input) => input')).toBe(true);
     expect(isModuleCode('const f = 1;\nexport default f;')).toBe(true);
     expect(isModuleCode('const f = 1;\nexport { f as default };')).toBe(true);
     expect(isModuleCode("import { greet } from 'greet';\nexport default () => greet('x');")).toBe(true);
     expect(isModuleCode('return $input')).toBe(false);
     expect(isModuleCode('importantValue = 1;\nreturn importantValue;')).toBe(false);
-    expect(isModuleCode('// export default is only for modules\nreturn 1;')).toBe(true); // a known false positive
+    // Words in a comment or a string are not declarations.
+    expect(isModuleCode('// export default is only for modules\nreturn 1;')).toBe(false);
+    expect(isModuleCode('const s = "export default 1";\nreturn s;')).toBe(false);
     expect(isModuleCode('const m = await import("greet"); return 1')).toBe(false);
+    // An import without an export is the origin's script form.
+    expect(isModuleCode("import { greet } from 'greet';\nreturn greet('x');")).toBe(false);
   });
 });
 

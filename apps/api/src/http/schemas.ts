@@ -22,6 +22,13 @@ export const PageQuery = v.object(pageEntries);
 
 export const Uuid = v.pipe(v.string(), v.uuid('must be a UUID'));
 export const Email = v.pipe(v.string(), v.trim(), v.maxLength(320), v.email('must be an email address'));
+/** An STF runtime; `js` is the origin platform's name for `javascript`: accepted wherever a runtime is named. */
+export const StfRuntime = v.pipe(
+  v.picklist(['javascript', 'js', 'docker', 'wasm'], 'must be javascript (or js), docker or wasm'),
+  v.transform((r): 'javascript' | 'docker' | 'wasm' => (r === 'js' ? 'javascript' : r)),
+);
+/** STF code as sent: base64 (decoded and checked by decodeStfCode). */
+export const StfCode = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, 'must be base64'));
 export const Role = v.picklist(['admin', 'member'], 'must be admin or member');
 export const IsoTimestamp = v.pipe(
   v.string(),

@@ -1,12 +1,18 @@
 import { OPERATIONS, recordAudit } from '@wds/audit';
-import { instantRun } from '@wds/stf-runner';
+import { decodeStfCode, instantRun, instantRunCode } from '@wds/stf-runner';
 import * as v from 'valibot';
+import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Uuid } from '../http/schemas.js';
+import { StfCode, StfRuntime, Uuid } from '../http/schemas.js';
 
 /**
  * POST /api/v1/stfs/instant-run: runs a version without a workflow, as the calling user (its sql() calls see what
  * the user's policies allow). A failure of the user's code is a 200 `{ success: false, error }` (DECISIONS §6).
+ *
+ * Code mode (the origin's development loop): `{ runtime, code: <base64>, input, sources }` runs code that is not
+ * saved, checked as a save would check it (a refusal is the save's 400), with no secrets. It needs what saving code
+ * needs (workflow editor): a docker config starts an image, and every check of code uses the process's one compile
+ * worker, which members who cannot save code have never been able to occupy.
  *
  * The audit entry is the route's own: the same entry the pipeline writes for an operation, begun as soon as the
  * runtime has the run so that its round trip overlaps the run, and written before the answer. A run refused (429,
@@ -17,7 +23,8 @@ export const instantRunRoutes = [
     method: 'post',
     path: '/api/v1/stfs/instant-run',
     operation: 'instant_run_stf',
-    summary: 'Run an STF version (by stf_version_id, or the newest of stf_id) without a workflow',
+    summary:
+      'Run an STF version (by stf_version_id, or the newest of stf_id) without a workflow, or unsaved code ({ runtime, code: base64 })',
     auth: 'user',
     workspace: 'header',
     role: 'member',
@@ -25,36 +32,53 @@ export const instantRunRoutes = [
       v.object({
         stf_version_id: v.optional(Uuid),
         stf_id: v.optional(Uuid),
+        runtime: v.optional(StfRuntime),
+        code: v.optional(StfCode),
         input: v.optional(v.unknown()),
         sources: v.optional(v.record(v.string(), v.unknown())),
       }),
-      v.check((b) => (b.stf_version_id === undefined) !== (b.stf_id === undefined), 'give exactly one of stf_version_id and stf_id'),
+      v.check(
+        (b) => [b.stf_version_id, b.stf_id, b.code].filter((x) => x !== undefined).length === 1,
+        'give exactly one of stf_version_id, stf_id and code',
+      ),
+      v.check((b) => (b.code === undefined) === (b.runtime === undefined), 'runtime goes with code, and code with runtime'),
     ),
     transaction: false,
     auditsItself: true,
     // A run changes nothing cached about the workspace.
     invalidates: 'none',
     handler: async (ctx) => {
-      const { principal, transport } = ctx;
+      const { principal, transport, body } = ctx;
+      const audit = (resourceId: string | null, details: Record<string, unknown>) =>
+        recordAudit(ctx.services.db, {
+          workspaceId: ctx.access.workspace.id,
+          userId: principal.user.id,
+          apiKeyId: principal.apiKeyId ?? null,
+          action: 'instant_run_stf',
+          resourceType: OPERATIONS.instant_run_stf.resource,
+          resourceId,
+          details,
+          requestId: transport.requestId,
+          transport: transport.name,
+        });
+      const run = { workspace: ctx.access.workspace, userId: principal.user.id, input: body.input ?? null, sources: body.sources ?? {} };
+      if (body.code !== undefined && body.runtime !== undefined) {
+        await assertWorkflowEditor(ctx);
+        const code = await decodeStfCode(ctx.services.config, body.runtime, body.code);
+        const { answer } = await instantRunCode(ctx.services, {
+          ...run,
+          runtime: body.runtime,
+          code,
+          record: (ran) => audit(null, { ...ran, unsaved: true }),
+        });
+        return answer;
+      }
       const { answer } = await instantRun(ctx.services, {
-        workspace: ctx.access.workspace,
-        userId: principal.user.id,
-        stfVersionId: ctx.body.stf_version_id,
-        stfId: ctx.body.stf_id,
-        input: ctx.body.input ?? null,
-        sources: ctx.body.sources ?? {},
+        ...run,
+        stfVersionId: body.stf_version_id,
+        stfId: body.stf_id,
         record: (version) =>
-          recordAudit(ctx.services.db, {
-            workspaceId: ctx.access.workspace.id,
-            userId: principal.user.id,
-            apiKeyId: principal.apiKeyId ?? null,
-            action: 'instant_run_stf',
-            resourceType: OPERATIONS.instant_run_stf.resource,
-            resourceId: version.stf_id,
-            details: { stf_version_id: version.id, version: version.version, runtime: version.runtime },
-            requestId: transport.requestId,
-            transport: transport.name,
-          }),
+          audit(version.stf_id, { stf_version_id: version.id, version: version.version, runtime: version.runtime }),
       });
       return answer;
     },

@@ -5,13 +5,23 @@ import { defineRoute } from '../http/route.js';
 /**
  * The libraries STF code of the javascript runtime may import by package name (DECISIONS §6), and their type
  * declarations for editors. Any signed-in user; not workspace-scoped (the libraries are the same everywhere).
+ * Each library has two names, its own (`docx`) and the origin platform's (`@d6e-ai/docx`): the list gives the
+ * first as `name` and the second in `aliases`, and the types are served for either (the scoped name URL-encoded in the
+ * path: /api/v1/stf-libraries/%40d6e-ai%2Fdocx/types).
  */
+const typesResponse = (name: string): Response => {
+  const types = bundledLibraryTypes(name);
+  if (types === undefined) throw notFound('STF library');
+  return new Response(types, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+};
+
 export const stfLibraryRoutes = [
   defineRoute({
     method: 'get',
     path: '/api/v1/stf-libraries',
     operation: 'list_stf_libraries',
-    summary: 'Libraries STF code can import by name: [{ name, version, description }]',
+    summary:
+      'Libraries STF code can import by name: [{ name, aliases, version, description, license }]; each is importable as `name` and as its aliases (`@d6e-ai/<name>`)',
     auth: 'user',
     handler: async () => listBundledLibraries(),
   }),
@@ -19,12 +29,9 @@ export const stfLibraryRoutes = [
     method: 'get',
     path: '/api/v1/stf-libraries/:name/types',
     operation: 'get_stf_library_types',
-    summary: 'TypeScript declarations (.d.ts, text/plain) of a library: `declare module "<name>"` blocks',
+    summary:
+      'TypeScript declarations (.d.ts, text/plain) of a library, by either name (`docx`, or `@d6e-ai/docx` URL-encoded): `declare module "<name>"` blocks',
     auth: 'user',
-    handler: async ({ params }) => {
-      const types = bundledLibraryTypes(params.name ?? '');
-      if (types === undefined) throw notFound('STF library');
-      return new Response(types, { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' } });
-    },
+    handler: async ({ params }) => typesResponse(params.name ?? ''),
   }),
 ];

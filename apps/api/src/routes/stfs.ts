@@ -15,20 +15,14 @@ import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
 import { secretBox } from '../http/secrets.js';
-import { PageQuery } from '../http/schemas.js';
+import { PageQuery, StfCode, StfRuntime } from '../http/schemas.js';
 
-// `js` is the origin platform's name for the javascript runtime: accepted, stored as `javascript`.
-const Runtime = v.pipe(
-  v.picklist(['javascript', 'js', 'docker', 'wasm'], 'must be javascript (or js), docker or wasm'),
-  v.transform((r): 'javascript' | 'docker' | 'wasm' => (r === 'js' ? 'javascript' : r)),
-);
-const Base64 = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, 'must be base64'));
 const Schema = v.optional(v.nullable(v.record(v.string(), v.unknown())));
 const Label = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(100));
 const VersionFields = {
   version: Label,
-  runtime: Runtime,
-  code: Base64,
+  runtime: StfRuntime,
+  code: StfCode,
   input_schema: Schema,
   output_schema: Schema,
 };

@@ -162,3 +162,32 @@ export class StreamDemuxer {
     }
   }
 }
+
+/**
+ * The HostConfig every container of a run gets — the STF's and its relay's: no capabilities, no new privileges, a
+ * read-only root filesystem, memory (swap included) and process limits, the run's directory mounted read-only, and
+ * the given network mode (`none` for the relay, the relay's namespace for the STF). One place, so the two cannot
+ * drift apart.
+ */
+export function hardenedHostConfig(opts: {
+  networkMode: string;
+  memoryBytes: number;
+  pidsLimit: number;
+  /** `<host dir>:<container dir>:ro`. */
+  bind: string;
+  tmpfs?: Record<string, string>;
+}): Record<string, unknown> {
+  return {
+    NetworkMode: opts.networkMode,
+    ReadonlyRootfs: true,
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    Privileged: false,
+    Memory: opts.memoryBytes,
+    MemorySwap: opts.memoryBytes,
+    PidsLimit: opts.pidsLimit,
+    Binds: [opts.bind],
+    ...(opts.tmpfs ? { Tmpfs: opts.tmpfs } : {}),
+    AutoRemove: false,
+  };
+}

@@ -1,23 +1,28 @@
 /**
- * The docker STF runtime (DECISIONS §6): the STF's `code` is a config `{ image, command, env?, secret_keys? }`;
- * each run is one container, created from that image with:
+ * The docker STF runtime (DECISIONS §6): the STF's `code` is a config `{ image, command?, env?, secret_keys? }`;
+ * each run is two containers — the STF's, and a small relay that owns the run's network namespace (relay.ts):
  *
- * - no network (`NetworkMode: "none"`: only a loopback interface), a read-only root filesystem, every capability
- *   dropped, `no-new-privileges`, an unprivileged user (65534), a small `/tmp` tmpfs (noexec), and cgroup limits on
- *   memory (swap included) and process count;
+ * - the STF container: the image's own ENTRYPOINT, CMD and WORKDIR (a config's `command` replaces the CMD only, like
+ *   docker's `command`), the relay's network namespace (`NetworkMode: "container:<relay>"`: only a loopback
+ *   interface, no route off the host), a read-only root filesystem, every capability dropped, `no-new-privileges`,
+ *   an unprivileged user (65534), a small `/tmp` tmpfs (noexec), and cgroup limits on memory (swap included) and
+ *   process count; the relay has the same hardening and `NetworkMode: "none"`;
  * - on stdin, one JSON document:
  *     { "workspace_id", "stf_id", "caller", "input", "sources",
- *       "api_url": "http://localhost/sql", "api_socket": "/stf/api.sock", "api_token": "<per-run token>" }
+ *       "api_url": "http://127.0.0.1:8080", "api_socket": "/stf/api.sock", "api_token": "<per-run token>" }
  * - the environment of `env` plus the secrets named in `secret_keys` (values masked in logs and errors);
- * - the SQL callback: a per-run Unix socket (see api-socket.ts), bind-mounted read-only at /stf.
+ * - the SQL callback (api-socket.ts): a per-run Unix socket, bind-mounted read-only at /stf, reached directly or
+ *   over TCP at `api_url` through the relay — `POST {api_url}/api/v1/workspaces/{workspace_id}/sql` with
+ *   `{"sql": …}` (the origin platform's form) or `POST /sql` with `{"query": …}`.
  *
  * The container prints one JSON document with a top-level `output` on stdout (if stdout holds other lines too,
  * the last line that is such a document counts); stderr lines are the run's logs. A non-zero exit fails the run
- * with the tail of stderr. Limits: `timeoutMs` covers waiting for a slot and the container's whole life (it is
- * killed at the deadline), stdout beyond `maxOutputBytes` kills it, exit 137 that we did not cause is reported
- * as the memory limit (cgroup v1 does not always set OOMKilled), at most `concurrency` containers run at once,
- * the others waiting in a per-workspace fair queue (fair-queue.ts). Images are never pulled: the operator loads
- * them into the engine.
+ * with the tail of stderr (and the `error` of an `{"error": …}` document on stdout in the message). Limits:
+ * `timeoutMs` covers waiting for a slot and the containers' whole life (killed at the deadline), stdout beyond
+ * `maxOutputBytes` kills it, exit 137 that we did not cause is reported as the memory limit (cgroup v1 does not
+ * always set OOMKilled), at most `concurrency` runs (each a relay and an STF container) go at once, the others
+ * waiting in a per-workspace fair queue (fair-queue.ts). Images are never pulled: the operator loads them into the
+ * engine.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -28,7 +33,8 @@ import { FairQueue, type FairQueueStats } from '../fair-queue.js';
 import { createMasker, LogCollector } from '../wasm/logs.js';
 import { StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
 import { openApiSocket } from './api-socket.js';
-import { EngineClient, EngineError, parseDockerHost, StreamDemuxer } from './engine.js';
+import { EngineClient, EngineError, hardenedHostConfig, parseDockerHost, StreamDemuxer } from './engine.js';
+import { createRelay, defaultRelayImage, RELAY_PORT, type StartedRelay, startRelay } from './relay.js';
 
 export interface DockerRuntimeOptions {
   /** The engine: `unix:///run/podman/podman.sock`, `tcp://127.0.0.1:2375`. */
@@ -47,6 +53,16 @@ export interface DockerRuntimeOptions {
   user?: string;
   /** Where the per-run directories (input socket) are created (default: a private directory under os.tmpdir()). */
   workDir?: string;
+  /**
+   * The image of each run's relay container: any image with `node` (≥ 18) on its PATH. Default: the environment
+   * `localhost/wds-node:<this process's node version>-2` (scripts/container-engine.sh imports it); the service
+   * passes its STF_DOCKER_RELAY_IMAGE setting.
+   */
+  relayImage?: string;
+  /** Memory (swap included) of the relay container (default 64 MiB). */
+  relayMemoryBytes?: number;
+  /** Processes (threads) the relay container may have (default 32). */
+  relayPidsLimit?: number;
 }
 
 export interface DockerRuntimeStats {
@@ -71,7 +87,11 @@ export interface DockerRuntime extends StfRuntime {
 /** Where the per-run directory is mounted in the container, and the socket in it. */
 export const STF_MOUNT = '/stf';
 export const API_SOCKET = `${STF_MOUNT}/api.sock`;
+/** The stdin document's `api_url`: the relay, on the run's own loopback. */
+export const API_URL = `http://127.0.0.1:${RELAY_PORT}`;
 const STDERR_TAIL_BYTES = 4096;
+/** How long a relay may take to listen before the run fails as the engine's fault (within the run's deadline). */
+const RELAY_READY_MS = 30_000;
 const ENGINE_GRACE_MS = 10_000;
 /**
  * What podman writes into the attached stderr stream itself when a container exits without reading all of its
@@ -90,6 +110,7 @@ class DockerStfRuntime implements DockerRuntime {
   /** Kill switches of the running containers, pulled by close(). */
   private readonly closers = new Set<() => void>();
   private runs = 0;
+  private inProgress = 0;
   private closed = false;
   private baseDir: Promise<string> | undefined;
 
@@ -105,7 +126,7 @@ class DockerStfRuntime implements DockerRuntime {
 
   stats(): DockerRuntimeStats {
     const queue = this.slots.stats();
-    return { runs: this.runs, activeRuns: this.active.size, waiting: queue.waiting, queue };
+    return { runs: this.runs, activeRuns: this.inProgress, waiting: queue.waiting, queue };
   }
 
   async ping(): Promise<{ version: string; apiVersion: string }> {
@@ -122,7 +143,9 @@ class DockerStfRuntime implements DockerRuntime {
     }[];
     const now = Date.now();
     let removed = 0;
-    for (const c of listed) {
+    // A relay goes last: the engine refuses to remove it while an STF container still shares its namespace.
+    const relayLast = (c: (typeof listed)[number]) => (c.Labels?.['wds.role'] === 'relay' ? 1 : 0);
+    for (const c of [...listed].sort((a, b) => relayLast(a) - relayLast(b))) {
       if (this.active.has(c.Id)) continue;
       // Containers made before the label existed: their creation time plus the longest a run may take (an hour).
       const deadline = Number(c.Labels?.['wds.deadline']) || (c.Created ?? now / 1000) * 1000 + 3600_000;
@@ -163,60 +186,116 @@ class DockerStfRuntime implements DockerRuntime {
       );
     }
     this.runs++;
+    this.inProgress++;
     let runDir: string | undefined;
     let id: string | undefined;
+    let relayId: string | undefined;
+    let relay: StartedRelay | undefined;
     let api: Awaited<ReturnType<typeof openApiSocket>> | undefined;
     try {
       runDir = join(await this.workDir(), randomBytes(8).toString('hex'));
       await mkdir(runDir, { mode: 0o755 });
       await chmod(runDir, 0o755);
-      api = await openApiSocket(join(runDir, 'api.sock'), req.sql);
+      api = await openApiSocket(join(runDir, 'api.sock'), req.sql, { workspaceId: req.workspaceId, stfId: req.stfId });
       const masked = createMasker([...Object.values(req.secrets), api.token]);
-      id = await this.create(config.image, config.command, env, runDir, req, deadline);
-      this.active.add(id);
+      const labels = (role: 'stf' | 'relay') => ({
+        'wds.stf': 'true',
+        'wds.role': role,
+        'wds.workspace_id': req.workspaceId ?? '',
+        'wds.stf_id': req.stfId ?? '',
+        // Epoch ms: past it, only a dead process can still own the container (removeExpired).
+        'wds.deadline': String(deadline),
+      });
+      relayId = await createRelay(this.engine, {
+        image: this.opts.relayImage ?? defaultRelayImage(),
+        runDir,
+        mount: STF_MOUNT,
+        socket: API_SOCKET,
+        user: this.opts.user ?? '65534:65534',
+        memoryBytes: this.opts.relayMemoryBytes ?? 64 * 1024 * 1024,
+        pidsLimit: this.opts.relayPidsLimit ?? 32,
+        labels: labels('relay'),
+      });
+      const relayOf = relayId;
+      this.active.add(relayOf);
+      // The STF container is created while the relay starts; it is started once the relay listens.
+      const creating = this.create(config.image, config.command, env, runDir, req, relayOf, labels('stf')).then((created) => {
+        id = created;
+        this.active.add(created);
+      });
+      const starting = startRelay(this.engine, relayOf, Math.min(deadline, Date.now() + RELAY_READY_MS), () =>
+        Date.now() >= deadline
+          ? new StfError('timeout', `The STF ran longer than ${req.limits.timeoutMs} ms`, 'its relay container was not ready in time')
+          : new EngineError(`the relay container did not print its ready line within ${RELAY_READY_MS} ms`),
+      ).then((started) => {
+        relay = started;
+      });
+      const [created, ready] = await Promise.allSettled([creating, starting]);
+      // The user's own mistake (a missing image) first, then the relay's failure.
+      if (created.status === 'rejected' && created.reason instanceof StfError) throw created.reason;
+      if (ready.status === 'rejected') throw ready.reason;
+      if (created.status === 'rejected' || !id) throw created.status === 'rejected' ? created.reason : new EngineError('no container');
+      if (this.closed) throw new EngineError('the docker runtime was closed during the run');
       return await this.execute(id, req, api.token, deadline, started, masked);
     } finally {
+      // The STF container first: the engine does not remove a relay whose namespace another container shares.
       if (id) {
+        await this.remove(id);
         this.active.delete(id);
-        await this.engine.request('DELETE', `/containers/${id}?force=1&v=1`).catch(() => undefined);
       }
+      if (relayId) {
+        await this.remove(relayId);
+        this.active.delete(relayId);
+      }
+      relay?.release();
       await api?.close();
       if (runDir) await rm(runDir, { recursive: true, force: true }).catch(() => undefined);
+      this.inProgress--;
       grant.release();
     }
   }
 
-  private async create(image: string, command: string[], env: string[], runDir: string, req: StfRunRequest, deadline: number): Promise<string> {
+  /** Force-removes a container; a refusal (the engine busy with its state) is retried a few times. */
+  private async remove(id: string): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const res = await this.engine.request('DELETE', `/containers/${id}?force=1&v=1`).catch(() => undefined);
+      if (res && (res.status < 300 || res.status === 404)) return;
+      await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
+    }
+  }
+
+  private async create(
+    image: string,
+    command: string[] | undefined,
+    env: string[],
+    runDir: string,
+    req: StfRunRequest,
+    relayId: string,
+    labels: Record<string, string>,
+  ): Promise<string> {
     const memory = req.limits.memoryBytes;
     const tmpfs = this.opts.tmpfsBytes ?? 16 * 1024 * 1024;
     const res = await this.engine.request('POST', '/containers/create', {
       Image: image,
-      Cmd: command,
+      // Without `command` the image's ENTRYPOINT, CMD and WORKDIR run as built; `command` replaces the CMD only.
+      ...(command ? { Cmd: command } : {}),
       Env: env,
       User: this.opts.user ?? '65534:65534',
-      WorkingDir: '/tmp',
       OpenStdin: true,
       StdinOnce: true,
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
-      NetworkDisabled: true,
-      // wds.deadline (epoch ms): past it, only a dead process can still own the container (removeExpired).
-      Labels: { 'wds.stf': 'true', 'wds.workspace_id': req.workspaceId ?? '', 'wds.stf_id': req.stfId ?? '', 'wds.deadline': String(deadline) },
-      HostConfig: {
-        NetworkMode: 'none',
-        ReadonlyRootfs: true,
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        Privileged: false,
-        Memory: memory,
-        MemorySwap: memory,
-        PidsLimit: this.opts.pidsLimit ?? 64,
-        Binds: [`${runDir}:${STF_MOUNT}:ro`],
-        Tmpfs: { '/tmp': `rw,noexec,nosuid,nodev,mode=1777,size=${tmpfs}` },
-        AutoRemove: false,
-      },
+      Labels: labels,
+      HostConfig: hardenedHostConfig({
+        // The relay's namespace: a loopback interface where the relay listens, and nothing else.
+        networkMode: `container:${relayId}`,
+        memoryBytes: memory,
+        pidsLimit: this.opts.pidsLimit ?? 64,
+        bind: `${runDir}:${STF_MOUNT}:ro`,
+        tmpfs: { '/tmp': `rw,noexec,nosuid,nodev,mode=1777,size=${tmpfs}` },
+      }),
     });
     if (res.status === 404) {
       throw new StfError(
@@ -289,6 +368,8 @@ class DockerStfRuntime implements DockerRuntime {
     const onClose = () => kill('closing');
     this.closers.add(onClose);
     try {
+      // close() may have come while this run was being prepared, before it could be told.
+      if (this.closed) throw new EngineError('the docker runtime was closed during the run');
       const start = await this.engine.request('POST', `/containers/${id}/start`);
       if (start.status !== 204 && start.status !== 304) {
         stream.destroy();
@@ -297,13 +378,15 @@ class DockerStfRuntime implements DockerRuntime {
         if (failure) throw failure;
         throw new EngineError(`the container engine could not start the container: ${message}`, start.status);
       }
+      // A kill sent while the container was still starting may have found nothing to kill.
+      if (killedFor) void this.engine.request('POST', `/containers/${id}/kill?signal=SIGKILL`).catch(() => undefined);
       const document = {
         workspace_id: req.workspaceId ?? null,
         stf_id: req.stfId ?? null,
         caller: req.caller,
         input: req.input ?? null,
         sources: req.sources,
-        api_url: 'http://localhost/sql',
+        api_url: API_URL,
         api_socket: API_SOCKET,
         api_token: token,
       };
@@ -338,8 +421,13 @@ class DockerStfRuntime implements DockerRuntime {
           tail(),
         );
       }
-      if (exitCode !== 0) fail('runtime', `The container exited with code ${exitCode}`, tail());
-      const output = parseOutput(Buffer.concat(stdout).toString('utf8'));
+      const printed = Buffer.concat(stdout).toString('utf8');
+      if (exitCode !== 0) {
+        // Programs written for the origin platform print {"error": "…", "type": "…"} on stdout before exiting 1.
+        const reported = parseErrorDocument(printed);
+        fail('runtime', `The container exited with code ${exitCode}${reported ? `: ${reported}` : ''}`, tail());
+      }
+      const output = parseOutput(printed);
       if (!output.ok) fail('invalid_output', output.message, mask(output.sample));
       return { output: output.ok ? output.value : null, logs: logs.close(), duration_ms: Date.now() - started };
     } finally {
@@ -365,6 +453,24 @@ function commandFailure(message: string, mask: (text: string) => string): StfErr
   if (!/executable file .*not found|no such file or directory|permission denied/i.test(message)) return undefined;
   const reason = /(executable file [^:]*not found[^:]*|no such file or directory|permission denied)/i.exec(message)?.[1] ?? message;
   return new StfError('runtime', `The container could not start its command: ${mask(reason)}`, mask(message));
+}
+
+/** The `error` (with its `type`) of the last `{"error": "…"}` document on stdout, clipped; undefined if none. */
+export function parseErrorDocument(text: string): string | undefined {
+  for (const candidate of [text, ...text.split('\n').reverse()]) {
+    const trimmed = candidate.trim();
+    if (!trimmed.startsWith('{')) continue;
+    try {
+      const doc = JSON.parse(trimmed) as { error?: unknown; type?: unknown } | null;
+      if (doc && typeof doc === 'object' && typeof doc.error === 'string' && doc.error) {
+        const text = typeof doc.type === 'string' && doc.type ? `${doc.type}: ${doc.error}` : doc.error;
+        return text.length > 1000 ? `${text.slice(0, 1000)}…` : text;
+      }
+    } catch {
+      // try the next candidate
+    }
+  }
+  return undefined;
 }
 
 type Parsed = { ok: true; value: unknown } | { ok: false; message: string; sample: string };

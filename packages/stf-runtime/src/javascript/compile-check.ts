@@ -8,7 +8,8 @@
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
 import type { StfFailureKind } from '../types.js';
-import { disposeAll, isModuleCode, MAX_STACK_BYTES } from './engine.js';
+import { disposeAll, MAX_STACK_BYTES } from './engine.js';
+import { classifyProgram, type ProgramForm } from './program.js';
 import { type ErrorInfo, MODULE_FILE, SCRIPT_FILE, syntaxFailure, wrapScript } from './syntax.js';
 
 export interface CompileJob {
@@ -57,13 +58,14 @@ export function compileInEngine(mod: QuickJSWASMModule, job: CompileJob): Compil
     });
     rt.setModuleLoader(() => '');
     vm = rt.newContext();
-    const isModule = isModuleCode(job.code);
-    const r = isModule
-      ? vm.evalCode(job.code, MODULE_FILE, { type: 'module', compileOnly: true })
-      : vm.evalCode(wrapScript(job.code), SCRIPT_FILE, { type: 'global', compileOnly: true });
+    const form = classifyProgram(job.code);
+    const r =
+      form.kind === 'module'
+        ? vm.evalCode(job.code, MODULE_FILE, { type: 'module', compileOnly: true })
+        : vm.evalCode(wrapScript(form), SCRIPT_FILE, { type: 'global', compileOnly: true });
     if (r.error) {
       const info = describe(rt, vm, r.error);
-      outcome = classify(info, job, isModule, interrupted);
+      outcome = classify(info, job, form, interrupted);
     } else {
       r.value.dispose();
       outcome = { ok: true };
@@ -83,7 +85,7 @@ export function compileInEngine(mod: QuickJSWASMModule, job: CompileJob): Compil
 
 const NESTED_TOO_DEEPLY = 'Stack overflow while compiling: the code is nested too deeply';
 
-function classify(info: ErrorInfo, job: CompileJob, isModule: boolean, interrupted: boolean): CompileOutcome {
+function classify(info: ErrorInfo, job: CompileJob, form: ProgramForm, interrupted: boolean): CompileOutcome {
   const { name, message } = info;
   if (name === 'InternalError' && message === 'out of memory') {
     return {
@@ -96,7 +98,7 @@ function classify(info: ErrorInfo, job: CompileJob, isModule: boolean, interrupt
   if ((name === 'InternalError' && message === 'stack overflow') || (name === 'RangeError' && /call stack/i.test(message))) {
     return { ok: false, kind: 'stack', message: NESTED_TOO_DEEPLY };
   }
-  const syntax = syntaxFailure(info, job.code, isModule);
+  const syntax = syntaxFailure(info, job.code, form);
   if (syntax) return { ok: false, kind: 'syntax', ...syntax };
   // A SyntaxError without a position in the user's code (QuickJS reports a few early errors that way).
   if (name === 'SyntaxError') return { ok: false, kind: 'syntax', message: `SyntaxError: ${message}` };

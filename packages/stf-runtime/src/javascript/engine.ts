@@ -10,10 +10,12 @@
  * assertion, a native stack overflow) marks the module as poisoned so the caller replaces it.
  */
 import { randomBytes } from 'node:crypto';
+import { constants as zlibConstants, deflateSync } from 'node:zlib';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
 import type { LogLine } from '../types.js';
-import { moduleNotAllowed } from './libraries.js';
+import { type LibraryModule, moduleNotAllowed } from './libraries.js';
 import { PRELUDE_FILE, PRELUDE_SOURCE } from './prelude.js';
+import { classifyProgram, type ProgramForm } from './program.js';
 import type { RunOutcome } from './protocol.js';
 import { type ErrorInfo, fixScriptLocations, MODULE_FILE, SCRIPT_FILE, syntaxFailure, wrapScript } from './syntax.js';
 
@@ -51,8 +53,17 @@ export interface EngineHost {
   log(level: LogLine['level'], message: string, cut: boolean): number;
   /** JSON text of the rows or the affected count; throws an Error whose message the guest sees. */
   sql(query: string): string;
-  /** ES module source of a bundled library, or undefined when the name is not allowed. */
-  loadModule(name: string): string | undefined;
+  /**
+   * A bundled library by the name `resolveModule` gave: ES module source, or bytes (served as a module whose default
+   * export is a Uint8Array of them, copied into QuickJS by the host: a font is never decoded in the guest), or
+   * undefined when the name is not allowed.
+   */
+  loadModule(name: string): LibraryModule | undefined;
+  /**
+   * The module name an import specifier stands for (`@d6e-ai/pdf-lib` → `pdf-lib`, so both forms share one module
+   * instance in a run), or undefined when it names no library (the specifier is then kept, and refused on load).
+   */
+  resolveModule?(name: string): string | undefined;
   /** Current size of the module's WASM memory, when known. */
   heapBytes?(): number;
 }
@@ -69,15 +80,6 @@ export class SqlDeadlineError extends Error {
     super('interrupted');
     this.name = 'InternalError';
   }
-}
-
-/** The module form is recognised by an `export default` (or a static import, which only modules may have). */
-export function isModuleCode(code: string): boolean {
-  return (
-    /\bexport\s+default\b/.test(code) ||
-    /\bexport\s*\{[^}]*\bas\s+default\b/.test(code) ||
-    /^\s*import(?:\s+[\w$*{"']|\s*[{*"'])/m.test(code)
-  );
 }
 
 type Phase = 'setup' | 'compile' | 'module' | 'run' | 'output';
@@ -112,6 +114,7 @@ export class FreshEngine {
     const rt = mod.newRuntime();
     let vm: QuickJSContext | undefined;
     try {
+      readOutParametersLive(rt);
       rt.setMaxStackSize(MAX_STACK_BYTES);
       vm = rt.newContext();
       const r = vm.evalCode(PRELUDE_SOURCE, PRELUDE_FILE, { type: 'global' });
@@ -218,6 +221,37 @@ export function disposeAll(...things: ({ dispose(): void } | undefined)[]): bool
   return clean;
 }
 
+/** What readOutParametersLive changes: quickjs-emscripten's ModuleMemory (0.32.0), not part of its typed API. */
+interface ModuleMemoryInternals {
+  module: { HEAPU8: Uint8Array };
+  newTypedArray(kind: Int32ArrayConstructor, length: number): { value: { typedArray: Int32Array; ptr: number } };
+}
+
+/**
+ * Works around a bug of quickjs-emscripten (0.31.0 and 0.32.0, the latest; its issues #269, #235): the runtime's
+ * `executePendingJobs` reads which context the last job ran in through an Int32Array made over the WASM memory's
+ * buffer *before* the jobs run. A job that grows the memory (a few MB allocated after an `await`) detaches that
+ * buffer, the read gives `undefined`, and executePendingJobs takes it for a context it does not know:
+ * `newContext({ contextPointer: undefined })` makes a brand-new JSContext that nothing ever frees, and disposing the
+ * runtime then aborts the module (`Assertion failed: list_empty(&rt->gc_obj_list)`, JS_FreeRuntime). Here the typed
+ * arrays the runtime makes for such out-parameters read through the memory's current buffer instead. Returns false
+ * when the library's internals are not the ones this was written for (nothing is changed then; a poisoned module
+ * is still replaced by the worker).
+ */
+export function readOutParametersLive(rt: QuickJSRuntime): boolean {
+  const memory = (rt as unknown as { memory?: ModuleMemoryInternals }).memory;
+  if (!memory || typeof memory.newTypedArray !== 'function' || !(memory.module?.HEAPU8 instanceof Uint8Array)) return false;
+  const made = memory.newTypedArray;
+  memory.newTypedArray = function (this: ModuleMemoryInternals, kind, length) {
+    const lifetime = made.call(this, kind, length);
+    const { ptr } = lifetime.value;
+    const module = this.module;
+    Object.defineProperty(lifetime.value, 'typedArray', { get: () => new kind(module.HEAPU8.buffer, ptr, length) });
+    return lifetime;
+  };
+  return true;
+}
+
 /** Makes the module abort the way a leaked handle does (tests of the recovery path). Returns true when it did. */
 export function poisonModule(mod: QuickJSWASMModule): boolean {
   try {
@@ -243,7 +277,7 @@ function hostFailure(e: unknown): RunOutcome {
 class Execution {
   private interrupted = false;
   private heapExceeded = false;
-  private readonly isModule: boolean;
+  private readonly form: ProgramForm;
 
   constructor(
     private readonly rt: QuickJSRuntime,
@@ -254,7 +288,7 @@ class Execution {
     private readonly host: EngineHost,
     private readonly handles: QuickJSHandle[],
   ) {
-    this.isModule = isModuleCode(job.code);
+    this.form = classifyProgram(job.code);
   }
 
   run(): RunOutcome {
@@ -271,16 +305,26 @@ class Execution {
       this.interrupted = true;
       return true;
     });
-    rt.setModuleLoader((name) => this.host.loadModule(name) ?? { error: moduleNotAllowed(name) });
+    rt.setModuleLoader(
+      (name) => {
+        try {
+          // What the host copies into the WASM heap (a module's source, a font's bytes) is counted like any copy.
+          return loadGuestModule(vm, this.host, name, (n) => this.room(`import ${name}`, n, n));
+        } catch (e) {
+          return { error: e instanceof Error ? e : new Error(String(e)) };
+        }
+      },
+      (_base, name) => this.host.resolveModule?.(name) ?? name,
+    );
     try {
       const api = this.setup();
       let result: QuickJSHandle;
-      if (this.isModule) {
+      if (this.form.kind === 'module') {
         const ns = this.settle(this.unwrap(vm.evalCode(job.code, MODULE_FILE, { type: 'module' }), 'module'), 'module');
         const fn = this.own(vm.getProp(ns, 'default'));
         result = this.settle(this.unwrap(vm.callFunction(api.invoke, vm.undefined, fn), 'run'), 'run');
       } else {
-        const fn = this.unwrap(vm.evalCode(wrapScript(job.code), SCRIPT_FILE, { type: 'global' }), 'compile');
+        const fn = this.unwrap(vm.evalCode(wrapScript(this.form), SCRIPT_FILE, { type: 'global' }), 'compile');
         result = this.settle(this.unwrap(vm.callFunction(fn, vm.undefined), 'run'), 'run');
       }
       // The guest may have caught the error of an SQL call that outlived the deadline.
@@ -344,15 +388,81 @@ class Execution {
         return vm.newString(randomBytes(size).toString('hex'));
       }),
     );
+    // Native helpers of the bundled libraries (prelude.ts: under Symbol.for('wds.stf.deflate') / ('wds.stf.base64')).
+    const deflate = this.own(
+      vm.newFunction('hostDeflate', (buffer, length, level) => {
+        const bytes = this.guestBytes('deflate', buffer, length);
+        const out = deflateSync(bytes, { level: deflateLevel(vm.getNumber(level)) });
+        this.room('deflate', out.length, out.length);
+        return vm.newArrayBuffer(out as unknown as ArrayBuffer);
+      }),
+    );
+    const base64 = this.own(
+      vm.newFunction('hostBase64', (buffer, length) => {
+        const bytes = this.guestBytes('base64', buffer, length);
+        const chars = 4 * Math.ceil(bytes.length / 3);
+        // vm.newString copies the text into the WASM heap (UTF-8, one byte a character here), then QuickJS into its string.
+        this.room('base64', chars, 2 * chars + 1);
+        return vm.newString(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'));
+      }),
+    );
     const boot = this.own(vm.newString(this.job.boot));
     const logRoom = this.own(vm.newNumber(host.logRoom()));
     const maxOutput = this.own(vm.newNumber(this.job.maxOutputBytes));
-    const api = this.unwrap(vm.callFunction(this.prelude, vm.undefined, log, sql, random, boot, logRoom, maxOutput), 'setup');
+    const api = this.unwrap(
+      vm.callFunction(this.prelude, vm.undefined, log, sql, random, deflate, base64, boot, logRoom, maxOutput),
+      'setup',
+    );
     this.describeFn = this.own(vm.getProp(api, 'describe'));
     return {
       invoke: this.own(vm.getProp(api, 'invoke')),
       serialize: this.own(vm.getProp(api, 'serialize')),
     };
+  }
+
+  /**
+   * The bytes of the guest's ArrayBuffer `buffer`, `length` of them (the prelude read it with the intrinsic getter),
+   * copied out of the QuickJS heap: quickjs-emscripten copies the buffer into the WASM heap (its malloc), the host
+   * takes its own copy and frees that one. Refused (a guest error) when larger than the run's memory limit, or when
+   * the WASM heap has no room for the copy (`room`).
+   */
+  private guestBytes(what: string, buffer: QuickJSHandle, length: QuickJSHandle): Uint8Array {
+    const { vm } = this;
+    const n = vm.getNumber(length);
+    if (!Number.isSafeInteger(n) || n < 0) throw new TypeError(`${what}: bad arguments`);
+    if (n > this.job.memoryBytes) {
+      throw new RangeError(`${what}: the data is ${n} bytes, more than the run's memory limit (${this.job.memoryBytes} bytes)`);
+    }
+    if (n === 0) return new Uint8Array(0); // (quickjs-emscripten may fail to copy nothing: malloc(0))
+    this.room(what, n, n);
+    const copy = vm.getArrayBuffer(buffer);
+    try {
+      if (copy.value.length !== n) throw new TypeError(`${what}: bad arguments`);
+      return copy.value.slice();
+    } finally {
+      copy.dispose();
+    }
+  }
+
+  /**
+   * Checks that `bytes` (a result of `size` for the guest, taking `heap` bytes of the WASM heap while it is handed
+   * over) fit the run: at most the memory limit, and the heap can take them without passing the backstop
+   * (`heapLimitBytes`). What the host allocates in the WASM heap (quickjs-emscripten's malloc) is not counted by
+   * QuickJS, so this is where it is counted; and it keeps such a malloc from ever failing (the heap's hard maximum
+   * lies beyond the backstop), which quickjs-emscripten does not check: a failed one would write at address 0.
+   * Refusing is QuickJS's own "out of memory" (an InternalError: the run fails with kind 'memory' unless caught).
+   */
+  private room(what: string, size: number, heap: number): void {
+    if (size > this.job.memoryBytes) {
+      throw new RangeError(`${what}: the result is ${size} bytes, more than the run's memory limit (${this.job.memoryBytes} bytes)`);
+    }
+    const { heapBytes } = this.host;
+    const limit = this.job.heapLimitBytes;
+    if (heapBytes && limit !== undefined && heapBytes() + heap > limit) {
+      const e = new Error('out of memory');
+      e.name = 'InternalError';
+      throw e;
+    }
   }
 
   /** Runs pending jobs until the promise settles; returns its value (or the handle itself when not a promise). */
@@ -364,12 +474,18 @@ class Execution {
       if (state.type === 'rejected') throw new GuestThrow(this.own(state.error), phase);
       const jobs = rt.executePendingJobs();
       if (jobs.error) throw new GuestThrow(this.own(jobs.error), phase);
-      if (jobs.value === 0 && vm.getPromiseState(h).type === 'pending') {
-        throw new Failure({
-          ok: false,
-          kind: 'runtime',
-          message: 'The STF awaited a promise that never settles',
-        });
+      if (jobs.value === 0) {
+        // Nothing ran, so nothing can settle it. (A state that did settle is read again by the loop: its handle goes.)
+        const again = vm.getPromiseState(h);
+        if (again.type === 'pending') {
+          throw new Failure({
+            ok: false,
+            kind: 'runtime',
+            message: 'The STF awaited a promise that never settles',
+          });
+        }
+        if (again.type === 'rejected') again.error.dispose();
+        else if (!again.notAPromise) again.value.dispose();
       }
     }
   }
@@ -431,7 +547,7 @@ class Execution {
       };
     }
     if (this.interrupted) return this.timeout();
-    const stack = fixScriptLocations(info.stack ?? '', this.isModule);
+    const stack = fixScriptLocations(info.stack ?? '', this.form);
     if ((name === 'InternalError' && message === 'stack overflow') || (name === 'RangeError' && /call stack/i.test(message))) {
       return {
         ok: false,
@@ -444,10 +560,15 @@ class Execution {
     if (phase === 'output') {
       return { ok: false, kind: 'invalid_output', message: `The output is not JSON-serialisable: ${title}` };
     }
-    const syntax = phase === 'compile' || phase === 'module' ? syntaxFailure(info, this.job.code, this.isModule) : undefined;
+    const syntax = phase === 'compile' || phase === 'module' ? syntaxFailure(info, this.job.code, this.form) : undefined;
     if (syntax) return { ok: false, kind: 'syntax', message: syntax.message, details: syntax.details };
     return { ok: false, kind: 'runtime', message: title, details: stack ? clip(`${title}\n${stack}`) : undefined };
   }
+}
+
+/** A zlib level from the guest: an integer 0–9 (or -1, zlib's default, 6); anything else is the default. */
+function deflateLevel(level: number): number {
+  return Number.isInteger(level) && level >= -1 && level <= 9 ? level : zlibConstants.Z_DEFAULT_COMPRESSION;
 }
 
 /** Trims a stack for the STF's author: no prelude frames, runs of one frame collapsed, bounded length. */
@@ -471,4 +592,34 @@ function clip(text: string): string {
   }
   const out = lines.join('\n');
   return out.length > MAX_DETAIL_CHARS ? `${out.slice(0, MAX_DETAIL_CHARS)}…` : out;
+}
+
+/**
+ * The module loader's answer for `name` (static imports and dynamic import() alike). Bytes become a one-line module
+ * whose default export is a Uint8Array over an ArrayBuffer the host made (one copy into the heap): the module takes
+ * it from a hidden global with a random name and deletes that at once, so the guest's globals stay as they were.
+ * `reserve` refuses (throws) when the WASM heap has no room for the copy.
+ */
+function loadGuestModule(
+  vm: QuickJSContext,
+  host: EngineHost,
+  name: string,
+  reserve: (bytes: number) => void,
+): string | { error: Error } {
+  const module = host.loadModule(name);
+  if (module === undefined) return { error: moduleNotAllowed(name) };
+  if (typeof module === 'string') {
+    reserve(module.length * 2);
+    return module;
+  }
+  reserve(module.bytes.byteLength);
+  const key = `__stf_bytes_${randomBytes(8).toString('hex')}`;
+  const buffer = vm.newArrayBuffer(module.bytes);
+  try {
+    vm.defineProp(vm.global, key, { value: buffer, configurable: true, enumerable: false });
+  } finally {
+    buffer.dispose();
+  }
+  const k = JSON.stringify(key);
+  return `const bytes = new Uint8Array(globalThis[${k}]);\ndelete globalThis[${k}];\nexport default bytes;\n`;
 }

@@ -5,4 +5,4 @@ export {
   type JavascriptRuntimeStats,
 } from './pool.js';
 export { BUNDLED_LIBRARIES } from './libraries.js';
-export { isModuleCode } from './engine.js';
+export { classifyProgram, isModuleCode, type ProgramForm } from './program.js';

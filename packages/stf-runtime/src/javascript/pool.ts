@@ -25,7 +25,7 @@ import {
   type StfRunResult,
   type StfRuntime,
 } from '../types.js';
-import { bundledLibrarySources } from './libraries.js';
+import { libraryCatalog } from './libraries.js';
 import { createMasker } from './mask.js';
 import { type FromWorker, type RunOutcome, SIGNAL_SQL, SIGNAL_WARM, type SqlAnswer, type ToWorker, type WorkerInit } from './protocol.js';
 import { compileQuickJS, INITIAL_HEAP_BYTES } from './quickjs-module.js';
@@ -33,7 +33,10 @@ import { compileQuickJS, INITIAL_HEAP_BYTES } from './quickjs-module.js';
 export interface JavascriptRuntimeOptions {
   /** Worker threads in the pool (default 2). Runs beyond that wait for a free worker. */
   workers?: number;
-  /** Libraries importable by package name (name → ES module source); defaults to the bundled libraries. */
+  /**
+   * Libraries importable by package name (name → ES module source, also importable as `@d6e-ai/<name>`); defaults
+   * to the bundled libraries, which each worker reads from dist/libraries/ when a run first imports one.
+   */
   libraries?: Record<string, string>;
   /** Start (and warm up) all workers now rather than on the first runs (default true). */
   prewarm?: boolean;
@@ -48,8 +51,8 @@ export interface JavascriptRuntimeOptions {
   recycleHeapBytes?: number;
   /**
    * Old-generation limit of each worker's V8 heap in MiB (default 256): what the worker may hold outside QuickJS — the
-   * bundled libraries' sources, an SQL answer on its way in (at most the run's memory limit), the output on its way
-   * out. A worker past it is stopped, and its run fails with kind 'memory'.
+   * bundled libraries its runs imported (4.3 MB if all), an SQL answer on its way in (at most the run's memory
+   * limit), the output on its way out. A worker past it is stopped, and its run fails with kind 'memory'.
    */
   workerHeapMb?: number;
 }
@@ -112,7 +115,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 class Pool implements JavascriptRuntime {
   private readonly size: number;
-  private readonly libraries: Record<string, string>;
+  private readonly libraries: WorkerInit['libraries'];
   private readonly workerFile: string;
   private readonly queue: FairQueue;
   private readonly recycleHeapBytes: number;
@@ -129,8 +132,8 @@ class Pool implements JavascriptRuntime {
 
   constructor(opts: JavascriptRuntimeOptions) {
     this.size = Math.max(1, Math.floor(opts.workers ?? 2));
-    // Posted to each worker once, when it starts (workerData), not with each run.
-    this.libraries = { ...(opts.libraries ?? bundledLibrarySources()) };
+    // Posted to each worker once, when it starts (workerData): the manifest, not the sources (read on first import).
+    this.libraries = opts.libraries ? { sources: { ...opts.libraries } } : { catalog: libraryCatalog() };
     this.workerFile = resolveWorkerFile();
     this.queue = new FairQueue({
       capacity: this.size,

@@ -1,10 +1,21 @@
 /**
  * Guest-side JavaScript evaluated in each fresh QuickJS context before the user's code. It is a function
- * expression `(hostLog, hostSql, hostRandom, boot, logRoom, maxOutputChars) => api`: it installs the globals of
- * DECISIONS §6 (`$input`, `$sources`, `$caller`, `$env`, `sql`, `console`), `crypto.getRandomValues` /
- * `crypto.randomUUID` (what libraries such as crypto-js need for keys and salts), and `atob`, `btoa`,
- * `TextEncoder`, `TextDecoder` (UTF-8 only, no streaming), and returns helpers the host calls
- * later. It captures JSON, String, … before the user's code runs, so the user cannot change how the host reads
+ * expression `(hostLog, hostSql, hostRandom, hostDeflate, hostBase64, boot, logRoom, maxOutputChars) => api`: it
+ * installs the globals of DECISIONS §6 (`$input`, `$sources`, `$caller`, `$env`, `sql`, `console`),
+ * `crypto.getRandomValues` / `crypto.randomUUID` (what libraries such as crypto-js need for keys and salts), and
+ * `atob`, `btoa`, `TextEncoder`, `TextDecoder` (UTF-8 only, no streaming), and returns helpers the host calls
+ * later.
+ *
+ * For the bundled libraries it also installs two native helpers (NATIVE_DEFLATE, NATIVE_BASE64 below), under
+ * `Symbol.for` keys of the global object: non-enumerable, non-writable, non-configurable. Not names: code that lists
+ * the globals (`Object.keys`, `for…in`, `Object.getOwnPropertyNames`) sees nothing new, and no name an STF might use
+ * is taken. A global rather than a module: the bundles are also handed out as they are (workflows' `Library`
+ * sources) and run elsewhere, so they look the helper up and fall back to their JavaScript when it is absent
+ * (scripts/build-libraries.mjs). Non-writable and non-configurable, so assigning or deleting them fails (QuickJS
+ * does let Object.defineProperty give a property of the global object a new value even then — `undefined` too —,
+ * so an STF set on it can replace them, for its own run and its own libraries only). They are plain functions of
+ * bytes, bounded by the run's memory limit (engine.ts): an STF calling them itself gains nothing it could not do
+ * more slowly. It captures JSON, String, … before the user's code runs, so the user cannot change how the host reads
  * results and errors.
  *
  * Nothing large crosses into the host (every crossing is a copy into the worker's own heap): a log line is cut to
@@ -15,6 +26,9 @@
  *   formatting stops). `cut`: the line was longer than the room it was given.
  * - hostSql(query) → JSON text of the rows or the affected count; throws an Error with the callback's message.
  * - hostRandom(n) → n (≤ 65536) bytes from the host's CSPRNG, as hex text.
+ * - hostDeflate(arrayBuffer, byteLength, level) → a new ArrayBuffer: the bytes zlib-compressed (RFC 1950, Node's
+ *   zlib, `level` 0–9, else 6); throws when they or the result do not fit the run's memory.
+ * - hostBase64(arrayBuffer, byteLength) → the bytes as base64 text; the same bounds.
  * - boot: JSON text of { input, sources, caller, env }.
  * - logRoom: the characters the first log line may have.
  * - maxOutputChars: an output whose JSON is longer is not handed over (serialize returns its length instead).
@@ -26,7 +40,15 @@ export const MAX_QUERY_CHARS = 1024 * 1024;
 /** How much of a thrown error's message and stack the host reads. */
 export const MAX_ERROR_CHARS = 16 * 1024;
 
-export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom, boot, logRoom, maxOutputChars) {
+/**
+ * `globalThis[Symbol.for(NATIVE_DEFLATE)](data, level?)`: `data` (a Uint8Array, another view, or an ArrayBuffer)
+ * zlib-compressed by the host, as a new Uint8Array — what pako.deflate / fflate.zlibSync make, in native time.
+ */
+export const NATIVE_DEFLATE = 'wds.stf.deflate';
+/** `globalThis[Symbol.for(NATIVE_BASE64)](data)`: `data` (as for NATIVE_DEFLATE) as base64 text, made by the host. */
+export const NATIVE_BASE64 = 'wds.stf.base64';
+
+export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom, hostDeflate, hostBase64, boot, logRoom, maxOutputChars) {
   'use strict';
   const g = globalThis;
   const parse = JSON.parse;
@@ -258,6 +280,51 @@ export const PRELUDE_SOURCE = String.raw`(function (hostLog, hostSql, hostRandom
       return codesToString(codes);
     }
   }
+
+  // The native helpers of the bundled libraries (see the top of prelude.ts). The host is handed a whole ArrayBuffer
+  // and its length: a view of part of one (or of a SharedArrayBuffer) is copied first — a memcpy in QuickJS, counted
+  // as the guest's — so the host never copies more than was asked for. The getters are the intrinsic ones, taken
+  // now: they check what they are given, so an STF cannot make the host read a length the buffer does not have.
+  const reflectApply = Reflect.apply;
+  const getter = function (proto, key) { return Object.getOwnPropertyDescriptor(proto, key).get; };
+  const TypedArrayProto = Object.getPrototypeOf(Uint8ArrayCtor.prototype);
+  const TYPED = [getter(TypedArrayProto, 'buffer'), getter(TypedArrayProto, 'byteOffset'), getter(TypedArrayProto, 'byteLength')];
+  const DATA_VIEW = [getter(DataView.prototype, 'buffer'), getter(DataView.prototype, 'byteOffset'), getter(DataView.prototype, 'byteLength')];
+  const bufferLength = getter(ArrayBuffer.prototype, 'byteLength');
+  const typedSet = TypedArrayProto.set;
+  function viewParts(getters, data) {
+    try {
+      return [reflectApply(getters[0], data, []), reflectApply(getters[1], data, []), reflectApply(getters[2], data, [])];
+    } catch (e) {
+      return undefined;
+    }
+  }
+  function wholeBuffer(what, data) {
+    const parts = viewParts(TYPED, data) || viewParts(DATA_VIEW, data) || [data, 0, -1];
+    const buffer = parts[0];
+    const offset = parts[1];
+    let length = parts[2];
+    let whole = -1;
+    try { whole = reflectApply(bufferLength, buffer, []); } catch (e) { /* not an ArrayBuffer */ }
+    if (length < 0) {
+      if (whole < 0) throw new TypeErrorCtor(what + ' expects a Uint8Array (or another ArrayBuffer view) or an ArrayBuffer');
+      length = whole;
+    }
+    if (offset === 0 && length === whole) return [buffer, length];
+    const copy = new Uint8ArrayCtor(length);
+    reflectApply(typedSet, copy, [new Uint8ArrayCtor(buffer, offset, length)]);
+    return [reflectApply(TYPED[0], copy, []), length];
+  }
+  function nativeDeflate(data, level) {
+    const b = wholeBuffer('deflate', data);
+    return new Uint8ArrayCtor(hostDeflate(b[0], b[1], typeof level === 'number' ? level : -1));
+  }
+  function nativeBase64(data) {
+    const b = wholeBuffer('base64', data);
+    return hostBase64(b[0], b[1]);
+  }
+  defineProperty(g, Symbol.for('${NATIVE_DEFLATE}'), { value: nativeDeflate, writable: false, configurable: false, enumerable: false });
+  defineProperty(g, Symbol.for('${NATIVE_BASE64}'), { value: nativeBase64, writable: false, configurable: false, enumerable: false });
 
   const data = parse(boot);
   const define = function (name, value) {

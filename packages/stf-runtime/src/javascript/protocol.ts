@@ -1,5 +1,6 @@
 /** Messages between the main thread (pool.ts) and a JavaScript worker (worker.ts). */
 import type { LogLine, StfFailureKind } from '../types.js';
+import type { LibraryCatalog } from './libraries.js';
 
 /** Indexes of WorkerInit.signal. */
 export const SIGNAL_SQL = 0;
@@ -14,8 +15,11 @@ export interface WorkerInit {
   signal: SharedArrayBuffer;
   /** The worker's end of the channel that carries SQL answers; read only with receiveMessageOnPort. */
   answers: import('node:worker_threads').MessagePort;
-  /** Bundled libraries importable by package name: name → ES module source. */
-  libraries: Record<string, string>;
+  /**
+   * Libraries importable by package name: where the bundles are (the worker reads one when a run first imports it),
+   * or inline sources (name → ES module source) given to createJavascriptRuntime.
+   */
+  libraries: { catalog: LibraryCatalog } | { sources: Record<string, string> };
   /** The QuickJS WASM, compiled once by the pool (a WebAssembly.Module), when it could be. */
   quickjs?: object;
   /** The memory limit the first QuickJS heap is made for (runs with another limit get a heap of their own). */

@@ -2,17 +2,26 @@
  * How STF code is handed to QuickJS and how a compile error is reported, shared by the run (engine.ts) and the
  * save-time check (compile-check.ts) so that both compile the same text and report the same line and column.
  */
+import type { ProgramForm } from './program.js';
 
 export const SCRIPT_FILE = 'stf.js';
 export const MODULE_FILE = 'stf.mjs';
-/** The script form is the body of an async function; the prefix stays on line 1 so line numbers are the user's. */
+/**
+ * The script form is the body of an async function; the prefix (and the form's head of imports) stays on line 1 so
+ * line numbers are the user's.
+ */
 const SCRIPT_PREFIX = '(async function () {';
 const SCRIPT_SUFFIX = '\n})';
 
+type ScriptForm = Extract<ProgramForm, { kind: 'script' }>;
+
 /** The source QuickJS compiles for the script form (evaluated as global code, it yields the async function). */
-export function wrapScript(code: string): string {
-  return SCRIPT_PREFIX + code + SCRIPT_SUFFIX;
+export function wrapScript(form: ScriptForm): string {
+  return SCRIPT_PREFIX + form.head + form.body + SCRIPT_SUFFIX;
 }
+
+/** Characters in front of the user's line 1 in what QuickJS compiled. */
+const lineOneShift = (form: ProgramForm) => (form.kind === 'module' ? 0 : SCRIPT_PREFIX.length + form.head.length);
 
 /** What the host reads of a thrown value. */
 export interface ErrorInfo {
@@ -34,20 +43,21 @@ export interface SyntaxFailure {
   column: number;
 }
 
-/** In the script form, columns on line 1 include the wrapper's prefix; give the user's columns instead. */
-export function fixScriptLocations(stack: string, isModule: boolean): string {
-  if (isModule) return stack;
-  return stack.replace(/\bstf\.js:1:(\d+)/g, (_m, col: string) => `stf.js:1:${Math.max(1, Number(col) - SCRIPT_PREFIX.length)}`);
+/** In the script form, columns on line 1 include the wrapper's prefix and the head; give the user's columns instead. */
+export function fixScriptLocations(stack: string, form: ProgramForm): string {
+  const shift = lineOneShift(form);
+  if (shift === 0) return stack;
+  return stack.replace(/\bstf\.js:1:(\d+)/g, (_m, col: string) => `stf.js:1:${Math.max(1, Number(col) - shift)}`);
 }
 
 /**
  * The syntax error of a failed compile of the user's code (script or module form), located in the user's own
  * coordinates; undefined when `info` is not a SyntaxError with a position in the user's file.
  */
-export function syntaxFailure(info: ErrorInfo, code: string, isModule: boolean): SyntaxFailure | undefined {
-  const file = isModule ? MODULE_FILE : SCRIPT_FILE;
+export function syntaxFailure(info: ErrorInfo, code: string, form: ProgramForm): SyntaxFailure | undefined {
+  const file = form.kind === 'module' ? MODULE_FILE : SCRIPT_FILE;
   if (info.name !== 'SyntaxError' || info.fileName !== file) return undefined;
-  const firstFrame = fixScriptLocations(info.stack ?? '', isModule).split('\n')[0] ?? '';
+  const firstFrame = fixScriptLocations(info.stack ?? '', form).split('\n')[0] ?? '';
   const at = new RegExp(`^\\s*at ${file.replace('.', '\\.')}:(\\d+):(\\d+)\\s*$`).exec(firstFrame);
   if (!at) return undefined;
   const lines = code.split('\n');

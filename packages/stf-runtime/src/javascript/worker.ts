@@ -15,6 +15,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import type { QuickJSWASMModule } from 'quickjs-emscripten';
 import type { LogLine } from '../types.js';
 import { type EngineHost, FreshEngine, type FinishedRun, poisonModule, runInEngine, runOnEngine, SqlDeadlineError } from './engine.js';
+import { LibraryStore } from './libraries.js';
 import { createMasker, LogCollector } from './mask.js';
 import { type FromWorker, type RunJob, type RunOutcome, SIGNAL_SQL, SIGNAL_WARM, type SqlAnswer, type ToWorker, type WorkerInit } from './protocol.js';
 import { heapBytes, heapLimitFor, heapMaximumFor, newBoundedQuickJS } from './quickjs-module.js';
@@ -23,7 +24,8 @@ const port = parentPort;
 if (!port) throw new Error('worker.ts must run in a worker thread');
 const init = workerData as WorkerInit;
 const signal = new Int32Array(init.signal);
-const libraries = new Map(Object.entries(init.libraries));
+/** The libraries, read from dist/libraries/ when a run first imports one, then kept for this worker's later runs. */
+const libraries = new LibraryStore(init.libraries);
 
 /** The QuickJS module, and the memory limit its heap's maximum was made for. */
 let moduleFor = init.memoryBytes;
@@ -179,7 +181,8 @@ function run(mod: QuickJSWASMModule, job: RunJob, heapLimit: number): FinishedRu
       if (!answer.ok) throw new Error(answer.message);
       return answer.json;
     },
-    loadModule: (name) => libraries.get(name),
+    resolveModule: (name) => libraries.resolve(name),
+    loadModule: (name) => libraries.load(name),
     heapBytes: () => heapBytes(mod),
   };
   let taken: ReturnType<typeof takeEngine>;
