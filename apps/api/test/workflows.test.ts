@@ -316,8 +316,8 @@ describe('the SSRF guard in workflows', () => {
   });
 });
 
-describe('File and Library input sources', () => {
-  it('a File source is the parsed file; a Library source is the rows the executing user may see', async () => {
+describe('File and Table input sources', () => {
+  it('a File source is the parsed file; a Table source is the rows the executing user may see', async () => {
     const up = await h.call('POST', `/api/v1/workspaces/${ws.id}/files`, {
       token: owner.token,
       workspace: ws.id,
@@ -332,14 +332,14 @@ describe('File and Library input sources', () => {
       allow_anonymous_execute: true,
       input_steps: [
         { name: 'cfg', source: { type: 'File', id: up.body.id } },
-        { name: 'prices', source: { type: 'Library', name: 'prices' } },
+        { name: 'prices', source: { type: 'Table', name: 'prices' } },
       ],
       stf_steps: [{ stf_version_id: s.versionId, input_mappings: [] }],
     });
     const r = await execute(wf, {});
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toEqual({ rate: 3, skus: ['a'] });
-    // Anonymous: the Library source has no user whose policies could apply.
+    // Anonymous: the Table source has no user whose policies could apply.
     const anon = await execute(wf, {}, { token: null });
     expect(anon.status).toBe(422);
     expect(JSON.parse(anon.body.details)).toMatchObject({ step: 'input_steps[1]' });

@@ -4,7 +4,7 @@
  */
 import { EffectError } from './errors.js';
 import { HEADER_NAME, INVALID_HEADER_VALUE } from './http.js';
-import { buildObject, evaluateMappings, type FieldMapping, targetSegments, validateFieldMappings } from './mappings.js';
+import { buildObject, evaluateMappings, type FieldMapping, type InputPathAlias, inputPathAliases, targetSegments, validateFieldMappings } from './mappings.js';
 
 export interface EffectSpec {
   url: string;
@@ -51,7 +51,7 @@ function checkHeaderTargets(mappings: FieldMapping[]): string[] {
     else if (RESERVED_HEADERS.includes(name)) problems.push(`${at}: ${m.target} is set by the runner and may not be mapped`);
     else if (seen.has(name)) problems.push(`${at}: header '${m.target}' is already set by header_mappings[${seen.get(name)}]`);
     else seen.set(name, i);
-    if (m.source.type === 'Const' && INVALID_HEADER_VALUE.test(m.source.value)) {
+    if (m.source.type === 'Const' && INVALID_HEADER_VALUE.test(toText(m.source.value))) {
       problems.push(`header_mappings[${i}].source.value: contains characters not allowed in a header`);
     }
   });
@@ -110,6 +110,18 @@ export function validateEffectSpec(spec: unknown): string[] {
 /** A mapped value as header or query text: strings as they are, anything else as JSON. */
 export function toText(value: unknown): string {
   return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+}
+
+/**
+ * The mappings of an effect that read this input through the `$.input.…` rule (mappings.ts), for the run record:
+ * `at` is `header_mappings[0]`, `query_mappings[1]` or `body_mappings[2]`.
+ */
+export function effectInputAliases(spec: EffectSpec, input: unknown): InputPathAlias[] {
+  return [
+    ...inputPathAliases(spec.header_mappings, input, 'header_mappings'),
+    ...inputPathAliases(spec.query_mappings ?? [], input, 'query_mappings'),
+    ...inputPathAliases(spec.body_mappings, input, 'body_mappings'),
+  ];
 }
 
 export interface PreparedRequest {

@@ -5,6 +5,7 @@
 export { embeddedIPv4, isSpecialUse } from './addresses.js';
 export {
   EFFECT_METHODS,
+  effectInputAliases,
   type EffectSpec,
   MAX_RETRIES,
   MAX_TIMEOUT_SECS,
@@ -24,4 +25,16 @@ export { guardedLookup, guardedRequest } from './http.js';
 export { guardedFetch } from './guarded-fetch.js';
 export { FETCH_MAX_BYTES, FETCH_MAX_TIMEOUT_MS, type FetchSourceOptions, type FetchSourceResult, type FetchSpec, fetchSource } from './fetch-source.js';
 export { OutboundGuard, type OutboundGuardOptions, parseAllowlist, type Resolver } from './guard.js';
-export { buildObject, evaluateMappings, type FieldMapping, parsePath, readPath, validateFieldMappings } from './mappings.js';
+export {
+  buildObject,
+  evaluateMappings,
+  type FieldMapping,
+  type InputPathAlias,
+  inputPathAlias,
+  mappingsFromObject,
+  parsePath,
+  readInputPath,
+  readPath,
+  validateFieldMappings,
+} from './mappings.js';
+export { CONST_MAX_CHARS, FieldMappingSchema } from './mapping-schema.js';

@@ -1,10 +1,11 @@
 /**
  * FieldMappings: how an effect step turns its input document into headers, query parameters and a JSON body.
- * A mapping reads a path from the input (`Variable`) or carries a literal string (`Const`) and names a target.
+ * A mapping reads a path from the input (`Variable`) or carries a literal JSON value (`Const`) and names a target.
  */
 
 export interface FieldMapping {
-  source: { type: 'Variable' | 'Const'; value: string };
+  /** `Variable`: a path into the input. `Const`: any JSON value, used as it is (a string, a number, an object, …). */
+  source: { type: 'Variable'; value: string } | { type: 'Const'; value: unknown };
   target: string;
 }
 
@@ -54,7 +55,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** Reads a path from a JSON document: 'a.b', '$.a.b', 'items[0].id', '$' or '' (whole doc). A missing field → null. */
 export function readPath(doc: unknown, path: string): unknown {
   const tokens = parsePath(path);
-  if (tokens === null) return null;
+  return tokens === null ? null : readTokens(doc, tokens);
+}
+
+function readTokens(doc: unknown, tokens: PathToken[]): unknown {
   let current: unknown = doc;
   for (const token of tokens) {
     if (Array.isArray(current) && (typeof token === 'number' || /^\d+$/.test(token))) {
@@ -74,11 +78,73 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-function sourceValue(mapping: FieldMapping, input: unknown): unknown {
-  return mapping.source.type === 'Const' ? mapping.source.value : readPath(input, mapping.source.value);
+/**
+ * The tokens a Variable path of an effect mapping reads from the effect's input. One rule beyond readPath, for
+ * definitions written for the origin platform, whose published examples address the step's input as `$.input.…`
+ * while its documentation (and this service) address it as `$.…`: a path whose first key is `input` reads the
+ * input as written when the input is an object that has an own `input` field, and otherwise reads the rest of the
+ * path from the input itself (`$.input.message` ≡ `$.message`, `$.input` ≡ `$`). Null: a malformed path.
+ */
+function inputTokens(input: unknown, path: string): { tokens: PathToken[]; aliased: boolean } | null {
+  const tokens = parsePath(path);
+  if (tokens === null) return null;
+  // Only the origin's `$.` spelling: a path written in this service's own dotted form (`input.x`) reads as written.
+  const originStyle = path.trimStart().startsWith('$.');
+  if (!originStyle || tokens[0] !== 'input' || (isRecord(input) && Object.hasOwn(input, 'input'))) return { tokens, aliased: false };
+  return { tokens: tokens.slice(1), aliased: true };
 }
 
-/** target → value (Variable: readPath(input, value); Const: the literal string). Targets are flat keys; a later mapping wins. */
+/** Reads a Variable path of an effect mapping from the effect's input (readPath, with the `$.input.…` rule above). */
+export function readInputPath(input: unknown, path: string): unknown {
+  const read = inputTokens(input, path);
+  return read === null ? null : readTokens(input, read.tokens);
+}
+
+/**
+ * When `path` read `input` through the `$.input.…` rule: the path that reads the same without it (`$.message` for
+ * `$.input.message`, `$` for `$.input`); null when it was read as written.
+ */
+export function inputPathAlias(input: unknown, path: string): string | null {
+  const read = inputTokens(input, path);
+  if (read === null || !read.aliased) return null;
+  return `$${read.tokens.map((t) => (typeof t === 'number' ? `[${t}]` : /^[A-Za-z_$][\w$-]*$/.test(t) ? `.${t}` : `[${JSON.stringify(t)}]`)).join('')}`;
+}
+
+function sourceValue(mapping: FieldMapping, input: unknown): unknown {
+  return mapping.source.type === 'Const' ? mapping.source.value : readInputPath(input, mapping.source.value);
+}
+
+/**
+ * The origin platform's way of writing effect mappings — an object `{ target: value }` where a string value starting
+ * with `$.` is a Variable and any other value a Const (`{ "Content-Type": "application/json", "text": "$.message" }`)
+ * — as a FieldMapping array, in the object's key order.
+ */
+export function mappingsFromObject(mappings: Record<string, unknown>): FieldMapping[] {
+  return Object.entries(mappings).map(([target, value]) => ({
+    source: typeof value === 'string' && value.startsWith('$.') ? { type: 'Variable', value } : { type: 'Const', value },
+    target,
+  }));
+}
+
+/** A mapping that read the effect's input through the `$.input.…` rule: where, the path as written, the path without it. */
+export interface InputPathAlias {
+  at: string;
+  found: string;
+  use: string;
+}
+
+/** The Variable mappings of `mappings` (named `where`) that read `input` through the `$.input.…` rule. */
+export function inputPathAliases(mappings: FieldMapping[], input: unknown, where: string): InputPathAlias[] {
+  const out: InputPathAlias[] = [];
+  mappings.forEach((m, i) => {
+    if (m.source.type !== 'Variable') return;
+    const use = inputPathAlias(input, m.source.value);
+    if (use !== null) out.push({ at: `${where}[${i}]`, found: m.source.value, use });
+  });
+  return out;
+}
+
+/** target → value (Variable: the path read from the input; Const: the value as it is). Targets are flat keys; a later mapping wins. */
 export function evaluateMappings(mappings: FieldMapping[], input: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const mapping of mappings) setOwn(out, mapping.target, sourceValue(mapping, input));
@@ -135,7 +201,10 @@ export function validateFieldMappings(value: unknown, where: string): string[] {
       problems.push(`${at}.source: must be an object { type, value }`);
     } else {
       if (source.type !== 'Variable' && source.type !== 'Const') problems.push(`${at}.source.type: must be Variable or Const`);
-      if (typeof source.value !== 'string') {
+      if (source.type === 'Const') {
+        // Any JSON value; a missing one is refused rather than sent as null.
+        if (source.value === undefined) problems.push(`${at}.source.value: is required (any JSON value)`);
+      } else if (typeof source.value !== 'string') {
         problems.push(`${at}.source.value: must be a string`);
       } else if (source.type === 'Variable' && parsePath(source.value) === null) {
         problems.push(`${at}.source.value: '${source.value}' is not a valid path (use a.b, $.a.b or items[0].id)`);

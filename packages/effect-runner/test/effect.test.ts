@@ -4,7 +4,7 @@
  * anything off this machine.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { EffectError, type EffectSpec, type FieldMapping, OutboundGuard, runEffect } from '../src/index.js';
+import { EffectError, type EffectSpec, type FieldMapping, mappingsFromObject, OutboundGuard, runEffect } from '../src/index.js';
 import { loopbackGuard, startServer, stubResolver, type TestServer } from './servers.js';
 
 const v = (value: string, target: string): FieldMapping => ({ source: { type: 'Variable', value }, target });
@@ -132,6 +132,23 @@ describe('runEffect mappings', () => {
     expect(err.attempts).toBe(0);
     expect(err.details).toContain('retries');
     expect(target.connections).toBe(0);
+  });
+});
+
+describe('an effect written for the origin platform', () => {
+  it('object mappings and "$.input.message": a Slack-style hook receives the mapped value as text', async () => {
+    const hook = await server(json(200, { ok: true }));
+    // As the origin writes it: header and body mappings as objects; the body addresses the step input as $.input.…
+    const slack = spec(`${hook.origin}/services/T000/B000/XXXX`, {
+      header_mappings: mappingsFromObject({ 'Content-Type': 'application/json' }),
+      body_mappings: mappingsFromObject({ text: '$.input.message', channel: '#sales', unfurl_links: false, echo: '$.message' }),
+    });
+    const summary = { totals: { revenue: 1200, transaction_count: 3 }, group_by: 'product' };
+    const result = await runEffect(slack, { message: summary }, { guard: loopbackGuard() });
+    expect(result.status).toBe(200);
+    const [received] = hook.requests;
+    expect(received!.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(received!.body)).toEqual({ text: summary, channel: '#sales', unfurl_links: false, echo: summary });
   });
 });
 

@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { buildObject, evaluateMappings, type FieldMapping, parsePath, readPath, validateFieldMappings } from '../src/index.js';
+import {
+  buildObject,
+  evaluateMappings,
+  type FieldMapping,
+  inputPathAlias,
+  mappingsFromObject,
+  parsePath,
+  readInputPath,
+  readPath,
+  validateEffectSpec,
+  validateFieldMappings,
+} from '../src/index.js';
 
 const doc = {
   a: { b: 1, c: null, f: false, z: 0 },
@@ -9,7 +20,7 @@ const doc = {
 };
 
 const v = (value: string, target: string): FieldMapping => ({ source: { type: 'Variable', value }, target });
-const c = (value: string, target: string): FieldMapping => ({ source: { type: 'Const', value }, target });
+const c = (value: unknown, target: string): FieldMapping => ({ source: { type: 'Const', value }, target });
 
 describe('readPath', () => {
   it.each([
@@ -100,7 +111,7 @@ describe('validateFieldMappings', () => {
         [
           v('a', 'x'),
           { source: { type: 'Env', value: 'HOME' }, target: 'y' },
-          { source: { type: 'Const', value: 3 }, target: 'z' },
+          { source: { type: 'Variable', value: 3 }, target: 'z' },
           { source: { type: 'Variable', value: 'a..b' }, target: 'w' },
           { source: 'a', target: '' },
           'nope',
@@ -119,8 +130,68 @@ describe('validateFieldMappings', () => {
     ]);
   });
 
+  it('a Const may be any JSON value, but not missing', () => {
+    expect(validateFieldMappings([c({ mode: 'strict' }, 'a'), c([1], 'b'), c(3, 'd'), c(null, 'e'), c(false, 'f')], 'body_mappings')).toEqual([]);
+    expect(validateFieldMappings([{ source: { type: 'Const' }, target: 'x' }], 'body_mappings')).toEqual([
+      'body_mappings[0].source.value: is required (any JSON value)',
+    ]);
+  });
+
   it('requires an array', () => {
     expect(validateFieldMappings({}, 'query_mappings')).toEqual(['query_mappings: must be an array of field mappings']);
     expect(validateFieldMappings(null, 'q')).toEqual(['q: must be an array of field mappings']);
+  });
+});
+
+describe('the origin platform\'s mappings', () => {
+  it('an object { target: value } is a FieldMapping array: "$." strings are Variables, anything else a Const', () => {
+    expect(
+      mappingsFromObject({ 'Content-Type': 'application/json', text: '$.message', 'user.email': '$.user.email', limit: 5, opts: { a: 1 }, dollar: '$', cost: '$5' }),
+    ).toEqual([
+      c('application/json', 'Content-Type'),
+      v('$.message', 'text'),
+      v('$.user.email', 'user.email'),
+      c(5, 'limit'),
+      c({ a: 1 }, 'opts'),
+      c('$', 'dollar'),
+      c('$5', 'cost'),
+    ]);
+    expect(mappingsFromObject({})).toEqual([]);
+  });
+
+  it('JSON Consts keep their type in a body and are JSON text in headers; a non-text header constant is checked as its text', () => {
+    expect(buildObject([c({ mode: 'strict' }, 'options'), c([1, 2], 'list'), c(7, 'n')], {})).toEqual({ options: { mode: 'strict' }, list: [1, 2], n: 7 });
+    expect(evaluateMappings([c({ a: 1 }, 'X-Json')], {})).toEqual({ 'X-Json': { a: 1 } });
+    const spec = { url: 'https://hooks.example.com/x', method: 'POST', body_mappings: [] };
+    expect(validateEffectSpec({ ...spec, header_mappings: [c({ a: 'line\nbreak' }, 'X-A'), c(42, 'X-B')] })).toEqual([]);
+  });
+
+  describe('"$.input." reads the effect input unless the input has its own "input" field', () => {
+    it('suggests a quoted key for a name that is no identifier', () => {
+      expect(inputPathAlias({ "it's": 1 }, "$.input[\"it's\"]")).toBe('$["it\'s"]');
+    });
+
+    const message = { message: 'sold 3', n: [1, 2] };
+    it.each([
+      ['$.input.message', message, 'sold 3', '$.message'],
+      // Only the origin's `$.` spelling is aliased: a path in this service's dotted form reads as written.
+      ['input.message', message, null, null],
+      ['$.input.n[1]', message, 2, '$.n[1]'],
+      ['$.input', message, message, '$'],
+      ['$.message', message, 'sold 3', null],
+      ['$.input.message', { input: { message: 'inner' }, message: 'outer' }, 'inner', null],
+      ['$.input', { input: 0 }, 0, null],
+      ['$.input.x', 'text', null, '$.x'],
+      ['$.inputs.x', { inputs: { x: 1 } }, 1, null],
+    ])('%s of %j → %j', (path, input, value, alias) => {
+      expect(readInputPath(input, path)).toEqual(value);
+      expect(inputPathAlias(input, path)).toBe(alias);
+    });
+
+    it('applies to headers, query and body alike, and readPath itself knows no such rule', () => {
+      expect(buildObject([v('$.input.message', 'text'), v('$.message', 'same')], { message: 'hi' })).toEqual({ text: 'hi', same: 'hi' });
+      expect(evaluateMappings([v('$.input.message', 'X-Text')], { message: 'hi' })).toEqual({ 'X-Text': 'hi' });
+      expect(readPath({ message: 'hi' }, '$.input.message')).toBeNull();
+    });
   });
 });

@@ -1,11 +1,9 @@
 import { type Db, type EffectRow, type EffectVersionRow, isUuid, newId } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 
-/** Where a value comes from: a path into the effect's input (`Variable`) or a literal (`Const`). */
-export interface FieldMapping {
-  source: { type: 'Variable' | 'Const'; value: string };
-  target: string;
-}
+/** Where a value comes from: a path into the effect's input (`Variable`) or a literal JSON value (`Const`). */
+export type { FieldMapping } from '@wds/effect-runner';
+import type { FieldMapping } from '@wds/effect-runner';
 
 export interface EffectVersionView {
   id: string;

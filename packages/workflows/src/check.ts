@@ -1,12 +1,14 @@
 /**
  * What a workflow's shape cannot say, checked when it is saved: each step names an STF or effect version of this
- * workspace, input step names are unique, variables have a known root and refer only to earlier steps and to
- * defined sources. Problems are listed together in one 400 VALIDATION_ERROR.
+ * workspace, input step names are unique, a Library source names a bundled library (or, as before, a table),
+ * variables have a known root (the `$` forms or their legacy aliases, variables.ts) and refer only to earlier
+ * steps and to defined sources. Problems are listed together in one 400 VALIDATION_ERROR.
  */
 import type { Db } from '@wds/db';
 import { isUuid } from '@wds/db';
 import { validationError } from '@wds/errors';
-import type { FieldMapping, WorkflowDefinition } from './definition.js';
+import { type FieldMapping, TABLE_NAME, type WorkflowDefinition } from './definition.js';
+import { bundledLibraryNames, isBundledLibrary } from './libraries.js';
 import { parseVariable, UNSAFE_KEYS } from './variables.js';
 
 function checkMappings(where: string, mappings: FieldMapping[], sources: Set<string>, stepsBefore: number, problems: string[]) {
@@ -55,6 +57,13 @@ export async function checkDefinition(db: Db, workspaceId: string, def: Workflow
     sources.add(step.name);
     const src = step.source;
     if (src.type === 'Fetch' && !/^https?:\/\//i.test(src.url)) problems.push(`input_steps[${i}].source.url: must be http or https`);
+    // A Library is a bundled library; a name that is none but a table name is the table (read as `Table`, noted in
+    // the run record), so definitions saved when `Library` meant a table keep working.
+    if (src.type === 'Library' && !isBundledLibrary(src.name) && !TABLE_NAME.test(src.name)) {
+      problems.push(
+        `input_steps[${i}].source.name: ${JSON.stringify(src.name)} is not a bundled library (${bundledLibraryNames().join(', ')}, also as @d6e-ai/<name>); a workspace table is { "type": "Table", "name": … }`,
+      );
+    }
   });
   const fileIds = def.input_steps.flatMap((s) => (s.source.type === 'File' ? [s.source.id] : []));
   if (fileIds.length > 0) {

@@ -2,24 +2,33 @@
  * The shape of a workflow definition (DECISIONS §7), as valibot schemas: the API validates request bodies with
  * them and the types come from them. What the shape cannot say (references, variables) is checked by check.ts.
  */
+import { FieldMappingSchema } from '@wds/effect-runner';
 import * as v from 'valibot';
+
+export { FieldMappingSchema };
 
 const Uuid = v.pipe(v.string(), v.uuid('must be a UUID'));
 const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255));
 
-export const FieldMappingSchema = v.strictObject({
-  source: v.strictObject({
-    type: v.picklist(['Variable', 'Const'], 'must be Variable or Const'),
-    value: v.pipe(v.string(), v.maxLength(10_000)),
-  }),
-  target: v.pipe(v.string(), v.maxLength(255)),
-});
-
 const Mappings = v.optional(v.pipe(v.array(FieldMappingSchema), v.maxLength(200)), []);
 
+/** A workspace table's logical name. */
+export const TABLE_NAME = /^[a-z_][a-z0-9_]{0,22}$/;
+/** An input step's name (`$sources.<name>`): letters, digits, `_` and `-` (the origin platform writes `fetch-data`). */
+export const STEP_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
+
 export const InputSourceSchema = v.variant('type', [
+  /**
+   * A bundled STF library (`pdf-lib`, `@d6e-ai/pdf-lib`) as `{ code, types, version }`. A name that is no bundled
+   * library but a table name reads that table like `Table` (what `Library` meant before; noted in the run record).
+   * Which it is gets checked when the workflow is saved (check.ts).
+   */
+  v.strictObject({
+    type: v.literal('Library'),
+    name: v.pipe(v.string(), v.regex(/^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9_][a-z0-9._-]{0,213}$/, 'must be a library or table name')),
+  }),
   /** The rows of a workspace table (by logical name), read with the executing user's policies. */
-  v.strictObject({ type: v.literal('Library'), name: v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,22}$/, 'must be a table name')) }),
+  v.strictObject({ type: v.literal('Table'), name: v.pipe(v.string(), v.regex(TABLE_NAME, 'must be a table name')) }),
   v.strictObject({ type: v.literal('File'), id: Uuid }),
   v.strictObject({
     type: v.literal('Fetch'),
@@ -32,7 +41,7 @@ export const InputSourceSchema = v.variant('type', [
 ]);
 
 export const InputStepSchema = v.strictObject({
-  name: v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be an identifier (letters, digits, _)')),
+  name: v.pipe(v.string(), v.regex(STEP_NAME, 'must be 1-64 letters, digits, _ or - (not starting with -)')),
   source: InputSourceSchema,
 });
 

@@ -5,13 +5,15 @@
  *
  * Failure rules: a failing input step fails the run before any STF runs; a failing STF step stops the run (later
  * STF and all effect steps are skipped); effect steps all run, and any failure among them (a transport error, or
- * an HTTP status of 400 or more after its retries) fails the run too. Every step gets a record.
+ * an HTTP status of 400 or more after its retries) fails the run too. Every step gets a record; what its definition
+ * wrote in an older form that still works (a legacy variable, a Library source naming a table, an effect mapping
+ * read through `$.input.…`) is listed in the record's `deprecations` with what to write instead.
  */
 import { performance } from 'node:perf_hooks';
-import type { EffectResult, EffectSpec } from '@wds/effect-runner';
+import { type EffectResult, type EffectSpec, effectInputAliases } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
 import type { InputStep, WorkflowDefinition } from './definition.js';
-import { buildStepInput, type Scope } from './variables.js';
+import { buildStepInput, type Deprecation, legacyMappings, type Scope } from './variables.js';
 
 export interface ResolvedStf {
   stf_id: string;
@@ -39,7 +41,8 @@ export interface StepError {
 export type StfOutcome = { ok: true; output: unknown } | { ok: false; error: StepError };
 
 export interface StepRunners {
-  loadSource(step: InputStep): Promise<unknown>;
+  /** `deprecated` records, with the step, a source written in a form that still works but has a newer spelling. */
+  loadSource(step: InputStep, deprecated: (d: Omit<Deprecation, 'at'>) => void): Promise<unknown>;
   runStf(stf: ResolvedStf, input: unknown, sources: Record<string, unknown>): Promise<StfOutcome>;
   /** Resolves with the response (any status) or rejects (an EffectError: refused, timeout, network, …). */
   runEffect(effect: ResolvedEffect, input: unknown, idempotencyKey: string): Promise<EffectResult>;
@@ -62,7 +65,12 @@ export interface StepRecord {
   /** Effects: the response's HTTP status, and how many attempts were made. */
   status_code?: number;
   attempts?: number;
+  /** What this step's definition wrote in an older form that still works, and what to write instead. */
+  deprecations?: Deprecation[];
 }
+
+/** `record` with its deprecations, when there are any. */
+const noted = (record: StepRecord, deprecations: Deprecation[]): StepRecord => (deprecations.length > 0 ? { ...record, deprecations } : record);
 
 export interface RunError extends StepError {
   /** Which step failed: `input_steps[0]`, `stf_steps[2]`, `effect_steps[1]`. */
@@ -116,10 +124,12 @@ export async function executeWorkflow(
   const skipRest = (fromStf: number) => {
     def.stf_steps.slice(fromStf).forEach((s, j) => {
       const stf = resolved.stfs[fromStf + j];
-      steps.push({ kind: 'stf', index: fromStf + j, stf_version_id: stf?.stf_version_id ?? s.stf_version_id, status: 'skipped' });
+      const record: StepRecord = { kind: 'stf', index: fromStf + j, stf_version_id: stf?.stf_version_id ?? s.stf_version_id, status: 'skipped' };
+      steps.push(noted(record, legacyMappings(`stf_steps[${fromStf + j}]`, s.input_mappings)));
     });
     def.effect_steps.forEach((s, i) => {
-      steps.push({ kind: 'effect', index: i, effect_version_id: resolved.effects[i]?.effect_version_id ?? s.effect_version_id, status: 'skipped' });
+      const record: StepRecord = { kind: 'effect', index: i, effect_version_id: resolved.effects[i]?.effect_version_id ?? s.effect_version_id, status: 'skipped' };
+      steps.push(noted(record, legacyMappings(`effect_steps[${i}]`, s.input_mappings)));
     });
   };
 
@@ -127,11 +137,13 @@ export async function executeWorkflow(
   const loaded = await Promise.all(
     def.input_steps.map(async (step, index) => {
       const t = performance.now();
+      const notes: Deprecation[] = [];
+      const deprecated = (d: Omit<Deprecation, 'at'>) => notes.push({ at: `input_steps[${index}].source`, ...d });
       try {
-        const value = await runners.loadSource(step);
-        return { record: { kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) } as StepRecord, value };
+        const value = await runners.loadSource(step, deprecated);
+        return { record: noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) }, notes), value };
       } catch (err) {
-        return { record: { kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) } as StepRecord };
+        return { record: noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) }, notes) };
       }
     }),
   );
@@ -150,7 +162,10 @@ export async function executeWorkflow(
   for (const [index, step] of def.stf_steps.entries()) {
     const stf = resolved.stfs[index];
     const t = performance.now();
-    const base: StepRecord = { kind: 'stf', index, stf_version_id: stf?.stf_version_id ?? step.stf_version_id, status: 'failed' };
+    const base: StepRecord = noted(
+      { kind: 'stf', index, stf_version_id: stf?.stf_version_id ?? step.stf_version_id, status: 'failed' },
+      legacyMappings(`stf_steps[${index}]`, step.input_mappings),
+    );
     if (!stf) {
       error = { step: `stf_steps[${index}]`, kind: 'not_found', message: `STF version ${step.stf_version_id} no longer exists in this workspace` };
       steps.push({ ...base, error: { kind: error.kind, message: error.message } });
@@ -178,13 +193,18 @@ export async function executeWorkflow(
     def.effect_steps.map(async (step, index): Promise<StepRecord> => {
       const effect = resolved.effects[index];
       const t = performance.now();
+      const notes = legacyMappings(`effect_steps[${index}]`, step.input_mappings);
       const base: StepRecord = { kind: 'effect', index, effect_version_id: effect?.effect_version_id ?? step.effect_version_id, status: 'failed' };
       if (!effect) {
-        return { ...base, error: { kind: 'not_found', message: `effect version ${step.effect_version_id} no longer exists in this workspace` } };
+        return noted({ ...base, error: { kind: 'not_found', message: `effect version ${step.effect_version_id} no longer exists in this workspace` } }, notes);
       }
       Object.assign(base, { effect_id: effect.effect_id, version: effect.version });
+      const effectInput = buildStepInput(step.input_mappings, scope, output);
+      // The effect's own mappings that read this input as `$.input.…` (effect-runner mappings.ts) are noted too.
+      for (const a of effectInputAliases(effect.spec, effectInput)) notes.push({ ...a, at: `effect_steps[${index}].effect.${a.at}` });
+      if (notes.length > 0) base.deprecations = notes;
       try {
-        const res = await runners.runEffect(effect, buildStepInput(step.input_mappings, scope, output), `${opts.runId}:${index}`);
+        const res = await runners.runEffect(effect, effectInput, `${opts.runId}:${index}`);
         const record = { ...base, duration_ms: ms(t), status_code: res.status, attempts: res.attempts };
         if (res.status >= 400) {
           return { ...record, error: { kind: 'http_status', message: `the endpoint answered HTTP ${res.status}` } };

@@ -1,16 +1,21 @@
 /**
  * The service's real step runners: STFs in their runtimes under the STF's policy subject (`$user_id` = the executing
  * user, NULL when anonymous — DECISIONS §5), effects through the effect runner and the SSRF guard, Fetch sources
- * through the same guard, Library sources as the executing user's rows, File sources from the blob store.
+ * through the same guard, Table sources as the executing user's rows, Library sources from the javascript runtime's
+ * bundled libraries (or, for a name that is none, as a Table source, noted), File sources from the blob store.
  */
+import { type Db, sql } from '@wds/db';
 import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
+import { physicalName } from '@wds/sql-rewriter';
 import { type RunWorkspace, runStf, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
 import { type BlobStore, getFile } from '@wds/storage';
 import { openSealedSecrets } from '@wds/stfs';
 import type { WorkspaceSql } from '@wds/workspace-sql';
-import type { InputStep } from './definition.js';
+import { type InputStep, TABLE_NAME } from './definition.js';
 import type { StepError, StepRunners } from './engine.js';
+import { libraryDocument } from './libraries.js';
+import type { Deprecation } from './variables.js';
 
 /** The configuration an execution reads, as plain numbers (the server's Config has each of them). */
 export interface WorkflowExecutionConfig extends StfRunnerConfig {
@@ -24,7 +29,7 @@ export interface WorkflowExecutionConfig extends StfRunnerConfig {
 
 /**
  * What executing workflows needs of the server: what running an STF needs, and the outbound guard, the blob store,
- * statements as a user (Library sources) and a logger. The app's services satisfy it as they are.
+ * statements as a user (Table sources) and a logger. The app's services satisfy it as they are.
  */
 export interface WorkflowExecutionDeps extends StfRunnerDeps {
   sql: Pick<WorkspaceSql, 'openSession' | 'execute'>;
@@ -80,7 +85,33 @@ async function readFileSource(deps: WorkflowExecutionDeps, workspaceId: string, 
   return { filename: file.filename, content_type: file.content_type, size: file.size, content_base64: bytes.toString('base64') };
 }
 
-async function loadSource(deps: WorkflowExecutionDeps, workspace: RunWorkspace, executedBy: string | null, step: InputStep): Promise<unknown> {
+/** Whether the workspace has a table `name` (a valid logical name); the service's own catalogue read, no rows. */
+async function workspaceTableExists(db: Db, workspaceId: string, name: string): Promise<boolean> {
+  const { rows } = await sql<{ found: boolean }>`
+    SELECT to_regclass(${`user_data."${physicalName(workspaceId, name)}"`}) IS NOT NULL AS found`.execute(db);
+  return rows[0]?.found === true;
+}
+
+/** The rows of the workspace table `name`, read as the executing user under their policies and the row cap. */
+async function tableRows(deps: WorkflowExecutionDeps, workspace: RunWorkspace, executedBy: string | null, name: string): Promise<unknown[]> {
+  if (!executedBy) {
+    throw new EffectError('invalid', `Table source ${name} needs an authenticated execution (its rows are read with the caller's policies)`);
+  }
+  const r = await deps.sql.execute(
+    { workspaceId: workspace.id, ddlGroupId: workspace.ddl_policy_group_id, isAdmin: false, subject: { kind: 'user', userId: executedBy } },
+    `SELECT * FROM ${name}`,
+    { statementTimeoutMs: deps.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: deps.config.SQL_MAX_ROWS },
+  );
+  return r.rows ?? [];
+}
+
+async function loadSource(
+  deps: WorkflowExecutionDeps,
+  workspace: RunWorkspace,
+  executedBy: string | null,
+  step: InputStep,
+  deprecated: (d: Omit<Deprecation, 'at'>) => void,
+): Promise<unknown> {
   const src = step.source;
   switch (src.type) {
     case 'Fetch': {
@@ -97,16 +128,18 @@ async function loadSource(deps: WorkflowExecutionDeps, workspace: RunWorkspace, 
       return res.body;
     }
     case 'Library': {
-      if (!executedBy) {
-        throw new EffectError('invalid', `Library source ${src.name} needs an authenticated execution (its rows are read with the caller's policies)`);
-      }
-      const r = await deps.sql.execute(
-        { workspaceId: workspace.id, ddlGroupId: workspace.ddl_policy_group_id, isAdmin: false, subject: { kind: 'user', userId: executedBy } },
-        `SELECT * FROM ${src.name}`,
-        { statementTimeoutMs: deps.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: deps.config.SQL_MAX_ROWS },
-      );
-      return r.rows ?? [];
+      // Saved when `Library` meant a table (check.ts lets only a table name through): read it as one, and say so.
+      // A name that is both a bundled library and a table of the workspace (`xlsx`, `docx`, …) stays the table it
+      // was before bundled libraries had these names, so no saved definition changes what it reads.
+      const asTable = TABLE_NAME.test(src.name) && (await workspaceTableExists(deps.db, workspace.id, src.name));
+      const library = asTable ? undefined : libraryDocument(src.name);
+      if (library) return library;
+      if (!TABLE_NAME.test(src.name)) throw new EffectError('invalid', `Library ${src.name} is not a bundled library`);
+      deprecated({ found: JSON.stringify({ type: 'Library', name: src.name }), use: JSON.stringify({ type: 'Table', name: src.name }) });
+      return tableRows(deps, workspace, executedBy, src.name);
     }
+    case 'Table':
+      return tableRows(deps, workspace, executedBy, src.name);
     case 'File':
       return readFileSource(deps, workspace.id, src.id);
   }
@@ -115,8 +148,8 @@ async function loadSource(deps: WorkflowExecutionDeps, workspace: RunWorkspace, 
 /** The step runners of one execution in `workspace`, for `executedBy` (null: anonymous). */
 export function createStepRunners(deps: WorkflowExecutionDeps, workspace: RunWorkspace, executedBy: string | null): StepRunners {
   return {
-    loadSource: (step) =>
-      loadSource(deps, workspace, executedBy, step).catch((err: unknown) => {
+    loadSource: (step, deprecated) =>
+      loadSource(deps, workspace, executedBy, step, deprecated).catch((err: unknown) => {
         // A refused statement (policy, missing table) is the step's failure, with its code as the kind.
         if (err instanceof ServiceError) throw new StepFailure(stepErrorOf(err));
         throw err;

@@ -20,7 +20,7 @@ describe('variables', () => {
     expect(parseVariable('$sources.prices.eur')).toEqual({ kind: 'sources', name: 'prices', rest: '.eur' });
     expect(parseVariable('$steps[1]')).toEqual({ kind: 'steps', index: 1, rest: '' });
     expect(parseVariable('$steps[0].total')).toEqual({ kind: 'steps', index: 0, rest: '.total' });
-    for (const bad of ['$env.SECRET', 'input.a', '$inputs', '$steps.0', '$sources', '$input..a', '$input.a b']) {
+    for (const bad of ['$env.SECRET', 'env.SECRET', '$inputs', 'inputs.a', '$steps.0', 'steps.0', 'steps.0.total', '$sources', 'sources', '$input..a', '$input.a b']) {
       expect(parseVariable(bad), bad).toHaveProperty('error');
     }
   });

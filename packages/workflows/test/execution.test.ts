@@ -161,18 +161,20 @@ describe('executing and recording', () => {
 });
 
 describe('step runners', () => {
-  it("a Library source needs a signed-in caller, and a refused statement fails the step with the refusal's code", async () => {
-    const library = { name: 'lib', source: { type: 'Library' as const, name: 'orders' } };
+  const ignore = () => {};
+
+  it("a Table source needs a signed-in caller, and a refused statement fails the step with the refusal's code", async () => {
+    const table = { name: 'rows', source: { type: 'Table' as const, name: 'orders' } };
     const anonymous = createStepRunners(depsOf(), workspaceA(), null);
-    await expect(anonymous.loadSource(library)).rejects.toBeInstanceOf(EffectError);
+    await expect(anonymous.loadSource(table, ignore)).rejects.toBeInstanceOf(EffectError);
     const signedIn = createStepRunners(depsOf(), workspaceA(), member.userId);
-    const err = await signedIn.loadSource(library).catch((e: unknown) => e);
+    const err = await signedIn.loadSource(table, ignore).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StepFailure);
     expect(err).toMatchObject({ kind: 'POLICY_DENIED', message: 'no rows for you', details: 'policy p' });
   });
 
   it('a File source that does not exist fails the step as NOT_FOUND', async () => {
     const runners = createStepRunners(depsOf(), workspaceA(), member.userId);
-    await expect(runners.loadSource({ name: 'f', source: { type: 'File', id: newId() } })).rejects.toMatchObject({ kind: 'NOT_FOUND' });
+    await expect(runners.loadSource({ name: 'f', source: { type: 'File', id: newId() } }, ignore)).rejects.toMatchObject({ kind: 'NOT_FOUND' });
   });
 });

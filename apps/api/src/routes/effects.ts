@@ -1,4 +1,4 @@
-import { validateEffectSpec } from '@wds/effect-runner';
+import { FieldMappingSchema, mappingsFromObject, validateEffectSpec } from '@wds/effect-runner';
 import {
   type NewEffectVersion,
   addEffectVersion,
@@ -23,14 +23,18 @@ import { PageQuery } from '../http/schemas.js';
 const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255));
 const Description = v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000))));
 const Label = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(100));
-const FieldMapping = v.strictObject({
-  source: v.strictObject({
-    type: v.picklist(['Variable', 'Const'], 'must be Variable or Const'),
-    value: v.string('must be a string'),
-  }),
-  target: v.string('must be a string'),
-});
-const Mappings = v.array(FieldMapping, 'must be an array of { source: { type, value }, target }');
+/**
+ * An array of FieldMappings, or the origin platform's object form `{ target: value }` (a string starting with `$.`
+ * is a Variable, anything else a Const), stored and answered as the array it stands for.
+ */
+const Mappings = v.pipe(
+  v.union(
+    [v.array(v.unknown()), v.record(v.string(), v.unknown())],
+    'must be an array of { source: { type, value }, target } or an object { target: value }',
+  ),
+  v.transform((m) => (Array.isArray(m) ? m : mappingsFromObject(m))),
+  v.array(FieldMappingSchema, 'must be an array of { source: { type, value }, target }'),
+);
 const Int = v.pipe(v.number('must be a number'), v.integer('must be an integer'));
 const VersionFields = {
   version: Label,
