@@ -1,0 +1,67 @@
+/**
+ * startRelay's failure paths, against a stand-in for the engine's client (the relay's own behaviour in a real
+ * engine is covered by docker-origin.test.ts): the relay exits, or the deadline passes, while the request that
+ * starts it is still out — the run fails with that error, and nothing is left as an unhandled rejection.
+ */
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type EngineClient, EngineError } from '../src/docker/engine.js';
+import { RELAY_READY, startRelay } from '../src/docker/relay.js';
+
+/** One frame of the engine's multiplexed attach stream. */
+const frame = (stream: 1 | 2, text: string) => {
+  const body = Buffer.from(text);
+  const head = Buffer.alloc(8);
+  head[0] = stream;
+  head.writeUInt32BE(body.length, 4);
+  return Buffer.concat([head, body]);
+};
+
+function fakeEngine(opts: { startDelayMs: number; onStart?: (s: PassThrough) => void }) {
+  const stream = new PassThrough();
+  const engine = {
+    attach: async () => stream,
+    request: async () => {
+      opts.onStart?.(stream);
+      await new Promise((r) => setTimeout(r, opts.startDelayMs));
+      return { status: 204, body: undefined };
+    },
+  } as unknown as EngineClient;
+  return { engine, stream };
+}
+
+let unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+beforeEach(() => {
+  unhandled = [];
+  process.on('unhandledRejection', onUnhandled);
+});
+afterEach(() => {
+  process.off('unhandledRejection', onUnhandled);
+});
+const settleTicks = () => new Promise((r) => setTimeout(r, 20));
+
+describe('startRelay', () => {
+  it('resolves once the relay prints its ready line', async () => {
+    const { engine } = fakeEngine({ startDelayMs: 5, onStart: (s) => s.write(frame(1, `${RELAY_READY}\n`)) });
+    const relay = await startRelay(engine, 'r1', Date.now() + 5_000, () => new Error('deadline'));
+    relay.release();
+  });
+
+  it('fails with the exit when the relay ends before it is ready, even while the start request is out', async () => {
+    const { engine } = fakeEngine({ startDelayMs: 50, onStart: (s) => s.end(frame(2, 'node: not found\n')) });
+    const err = await startRelay(engine, 'r2', Date.now() + 5_000, () => new Error('deadline')).catch((e) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err.message).toMatch(/exited before it was ready: node: not found/);
+    await settleTicks();
+    expect(unhandled).toEqual([]);
+  });
+
+  it('fails with the deadline when it passes while the start request is out', async () => {
+    const { engine } = fakeEngine({ startDelayMs: 80 });
+    const err = await startRelay(engine, 'r3', Date.now() + 10, () => new Error('deadline')).catch((e) => e);
+    expect(err.message).toBe('deadline');
+    await settleTicks();
+    expect(unhandled).toEqual([]);
+  });
+});
