@@ -69,8 +69,9 @@ export function rewriteTree(analysis: Analysis, opts: RewriteOptions): AnyNode {
   }
   for (const { node, field, what } of a.objectNames) node[field] = physicalName(opts.workspaceId, node[field], what);
   for (const drop of a.dropLists) {
+    const what = drop.removeType === 'OBJECT_INDEX' ? 'index' : 'table';
     drop.objects = (drop.objects ?? []).map((obj: Node) => ({
-      List: { items: [str(USER_SCHEMA), str(physicalName(opts.workspaceId, dropName(obj)))] },
+      List: { items: [str(USER_SCHEMA), str(physicalName(opts.workspaceId, dropName(obj), what))] },
     }));
   }
   for (const call of a.serviceCalls) call.funcname = [str(USER_SCHEMA), str('uuidv7')];

@@ -1,6 +1,6 @@
 import type { Node } from '@pgsql/types';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { analyze, loadParser } from '../src/index.js';
+import { analyze, isLogicalName, loadParser, physicalName, rewrite } from '../src/index.js';
 import { checkCollationName, checkFunctionName, checkOpclassName, checkOperatorName, checkTypeName } from '../src/qualified-names.js';
 
 const names = (...parts: string[]): Node[] => parts.map((sval) => ({ String: { sval } }));
@@ -91,5 +91,41 @@ describe('CTE names are never mapped; everything else is', () => {
     expect(tables('SELECT * FROM (WITH items AS (SELECT 1) SELECT * FROM items) s, items')).toEqual(['read:items']);
     // A write target always names a table, also when a CTE has its name.
     expect(tables('WITH items AS (SELECT 1 AS id) DELETE FROM items WHERE id IN (SELECT id FROM items)')).toEqual(['delete:items']);
+  });
+});
+
+describe('physical names of workspace objects', () => {
+  const ws = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
+  const other = '0190aaaa-bbbb-7ccc-8ddd-ffffffffffff';
+  it('keeps table names to what fits PostgreSQL after the prefix (23), as written', () => {
+    expect(physicalName(ws, 'reconciling_items')).toBe('ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_reconciling_items');
+    expect(code(() => physicalName(ws, 'a'.repeat(24)))).toBe('INVALID_TABLE');
+    expect(isLogicalName('a'.repeat(24))).toBe(false);
+  });
+
+  it('lets index and constraint names be as long as PostgreSQL allows, mapped to a digest that fits', () => {
+    const long = 'idx_account_balances_account';
+    const p = physicalName(ws, long, 'index');
+    expect(p.length).toBeLessThanOrEqual(63);
+    expect(p).toMatch(/^ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_idx_account_ba_[0-9a-f]{8}$/);
+    // The same name always maps to the same physical name (CREATE, then DROP, agree); names sharing a beginning do not
+    // meet; another workspace's is another.
+    expect(physicalName(ws, long, 'index')).toBe(p);
+    expect(physicalName(ws, 'idx_account_balances_period', 'index')).not.toBe(p);
+    expect(physicalName(other, long, 'index')).not.toBe(p);
+    expect(physicalName(ws, 'x'.repeat(63), 'constraint').length).toBeLessThanOrEqual(63);
+    expect(code(() => physicalName(ws, 'x'.repeat(64), 'index'))).toBe('INVALID_TABLE');
+    // A name spelling a workspace prefix is never a logical name.
+    expect(isLogicalName('ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_items_pkey', 'constraint')).toBe(false);
+  });
+
+  it('rewrites CREATE INDEX, DROP INDEX and ON CONFLICT ON CONSTRAINT with the same long name alike', () => {
+    const catalog = new Map([['journal_entries', new Set(['id', 'status'])]]);
+    const rewriteSql = (sql: string) => rewrite(analyze(sql), { workspaceId: ws, catalog });
+    const created = rewriteSql('CREATE INDEX idx_journal_entries_status ON journal_entries (status)');
+    const dropped = rewriteSql('DROP INDEX idx_journal_entries_status');
+    const physical = physicalName(ws, 'idx_journal_entries_status', 'index');
+    expect(created).toContain(physical);
+    expect(dropped).toContain(physical);
   });
 });
