@@ -29,7 +29,10 @@ const COMMON: Omit<Options, 'sourceType'> = {
   locations: false,
 };
 
-/** Classifications kept per worker, keyed by the code itself: runs of one STF do not parse it again. */
+/**
+ * Classifications kept per worker, keyed by the code itself: runs of one STF do not parse it again. Each entry holds
+ * the code twice (the key, and a script's body), which the character budget counts.
+ */
 const MAX_CACHED = 64;
 const MAX_CACHED_CHARS = 16 * 1024 * 1024;
 const cache = new Map<string, ProgramForm>();
@@ -57,11 +60,11 @@ export function isModuleCode(code: string): boolean {
 function remember(code: string, form: ProgramForm): void {
   if (code.length > MAX_CACHED_CHARS / 4) return;
   cache.set(code, form);
-  cachedChars += code.length;
+  cachedChars += 2 * code.length;
   for (const [key] of cache) {
     if (cache.size <= MAX_CACHED && cachedChars <= MAX_CACHED_CHARS) break;
     cache.delete(key);
-    cachedChars -= key.length;
+    cachedChars -= 2 * key.length;
   }
 }
 
