@@ -1,10 +1,13 @@
 import { databaseAnswers } from '@wds/db';
 import { Hono } from 'hono';
 import { limitBody } from './http/body-limit.js';
+import { cors } from './http/cors.js';
 import type { AppEnv } from './http/env.js';
 import { renderError, renderNotFound } from './http/errors.js';
 import { MemoRouter } from './http/memo-router.js';
+import { mountMetrics } from './http/metrics.js';
 import { buildOpenApi } from './http/openapi.js';
+import { mountDocsPage } from './http/docs-page.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { RateLimits, rateLimit } from './http/rate-limit.js';
 import type { Clock } from './http/rate-limiter.js';
@@ -66,6 +69,9 @@ export function createApp(services: Services, options: { clock?: Clock } = {}): 
   const app = new Hono<AppEnv>({ router: new MemoRouter() });
   // Request id, services and the log line of each request.
   app.use(requestContext(services));
+  // Browser pages on other origins (CORS_ORIGINS): preflights end here, before rate limits and credentials.
+  const allowCors = cors(services.config.CORS_ORIGINS);
+  if (allowCors) app.use(allowCors);
   app.use(rateLimit(new RateLimits(services.config, options.clock)));
   const bodyLimit = limitBody(services.config.MAX_BODY_BYTES);
   // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).
@@ -85,6 +91,9 @@ export function createApp(services: Services, options: { clock?: Clock } = {}): 
   );
   const openapi = buildOpenApi(routes);
   app.get('/api/v1/openapi.json', (c) => c.json(openapi));
+  mountDocsPage(app);
+  // Prometheus text to the METRICS_TOKEN bearer; 404 without the setting (docs/metrics.md).
+  mountMetrics(app, services);
 
   for (const r of routes) mount(app, r);
   mountMethodNotAllowed(app, routes);

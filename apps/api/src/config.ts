@@ -1,5 +1,6 @@
 import { parseAllowlist } from '@wds/effect-runner';
 import * as v from 'valibot';
+import { type CorsOrigins, parseCorsOrigins } from './http/cors.js';
 
 const int = (def: number, min: number, max: number) =>
   v.optional(
@@ -39,6 +40,10 @@ export const ConfigSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: int(10_000, 0, 600_000),
   // false: this API process only enqueues background jobs; worker processes (apps/worker) run them and the sweeps.
   RUN_JOBS: v.optional(v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1')), 'true'),
+  // Prometheus metrics at /metrics (docs/metrics.md): off unless one is set. The token guards /metrics on PORT
+  // (Bearer, compared in constant time); METRICS_PORT serves it on its own listener on HOST, without a token.
+  METRICS_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, 'METRICS_TOKEN must have at least 16 characters'))),
+  METRICS_PORT: v.optional(v.pipe(v.string(), v.trim(), v.toNumber(), v.integer(), v.minValue(0), v.maxValue(65535))),
   SQL_STATEMENT_TIMEOUT_MS: int(10_000, 10, 3_600_000),
   SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
   SQL_MAX_ROW_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
@@ -110,6 +115,21 @@ export const ConfigSchema = v.object({
   RATE_LIMIT_MAX_KEYS: int(100_000, 100, 10_000_000),
   // Reverse proxies in front of the service whose X-Forwarded-For entries are believed (0: the socket address).
   TRUST_PROXY: int(0, 0, 10),
+  // Browser pages on these origins may call the API (docs/http-api.md#browser-access-cors): `*` or exact origins.
+  CORS_ORIGINS: v.optional(
+    v.pipe(
+      v.string(),
+      v.rawTransform(({ dataset, addIssue, NEVER }): CorsOrigins => {
+        try {
+          return parseCorsOrigins(dataset.value);
+        } catch (err) {
+          addIssue({ message: `CORS_ORIGINS: ${(err as Error).message}` });
+          return NEVER;
+        }
+      }),
+    ),
+    '',
+  ),
   EMBEDDER: v.optional(v.picklist(['local', 'openai', 'hashing', 'none'], 'EMBEDDER must be local, openai, hashing or none'), 'local'),
   EMBEDDING_BASE_URL: url,
   EMBEDDING_API_KEY: opt,

@@ -4,6 +4,7 @@
  */
 import { ExactVectorIndex, createEmbedder, detectVectorSupport, ensureVectorIndex } from '@wds/embeddings';
 import type { Db } from '@wds/db';
+import type { Metrics } from '@wds/metrics';
 import { SearchEmbedder } from '@wds/semantic-search';
 import type pg from 'pg';
 import type { Config } from './config.js';
@@ -12,7 +13,7 @@ import type { Logger } from './logger.js';
 export async function createEmbeddings(
   config: Config,
   db: Db,
-  resources: { pool: pg.Pool; logger: Logger },
+  resources: { pool: pg.Pool; logger: Logger; metrics?: Metrics },
 ): Promise<{ embedder: SearchEmbedder; pgvector: boolean; index: ExactVectorIndex }> {
   let embedder: ReturnType<typeof createEmbedder>;
   switch (config.EMBEDDER) {
@@ -43,5 +44,18 @@ export async function createEmbeddings(
     maxBytes: config.EMBEDDING_INDEX_MAX_BYTES,
     onError: (err, surface) => resources.logger.warn({ err, ...surface }, 'in-process vector search failed; searched in SQL'),
   });
+  const metrics = resources.metrics;
+  if (embedder && metrics) {
+    // Every vector (chunks of files, documents, rows; search queries) comes from this one `embed`: counted here.
+    const inner = embedder;
+    embedder = Object.assign(Object.create(inner) as typeof inner, {
+      embed: async (texts: string[]) => {
+        const t = performance.now();
+        const vectors = await inner.embed(texts);
+        metrics.embedded(inner.kind, texts.length, (performance.now() - t) / 1000);
+        return vectors;
+      },
+    });
+  }
   return { embedder: new SearchEmbedder(embedder), pgvector, index };
 }

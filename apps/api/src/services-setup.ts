@@ -12,6 +12,7 @@ import type { DockerRuntime } from '@wds/stf-runtime';
 import { OutboundGuard } from '@wds/effect-runner';
 import { handleDriveSyncJobs } from '@wds/drive-sync';
 import { BackgroundJobs } from '@wds/jobs';
+import { Metrics } from '@wds/metrics';
 import { handleEmbeddingJobs } from '@wds/semantic-search';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
@@ -128,13 +129,16 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
     );
   }
   const blobs = createBlobStore(config, dataDir);
+  // One registry per instance (docs/metrics.md): several harnesses in one test process keep their own counts.
+  const metrics = new Metrics();
   const services: Services = {
     db,
     pool,
     jobs: new BackgroundJobs({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger, work: opts.runJobs }),
-    embeddings: await createEmbeddings(config, db, { pool, logger }),
+    embeddings: await createEmbeddings(config, db, { pool, logger, metrics }),
     providers: createProviders(config, { db, secrets, blobs, outbound }),
-    sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger),
+    sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger, metrics),
+    metrics,
     secrets,
     runtimes,
     outbound,
@@ -160,6 +164,9 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
   // or another process are picked up by the processes that work them.
   handleEmbeddingJobs(services);
   handleDriveSyncJobs(services);
+  metrics.watchPool('service', pool);
+  metrics.watchPool('workspace_sql', () => services.sql.poolCounts());
+  metrics.watchQueues(() => services.jobs.backlog());
   try {
     if (opts.startJobs ?? true) await services.jobs.start();
   } catch (err) {

@@ -11,6 +11,7 @@ import type { BlobStore } from '@wds/storage';
 import type { SearchEmbedder } from '@wds/semantic-search';
 import type { ExactVectorIndex } from '@wds/embeddings';
 import type { BackgroundJobs } from '@wds/jobs';
+import type { Metrics } from '@wds/metrics';
 import type pg from 'pg';
 import type { Config } from './config.js';
 import type { ProviderServices } from './providers-config.js';
@@ -46,6 +47,8 @@ export interface Services {
   bus: InvalidationBus;
   /** Drops a cache topic in every process: NOTIFY on the bus's channel for the others, and at once here. */
   invalidateEverywhere: (topic: string) => Promise<void>;
+  /** This instance's Prometheus registry and recording functions (docs/metrics.md); STF and workflow runs record here. */
+  metrics: Metrics;
   caches: {
     /** By token hash; topic `user:<id>`. */
     principals: TopicCache<Principal>;

@@ -1,11 +1,19 @@
 import type { InvalidationBus } from '@wds/cache';
+import type { Metrics } from '@wds/metrics';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import type pg from 'pg';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 
 /** User SQL: per-workspace LOGIN roles on `databaseUrl`'s server, with the pool and byte limits of the configuration. */
-export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: Config, bus: InvalidationBus, logger: Logger): WorkspaceSql =>
+export const createWorkspaceSql = (
+  pool: pg.Pool,
+  databaseUrl: string,
+  config: Config,
+  bus: InvalidationBus,
+  logger: Logger,
+  metrics?: Metrics,
+): WorkspaceSql =>
   new WorkspaceSql(pool, {
     databaseUrl,
     roleSecret: config.SQL_ROLE_SECRET ?? config.SECRETS_KEY,
@@ -21,4 +29,5 @@ export const createWorkspaceSql = (pool: pg.Pool, databaseUrl: string, config: C
     budget: { maxRowBytes: config.SQL_MAX_ROW_BYTES, maxResponseBytes: config.SQL_MAX_RESPONSE_BYTES },
     statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
     onAfterCommitError: (err, statement) => logger.error({ err, ...statement }, 'a committed statement has no audit entry'),
+    ...(metrics ? { metrics } : {}),
   });

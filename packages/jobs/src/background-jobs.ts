@@ -116,6 +116,11 @@ export class BackgroundJobs {
     return id !== null;
   }
 
+  /** Each queue's backlog (JobQueue.backlog), for metrics; empty before the queue has started. */
+  backlog(): Promise<{ queue: string; waiting: number; active: number; oldestSeconds: number }[]> {
+    return this.#stopped ? Promise.resolve([]) : this.#queue.backlog();
+  }
+
   /** Stops for good, waiting (bounded) for the jobs in progress. Idempotent: a second call waits for the first. */
   stop(): Promise<void> {
     this.#stopped = true;

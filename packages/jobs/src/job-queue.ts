@@ -299,6 +299,21 @@ export class JobQueue {
     return sent;
   }
 
+  /**
+   * Each queue's backlog (dead-letter queues included): jobs waiting (created or waiting for a retry), jobs active,
+   * and the age of the oldest waiting job in seconds. One aggregate query of the job table; none before start.
+   */
+  async backlog(): Promise<{ queue: string; waiting: number; active: number; oldestSeconds: number }[]> {
+    const pool = this.#pool;
+    if (!pool || this.#stopping) return [];
+    const r = await pool.query<{ name: string; waiting: number; active: number; oldest: number | null }>(
+      `SELECT name, count(*) FILTER (WHERE state < 'active')::int AS waiting, count(*) FILTER (WHERE state = 'active')::int AS active,
+              extract(epoch FROM now() - min(created_on) FILTER (WHERE state < 'active'))::float8 AS oldest
+         FROM ${this.#schema}.job WHERE state <= 'active' GROUP BY name`,
+    );
+    return r.rows.map((row) => ({ queue: row.name, waiting: row.waiting, active: row.active, oldestSeconds: Math.max(0, row.oldest ?? 0) }));
+  }
+
   /** The job's state (archived jobs included), or null when this queue has no job with that id. */
   async getJob(name: string, id: string): Promise<JobState | null> {
     checkQueueName(name);

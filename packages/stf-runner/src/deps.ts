@@ -39,4 +39,11 @@ export interface StfRunnerDeps {
    * tables is cached until a change of the workspace (@wds/cache WorkspaceCache). Without it, every run reads them.
    */
   bus?: CacheBus | undefined;
+  /** Counts each run by runtime and outcome (@wds/metrics' Metrics fits); optional. */
+  metrics?: StfRunMetrics | undefined;
+}
+
+/** The recording hook of runs: `outcome` is `success`, the failure kind, or `busy` / `unavailable` / `error`. */
+export interface StfRunMetrics {
+  stfRun(runtime: string, outcome: string, seconds: number): void;
 }

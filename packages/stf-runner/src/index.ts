@@ -1,4 +1,4 @@
-export type { StfRunnerConfig, StfRunnerDeps } from './deps.js';
+export type { StfRunMetrics, StfRunnerConfig, StfRunnerDeps } from './deps.js';
 export { runLimits } from './limits.js';
 export { type RunAnswer, type RunnableVersion, type RunRequest, type RunWorkspace, type UserRunRequest, runAsUser, runStf } from './run.js';
 export { decodeStfCode } from './code.js';

@@ -54,6 +54,21 @@ export interface RunRequest {
  * kind 'timeout') are answers. Runs queue per workspace (`workspaceId`), so one workspace's load waits its turn.
  */
 export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer> {
+  if (!deps.metrics) return runOnce(deps, req);
+  const t = performance.now();
+  const record = (outcome: string) => deps.metrics?.stfRun(req.version.runtime, outcome, (performance.now() - t) / 1000);
+  try {
+    const answer = await runOnce(deps, req);
+    record(answer.success ? 'success' : answer.error.kind);
+    return answer;
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    record(code === 'TOO_MANY_REQUESTS' ? 'busy' : code === 'SERVICE_UNAVAILABLE' ? 'unavailable' : 'error');
+    throw err;
+  }
+}
+
+async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer> {
   const { version } = req;
   const runtime = deps.runtimes[version.runtime];
   if (!runtime) {

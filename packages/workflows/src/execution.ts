@@ -69,6 +69,7 @@ export class WorkflowExecutions {
     const { db, logger } = this.#deps;
     const { workspace, workflow, input, executedBy, audit } = req;
     const runId = newRunId();
+    const started = performance.now();
     const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, workflow);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
 
@@ -97,6 +98,7 @@ export class WorkflowExecutions {
         request_id: audit.requestId ?? null,
         transport: audit.transport ?? null,
       });
+      this.#deps.metrics?.workflowRun?.(result.status, (performance.now() - started) / 1000);
       return { runId, result };
     } finally {
       // Left `running` only if finishing failed: the sweep then settles it once the heartbeat is stale.

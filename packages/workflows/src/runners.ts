@@ -8,7 +8,7 @@ import { type Db, sql } from '@wds/db';
 import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
 import { physicalName } from '@wds/sql-rewriter';
-import { type RunWorkspace, runStf, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
+import { type RunWorkspace, runStf, type StfRunMetrics, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
 import { type BlobStore, getFile } from '@wds/storage';
 import { openSealedSecrets } from '@wds/stfs';
 import type { WorkspaceSql } from '@wds/workspace-sql';
@@ -39,6 +39,8 @@ export interface WorkflowExecutionDeps extends StfRunnerDeps {
   blobs: Pick<BlobStore, 'get'>;
   logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   config: WorkflowExecutionConfig;
+  /** Counts STF runs (StfRunnerDeps) and finished workflow runs by status; optional. */
+  metrics?: (StfRunMetrics & { workflowRun?(status: string, seconds: number): void }) | undefined;
 }
 
 /** A step's failure with its own kind (a refused statement: its error code), as the engine records it. */

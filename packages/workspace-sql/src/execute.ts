@@ -120,6 +120,14 @@ export interface WorkspaceSqlOptions {
   rewriteCache?: RewriteCacheLimits;
   /** The audit entry (or invalidation notice) of a committed statement could not be written. */
   onAfterCommitError?: (err: unknown, statement: { workspaceId: string; kind: StatementKind }) => void;
+  /**
+   * Counts each `execute`: a statement that ran by kind (read, write, ddl) and its seconds, one refused or failed by
+   * its error code (@wds/metrics' Metrics fits); optional.
+   */
+  metrics?: {
+    sqlStatement(kind: 'read' | 'write' | 'ddl', seconds: number): void;
+    sqlRejected(code: string): void;
+  };
 }
 
 export const DEFAULT_POOLS: Omit<TenantPoolsOptions, 'connect'> = {
@@ -212,6 +220,12 @@ export class WorkspaceSql {
   /** What the rewrite cache did so far (rewrite-cache.ts), and how its reads ran. */
   get rewriteCacheStats(): RewriteCacheStats & { preparedReads: number; filledReads: number; lexicalHits: number } {
     return { ...this.rewrites.stats, preparedReads: this.preparedReads, filledReads: this.filledReads, lexicalHits: this.lexicalHits };
+  }
+
+  /** The user SQL connections across all workspaces, as pg.Pool counts them (no workspace ids). */
+  poolCounts(): { totalCount: number; idleCount: number; waitingCount: number } {
+    const s = this.pools.stats();
+    return { totalCount: s.open, idleCount: s.idle, waitingCount: s.waiting };
   }
 
   /** Closes the workspace connections (idle ones now, leased ones when they are returned) and the analysis worker. */
@@ -342,6 +356,21 @@ export class WorkspaceSql {
    * workspace role cannot write the service's tables, so the entry is the service's own write).
    */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
+    const metrics = this.opts.metrics;
+    if (!metrics) return this.executeOnce(caller, sql, limits, audit);
+    const t = performance.now();
+    try {
+      const r = await this.executeOnce(caller, sql, limits, audit);
+      metrics.sqlStatement(r.kind === 'ddl' ? 'ddl' : r.kind === 'select' && r.affected_rows === undefined ? 'read' : 'write', (performance.now() - t) / 1000);
+      return r;
+    } catch (err) {
+      const code = (err as { code?: unknown } | null)?.code;
+      metrics.sqlRejected(typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : 'INTERNAL_ERROR');
+      throw err;
+    }
+  }
+
+  private async executeOnce(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     const { a, executed, template, constants } = await this.prepare(caller, sql, true);
     // A read under the connections' own time limits takes one round trip; other limits (an MCP call's time left)
     // take the transaction that sets them.

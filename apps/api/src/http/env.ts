@@ -8,6 +8,8 @@ export interface AppEnv {
     requestId: string;
     services: Services;
     principal?: Principal;
+    /** The declared operation of the route answering (route.ts `mount`): the request metrics' label. */
+    operation?: string;
     /** Set by the rate-limit middleware for every limited request (rate-limit.ts). */
     rateLimits?: RequestLimits;
   };

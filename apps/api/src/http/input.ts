@@ -81,7 +81,8 @@ export function requireObject(body: unknown): void {
 }
 
 /** Path parameters that name a resource by id: `:id`, `:workspaceId`, `:fileId`, … */
-const isIdParam = (name: string) => name === 'id' || name.endsWith('Id');
+/** Path parameters named `id` or `…Id` are UUIDs. */
+export const isIdParam = (name: string) => name === 'id' || name.endsWith('Id');
 
 /** Path parameters (or the tool arguments that stand for them): ids are UUIDs, other values storable text. */
 export function checkPathParams(params: Record<string, string>, anonymousOptional = false): void {

@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { unredacted } from '../logger.js';
 import type { Services } from '../services.js';
 import type { AppEnv } from './env.js';
+import { operationLabel } from './metrics.js';
 
 /** hono/request-id's rule: a caller's X-Request-Id is kept when it is 1 to 255 word characters, `-` or `=`. */
 const CALLER_REQUEST_ID = /^[\w\-=]{1,255}$/;
@@ -20,6 +21,10 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
     c.set('services', services);
     const started = performance.now();
     await next();
+    const seconds = (performance.now() - started) / 1000;
+    // By declared operation and status (docs/metrics.md); scrapes of /metrics are not counted.
+    const operation = operationLabel(c);
+    if (operation !== undefined) services.metrics.httpRequest(operation, c.res.status, seconds);
     // The fields are fixed here and none is a redacted one: the redaction pass could never change this line.
     unredacted(services.logger).info(
       {

@@ -12,6 +12,7 @@ import type { AppEnv } from './env.js';
 import { checkAdminToken } from './admin-token.js';
 import { checkJsonValue, checkRequestText, isObjectSchema, requireObject } from './input.js';
 import { limitCaller, limitWorkspace } from './rate-limit.js';
+import type { OpenApiExtras } from './openapi.js';
 
 type AnySchema = v.GenericSchema;
 
@@ -107,6 +108,8 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
    * for workspace routes), the caller's credentials, or none (the handler invalidates itself).
    */
   invalidates?: 'workspace' | 'user' | 'none';
+  /** What the OpenAPI document states beyond the schemas: bodies and headers the handler handles itself (openapi.ts). */
+  openapi?: OpenApiExtras;
   handler: (
     ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
   ) => Promise<unknown>;
@@ -383,6 +386,7 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     return body;
   };
   app.on(route.method.toUpperCase(), route.path, async (c) => {
+    c.set('operation', route.operation);
     const services = c.get('services');
     if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
     const principal = await principalOf(c, route.auth);

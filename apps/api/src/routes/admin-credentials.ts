@@ -1,6 +1,7 @@
 import { MAX_CREDENTIAL_BYTES, deleteCredential, putCredential } from '@wds/setup';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
+import { withJsonSchema } from '../http/schemas.js';
 import { secretBox } from '../http/secrets.js';
 
 /**
@@ -15,7 +16,9 @@ const path = '/admin/v1/workspaces/:id/credentials/:provider';
 const Value = v.pipe(
   v.string('must be a string (a token, or JSON text)'),
   v.minLength(1, 'must not be empty'),
-  v.check((s) => Buffer.byteLength(s) <= MAX_CREDENTIAL_BYTES, `at most ${MAX_CREDENTIAL_BYTES} bytes`),
+  withJsonSchema(v.check<string, string>((s) => Buffer.byteLength(s) <= MAX_CREDENTIAL_BYTES, `at most ${MAX_CREDENTIAL_BYTES} bytes`), {
+    description: `at most ${MAX_CREDENTIAL_BYTES} bytes of UTF-8`,
+  }),
 );
 
 export const adminCredentialRoutes = [

@@ -11,7 +11,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { pageEntries } from '../http/schemas.js';
+import { intQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 const base = '/api/v1/workspaces/:id/documents';
 // Documents are workspace content, not access state: nothing cached goes stale when they change.
@@ -35,15 +35,20 @@ const Label = v.pipe(
 );
 const Content = v.pipe(
   v.string('must be a string (Markdown)'),
-  v.maxBytes(DOCUMENT_LIMITS.contentBytes, `at most ${DOCUMENT_LIMITS.contentBytes} bytes of UTF-8 text`),
+  withJsonSchema(v.maxBytes(DOCUMENT_LIMITS.contentBytes, `at most ${DOCUMENT_LIMITS.contentBytes} bytes of UTF-8 text`), {
+    description: `at most ${DOCUMENT_LIMITS.contentBytes} bytes of UTF-8 text`,
+  }),
 );
 const Metadata = v.optional(
   v.nullable(
     v.pipe(
-      v.custom<Record<string, unknown>>(isObject, 'must be a JSON object'),
-      v.check(
-        (m) => Buffer.byteLength(JSON.stringify(m)) <= DOCUMENT_LIMITS.metadataBytes,
-        `at most ${DOCUMENT_LIMITS.metadataBytes} bytes as JSON`,
+      withJsonSchema(v.custom<Record<string, unknown>>(isObject, 'must be a JSON object'), { type: 'object' }),
+      withJsonSchema(
+        v.check<Record<string, unknown>, string>(
+          (m) => Buffer.byteLength(JSON.stringify(m)) <= DOCUMENT_LIMITS.metadataBytes,
+          `at most ${DOCUMENT_LIMITS.metadataBytes} bytes as JSON`,
+        ),
+        { description: `at most ${DOCUMENT_LIMITS.metadataBytes} bytes as JSON` },
       ),
     ),
   ),
@@ -69,17 +74,16 @@ const ListQuery = v.object({ ...pageEntries, doc_type: v.optional(Label), status
 // Each version carries its content (up to 5 MiB), so a page of versions is smaller than other lists.
 const VERSIONS_PAGE = { default: 20, max: 50 };
 const VersionsQuery = v.object({
-  limit: v.optional(
-    v.pipe(
-      v.string(),
-      v.regex(/^\d+$/, 'limit must be a non-negative integer'),
-      v.toNumber(),
-      v.minValue(1, 'limit must be at least 1'),
-      v.maxValue(VERSIONS_PAGE.max, `limit must be at most ${VERSIONS_PAGE.max}`),
-    ),
-    String(VERSIONS_PAGE.default),
-  ),
+  limit: intQuery(VERSIONS_PAGE.default, 1, VERSIONS_PAGE.max, 'limit'),
   offset: pageEntries.offset,
+});
+
+/** A section replacement: heading with content, or old_text with new_text (the check of its route). */
+const SectionReplacement = v.strictObject({
+  heading: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(DOCUMENT_LIMITS.titleChars))),
+  content: v.optional(Content),
+  old_text: v.optional(Content),
+  new_text: v.optional(Content),
 });
 
 export const documentRoutes = [
@@ -168,15 +172,18 @@ export const documentRoutes = [
     summary:
       'Replace one section of the content (workflow editors): the body under `heading` up to the next heading of its level or above, or `old_text` (exactly one occurrence) with `new_text`; adds a version like a content change',
     body: v.pipe(
-      v.strictObject({
-        heading: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(DOCUMENT_LIMITS.titleChars))),
-        content: v.optional(Content),
-        old_text: v.optional(Content),
-        new_text: v.optional(Content),
-      }),
-      v.check(
-        (b) => (b.heading !== undefined && b.content !== undefined && b.old_text === undefined && b.new_text === undefined) || (b.old_text !== undefined && b.new_text !== undefined && b.heading === undefined && b.content === undefined),
-        'give heading with content, or old_text with new_text',
+      SectionReplacement,
+      withJsonSchema(
+        v.check<v.InferOutput<typeof SectionReplacement>, string>(
+          (b) => (b.heading !== undefined && b.content !== undefined && b.old_text === undefined && b.new_text === undefined) || (b.old_text !== undefined && b.new_text !== undefined && b.heading === undefined && b.content === undefined),
+          'give heading with content, or old_text with new_text',
+        ),
+        {
+          oneOf: [
+            { required: ['heading', 'content'], not: { anyOf: [{ required: ['old_text'] }, { required: ['new_text'] }] } },
+            { required: ['old_text', 'new_text'], not: { anyOf: [{ required: ['heading'] }, { required: ['content'] }] } },
+          ],
+        },
       ),
     ),
     handler: async (ctx) => {

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { DRIVE_TYPES, requireDriveSync, startDriveSync } from '@wds/drive-sync';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Uuid } from '../http/schemas.js';
+import { Uuid, boolQuery } from '../http/schemas.js';
 
 /**
  * Drive sync (spec §4.17, docs/drive-sync.md): the workspace is `workspace_id` in the query (reads) or the body
@@ -149,7 +149,7 @@ export const driveSyncRoutes = [
     query: v.object({
       workspace_id: Uuid,
       parent: v.optional(DriveId),
-      shared_drives: v.optional(v.picklist(['true', 'false', '1', '0'], 'must be true or false')),
+      shared_drives: boolQuery('must be true or false', true),
     }),
     handler: (ctx) =>
       requireDriveSync(ctx.services).picker(ctx.access.workspace.id, {

@@ -13,7 +13,7 @@ import { validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { PageQuery } from '../http/schemas.js';
+import { PageQuery, withJsonSchema } from '../http/schemas.js';
 
 /*
  * Valibot checks the shape of a body (types, required fields); what makes a call definition valid (URL scheme, HTTP
@@ -27,13 +27,21 @@ const Label = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), 
  * An array of FieldMappings, or the origin platform's object form `{ target: value }` (a string starting with `$.`
  * is a Variable, anything else a Const), stored and answered as the array it stands for.
  */
-const Mappings = v.pipe(
-  v.union(
-    [v.array(v.unknown()), v.record(v.string(), v.unknown())],
-    'must be an array of { source: { type, value }, target } or an object { target: value }',
+const Mappings = withJsonSchema(
+  v.pipe(
+    v.union(
+      [v.array(v.unknown()), v.record(v.string(), v.unknown())],
+      'must be an array of { source: { type, value }, target } or an object { target: value }',
+    ),
+    v.transform((m) => (Array.isArray(m) ? m : mappingsFromObject(m))),
+    v.array(FieldMappingSchema, 'must be an array of { source: { type, value }, target }'),
   ),
-  v.transform((m) => (Array.isArray(m) ? m : mappingsFromObject(m))),
-  v.array(FieldMappingSchema, 'must be an array of { source: { type, value }, target }'),
+  (convert) => ({
+    anyOf: [
+      { type: 'array', items: convert(FieldMappingSchema) },
+      { type: 'object', additionalProperties: {}, description: '{ target: value }: a string starting with `$.` is a Variable, anything else a Const' },
+    ],
+  }),
 );
 const Int = v.pipe(v.number('must be a number'), v.integer('must be an integer'));
 const VersionFields = {

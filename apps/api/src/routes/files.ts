@@ -22,6 +22,12 @@ const base = '/api/v1/workspaces/:id/files';
 const TEXT_PAGE = { default: 100_000, max: 1_000_000 };
 // Spec §4.1: the workspace of /workspaces/{id}/files/* comes from X-Workspace-ID (required); the path id is ignored.
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
+/** The headers of a download (OpenAPI). */
+const DOWNLOAD_HEADERS = {
+  'Content-Disposition': { schema: { type: 'string' }, description: 'attachment, with the file name' },
+  'Accept-Ranges': { schema: { const: 'bytes' } },
+  ETag: { schema: { type: 'string' }, description: 'The SHA-256 of the file, quoted' },
+};
 
 /**
  * Stores an upload (bytes, then record: @wds/storage storeUpload), audited and then embedded when the workspace
@@ -65,6 +71,24 @@ export const fileRoutes = [
     summary: 'Upload a file as JSON { filename, content_type?, content: base64, metadata? } (storage editors; streamed; 413 above MAX_FILE_BYTES)',
     status: 201,
     transaction: false,
+    openapi: {
+      requestBody: {
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['filename', 'content'],
+              properties: {
+                filename: { type: 'string' },
+                content_type: { type: 'string', description: 'Media type of the file (default from the filename)' },
+                content: { type: 'string', contentEncoding: 'base64', description: 'The bytes of the file, base64' },
+                metadata: { type: ['object', 'null'], description: 'Any JSON object kept with the file' },
+              },
+            },
+          },
+        },
+      },
+    },
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
       // The body is never buffered: the body limit of other routes does not apply here.
@@ -81,6 +105,25 @@ export const fileRoutes = [
     mcp: { exclude: 'an HTTP encoding of upload_file, which MCP reaches with the JSON form (content as base64)' },
     status: 201,
     transaction: false,
+    openapi: {
+      // The operation (audit, MCP) is upload_file, like the JSON form's; the document's operationIds are unique.
+      operationId: 'upload_file_multipart',
+      requestBody: {
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              required: ['file'],
+              properties: {
+                file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file (its part\'s filename and content type are kept)' },
+                metadata: { type: 'string', contentMediaType: 'application/json', description: 'A JSON object kept with the file' },
+              },
+            },
+            encoding: { metadata: { contentType: 'application/json' } },
+          },
+        },
+      },
+    },
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
       const source = ctx.transport.bodyStream();
@@ -106,6 +149,18 @@ export const fileRoutes = [
     summary: 'The bytes of a file (streamed; one HTTP Range answered with 206)',
     // MCP: `range` (e.g. `bytes=0-1048575`) pages through a file larger than one result.
     mcp: { headers: { range: v.optional(v.pipe(v.string(), v.maxLength(100))) } },
+    openapi: {
+      headers: [{ name: 'Range', description: 'One byte range, e.g. `bytes=0-1048575` (answered with 206)', schema: { type: 'string', maxLength: 100 } }],
+      responses: {
+        '200': { description: 'The whole file, in its own content type', headers: DOWNLOAD_HEADERS, content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+        '206': {
+          description: 'The requested range',
+          headers: { ...DOWNLOAD_HEADERS, 'Content-Range': { schema: { type: 'string' }, description: '`bytes start-end/size`' } },
+          content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+        },
+        '416': { description: 'Range not satisfiable (no body)', headers: { 'Content-Range': { schema: { type: 'string' }, description: '`bytes */size`' } } },
+      },
+    },
     handler: async ({ services, transport, db, access, params }) => {
       const download = await openFileDownload({ db, blobs: services.blobs }, access.workspace.id, params.fileId ?? '', transport.header('range'));
       const { file } = download;
@@ -138,6 +193,7 @@ export const fileRoutes = [
     operation: 'extract_file_text',
     summary: `The text of a file (text, Markdown, CSV/TSV, JSON, HTML, XML, PDF), a page of characters at a time: \`offset\` (default 0) and \`limit\` (default ${TEXT_PAGE.default}, at most ${TEXT_PAGE.max}); 415 for images and other binary files, 413 above EMBEDDING_MAX_FILE_BYTES`,
     query: v.object({ offset: intQuery(0, 0, Number.MAX_SAFE_INTEGER, 'offset'), limit: intQuery(TEXT_PAGE.default, 1, TEXT_PAGE.max, 'limit') }),
+    openapi: { errors: [413, 415] },
     handler: ({ services, db, access, params, query }) =>
       extractFileText({ db, blobs: services.blobs, maxExtractBytes: services.config.EMBEDDING_MAX_FILE_BYTES }, access.workspace.id, params.fileId ?? '', query),
   }),

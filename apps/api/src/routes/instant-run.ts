@@ -3,7 +3,17 @@ import { decodeStfCode, instantRun, instantRunCode } from '@wds/stf-runner';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { StfCode, StfRuntime, Uuid } from '../http/schemas.js';
+import { StfCode, StfRuntime, Uuid, withJsonSchema } from '../http/schemas.js';
+
+/** The fields of an instant run (one of stf_version_id, stf_id and code + runtime: the checks below). */
+const RunFields = v.object({
+  stf_version_id: v.optional(Uuid),
+  stf_id: v.optional(Uuid),
+  runtime: v.optional(StfRuntime),
+  code: v.optional(StfCode),
+  input: v.optional(v.unknown()),
+  sources: v.optional(v.record(v.string(), v.unknown())),
+});
 
 /**
  * POST /api/v1/stfs/instant-run: runs a version without a workflow, as the calling user (its sql() calls see what
@@ -29,19 +39,17 @@ export const instantRunRoutes = [
     workspace: 'header',
     role: 'member',
     body: v.pipe(
-      v.object({
-        stf_version_id: v.optional(Uuid),
-        stf_id: v.optional(Uuid),
-        runtime: v.optional(StfRuntime),
-        code: v.optional(StfCode),
-        input: v.optional(v.unknown()),
-        sources: v.optional(v.record(v.string(), v.unknown())),
-      }),
-      v.check(
-        (b) => [b.stf_version_id, b.stf_id, b.code].filter((x) => x !== undefined).length === 1,
-        'give exactly one of stf_version_id, stf_id and code',
+      RunFields,
+      withJsonSchema(
+        v.check<v.InferOutput<typeof RunFields>, string>(
+          (b) => [b.stf_version_id, b.stf_id, b.code].filter((x) => x !== undefined).length === 1,
+          'give exactly one of stf_version_id, stf_id and code',
+        ),
+        { oneOf: [{ required: ['stf_version_id'] }, { required: ['stf_id'] }, { required: ['code'] }] },
       ),
-      v.check((b) => (b.code === undefined) === (b.runtime === undefined), 'runtime goes with code, and code with runtime'),
+      withJsonSchema(v.check<v.InferOutput<typeof RunFields>, string>((b) => (b.code === undefined) === (b.runtime === undefined), 'runtime goes with code, and code with runtime'), {
+        dependentRequired: { code: ['runtime'], runtime: ['code'] },
+      }),
     ),
     transaction: false,
     auditsItself: true,

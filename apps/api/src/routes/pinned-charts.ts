@@ -17,14 +17,14 @@ import {
 } from '@wds/charts';
 import * as v from 'valibot';
 import { type HandlerCtx, defineRoute } from '../http/route.js';
-import { pageEntries } from '../http/schemas.js';
+import { boolQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 /** Pinned charts (spec §2.16, §4.16): header-scoped; members read and pin, the creator or an admin changes. */
 
 const str = (max: number, allowEmpty = false) =>
   v.pipe(
     v.string('must be a string'),
-    v.check((s) => allowEmpty || s.trim() !== '', 'must not be empty'),
+    withJsonSchema(v.check<string, string>((s) => allowEmpty || s.trim() !== '', 'must not be empty'), allowEmpty ? {} : { pattern: '\\S' }),
     v.maxLength(max, `at most ${max} characters`),
   );
 const Fields = {
@@ -70,7 +70,7 @@ export const pinnedChartRoutes = [
     path: '/api/v1/pinned-charts',
     operation: 'list_pinned_charts',
     summary: 'Visible pinned charts by display_order, then creation (include_hidden=true adds hidden ones)',
-    query: v.object({ include_hidden: v.optional(v.picklist(['true', 'false'], 'must be true or false')), ...pageEntries }),
+    query: v.object({ include_hidden: boolQuery('must be true or false'), ...pageEntries }),
     handler: ({ db, access, query }) =>
       listPinnedCharts(db, access.workspace.id, query, { includeHidden: query.include_hidden === 'true' }),
   }),

@@ -32,7 +32,7 @@ import {
 } from '@wds/setup';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
-import { PageQuery } from '../http/schemas.js';
+import { PageQuery, withJsonSchema } from '../http/schemas.js';
 
 /** Workspace setup items (spec §2.13, §4.9): path-scoped, see docs/setup.md. */
 const base = '/api/v1/workspaces/:id/setup';
@@ -41,10 +41,11 @@ const base = '/api/v1/workspaces/:id/setup';
 const Text = (max: number, allowEmpty = false) =>
   v.pipe(
     v.string('must be a string'),
-    v.check((s) => allowEmpty || s.trim() !== '', 'must not be empty'),
-    v.check((s) => withinChars(s, max), `at most ${max} characters`),
+    withJsonSchema(v.check<string, string>((s) => allowEmpty || s.trim() !== '', 'must not be empty'), allowEmpty ? {} : { pattern: '\\S' }),
+    // Unicode characters, as JSON Schema counts them.
+    withJsonSchema(v.check<string, string>((s) => withinChars(s, max), `at most ${max} characters`), { maxLength: max }),
   );
-const Name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.check((s) => withinChars(s, MAX_NAME_CHARS), `at most ${MAX_NAME_CHARS} characters`));
+const Name = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), withJsonSchema(v.check<string, string>((s) => withinChars(s, MAX_NAME_CHARS), `at most ${MAX_NAME_CHARS} characters`), { maxLength: MAX_NAME_CHARS }));
 const Description = v.optional(v.nullable(Text(MAX_DESCRIPTION_CHARS, true)));
 
 const member = { auth: 'user', workspace: 'path', role: 'member' } as const;

@@ -32,6 +32,7 @@ export const stfLibraryRoutes = [
     summary:
       'TypeScript declarations (.d.ts, text/plain) of a library, by either name (`docx`, or `@d6e-ai/docx` URL-encoded): `declare module "<name>"` blocks',
     auth: 'user',
+    openapi: { responses: { '200': { description: 'The declarations', content: { 'text/plain': { schema: { type: 'string' } } } } } },
     handler: async ({ params }) => typesResponse(params.name ?? ''),
   }),
 ];

@@ -100,6 +100,15 @@ export const workflowRoutes = [
     // The body is `$input`, any JSON value; an empty body is null.
     body: v.unknown(),
     mcp: { bodyName: 'input', workspace: true },
+    openapi: {
+      responses: {
+        '200': {
+          description: "The last STF step's output",
+          headers: { 'X-Workflow-Run-Id': { schema: { type: 'string' }, description: 'The run (GET …/runs lists it)' } },
+        },
+      },
+      errors: [422],
+    },
     handler: async (ctx) => {
       const { services, transport, principal, body } = ctx;
       const workspaceId = transport.workspaceId();

@@ -1,0 +1,200 @@
+import { ERROR_STATUS } from '@wds/errors';
+import * as v from 'valibot';
+import { describe, expect, test as unit } from 'vitest';
+import { routes } from '../src/app.js';
+import { DOCS_ASSETS } from '../src/http/docs-page.js';
+import { OpenApiSchemaError, buildOpenApi } from '../src/http/openapi.js';
+import { defineRoute } from '../src/http/route.js';
+import { withJsonSchema } from '../src/http/schemas.js';
+import { test } from './support.js';
+
+/** A JSON document walked by path. */
+type Json = any;
+const doc: Json = buildOpenApi(routes);
+const op = (method: string, path: string): Json => doc.paths[path][method];
+const param = (o: Json, name: string, where: string): Json => o.parameters.find((p: Json) => p.name === name && p.in === where);
+const operations = (): [string, string, Json][] =>
+  Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, o]) => [method, path, o] as [string, string, Json]),
+  );
+
+describe('OpenAPI document', () => {
+  unit('query parameters are typed from their declared bounds: integers and booleans, not strings', () => {
+    const limit = param(op('get', '/api/v1/workspaces/{id}/files'), 'limit', 'query');
+    expect(limit.schema).toEqual({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });
+    const textLimit = param(op('get', '/api/v1/workspaces/{id}/files/{fileId}/text'), 'limit', 'query');
+    expect(textLimit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1_000_000, default: 100_000 });
+    expect(param(op('get', '/api/v1/pinned-charts'), 'include_hidden', 'query').schema.type).toBe('boolean');
+    // No digits-only string is left anywhere: every intQuery reads as an integer.
+    for (const [method, path, o] of operations()) {
+      for (const p of (o.parameters ?? []) as Json[]) {
+        if (p.in !== 'query') continue;
+        expect(p.schema.pattern, `${method} ${path} ${p.name}`).not.toBe('^\\d+$');
+        expect(p.schema.enum, `${method} ${path} ${p.name}`).not.toEqual(['true', 'false']);
+        if (p.name === 'limit' || p.name === 'offset') expect(p.schema.type, `${method} ${path} ${p.name}`).toBe('integer');
+      }
+    }
+  });
+
+  unit('path ids are UUIDs; other path parameters plain strings', () => {
+    expect(param(op('get', '/api/v1/workspaces/{id}/files/{fileId}'), 'fileId', 'path').schema).toEqual({ type: 'string', format: 'uuid' });
+    expect(param(op('get', '/api/v1/workspaces/{id}/members'), 'id', 'path').schema.format).toBe('uuid');
+    expect(param(op('get', '/api/v1/stf-libraries/{name}/types'), 'name', 'path').schema).toEqual({ type: 'string' });
+    for (const [method, path, o] of operations()) {
+      for (const p of (o.parameters ?? []) as Json[]) {
+        if (p.in === 'path' && (p.name === 'id' || p.name.endsWith('Id'))) expect(p.schema.format, `${method} ${path} ${p.name}`).toBe('uuid');
+      }
+    }
+  });
+
+  unit('operationIds are unique over the whole document', () => {
+    const ids = operations().map(([, , o]) => o.operationId);
+    expect(ids.every((id) => typeof id === 'string' && id !== '')).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(op('post', '/api/v1/workspaces/{id}/files').operationId).toBe('upload_file');
+    expect(op('post', '/api/v1/workspaces/{id}/files/multipart').operationId).toBe('upload_file_multipart');
+  });
+
+  unit('a second route with a taken operationId is refused', () => {
+    const upload = routes.find((r) => r.path === '/api/v1/workspaces/:id/files/multipart');
+    expect(upload).toBeDefined();
+    const clash = { ...upload, openapi: { ...upload?.openapi, operationId: 'upload_file' } } as typeof routes[number];
+    expect(() => buildOpenApi([...routes.filter((r) => r !== upload), clash])).toThrow(/operationId upload_file is taken/);
+  });
+
+  unit('both uploads declare their request bodies', () => {
+    const json = op('post', '/api/v1/workspaces/{id}/files').requestBody;
+    expect(json.required).toBe(true);
+    const schema = json.content['application/json'].schema;
+    expect(schema.required).toEqual(['filename', 'content']);
+    expect(schema.properties.content).toMatchObject({ type: 'string', contentEncoding: 'base64' });
+    const multipart = op('post', '/api/v1/workspaces/{id}/files/multipart').requestBody.content['multipart/form-data'].schema;
+    expect(multipart.required).toEqual(['file']);
+    expect(multipart.properties.file.contentMediaType).toBe('application/octet-stream');
+    expect(op('post', '/api/v1/workspaces/{id}/files').responses['413']).toEqual({ $ref: '#/components/responses/Error413' });
+  });
+
+  unit('workflow execute: X-Workspace-ID header, any-JSON body, X-Workflow-Run-Id response header', () => {
+    const execute = op('post', '/api/v1/workflows/{workflowId}/execute');
+    expect(param(execute, 'X-Workspace-ID', 'header')).toMatchObject({ required: true, schema: { type: 'string', format: 'uuid' } });
+    expect(execute.requestBody.required).toBe(false);
+    expect(execute.requestBody.content['application/json'].schema).toEqual({});
+    expect(execute.responses['200'].headers['X-Workflow-Run-Id']).toBeDefined();
+    expect(execute.responses['422']).toBeDefined();
+    // Every header-scoped route requires the header; path-scoped ones accept it.
+    for (const r of routes.filter((x) => x.workspace === 'header')) {
+      const o = op(r.method, r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'));
+      expect(param(o, 'X-Workspace-ID', 'header')?.required, `${r.method} ${r.path}`).toBe(true);
+    }
+    expect(param(op('get', '/api/v1/workspaces/{id}/members'), 'X-Workspace-ID', 'header').required).toBe(false);
+  });
+
+  unit('one Error schema with the closed code enum; per-status error responses on every operation', () => {
+    const error = doc.components.schemas.Error;
+    expect(error.required).toEqual(['error', 'code']);
+    expect(error.properties.code.enum).toEqual(Object.keys(ERROR_STATUS));
+    expect(Object.keys(error.properties)).toEqual(['error', 'code', 'details']);
+    const r404 = doc.components.responses.Error404.content['application/json'].schema;
+    expect(r404.allOf[0]).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(r404.allOf[1].properties.code.enum).toEqual(['NOT_FOUND']);
+    for (const r of routes) {
+      const o = op(r.method, r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'));
+      expect(o.responses.default, `${r.method} ${r.path}`).toEqual({ $ref: '#/components/responses/Error' });
+      expect(o.responses['400']).toBeDefined();
+      expect(o.responses['429']).toBeDefined();
+      if (r.auth !== 'none') {
+        expect(o.responses['401'], `${r.method} ${r.path}`).toBeDefined();
+        expect(o.responses['403'], `${r.method} ${r.path}`).toBeDefined();
+      }
+    }
+    // Every $ref to a response resolves.
+    const refs = JSON.stringify(doc).match(/#\/components\/responses\/[A-Za-z0-9]+/g) ?? [];
+    for (const ref of new Set(refs)) expect(doc.components.responses[ref.split('/').pop() as string], ref).toBeDefined();
+  });
+
+  unit('servers, health paths and the document itself are listed', () => {
+    expect(doc.servers).toEqual([{ url: '/', description: 'This server' }]);
+    for (const p of ['/healthz', '/readyz', '/api/v1/openapi.json', '/api/v1/docs']) expect(doc.paths[p]?.get, p).toBeDefined();
+    expect(doc.paths['/readyz'].get.responses['503']).toBeDefined();
+  });
+
+  unit('security schemes tell session-only, any-credential, admin and anonymous operations apart', () => {
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', 'bearer', 'session']);
+    const securityOf = (auth: string) => routes.filter((r) => r.auth === auth).map((r) => op(r.method, r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')).security);
+    for (const s of securityOf('session')) expect(s).toEqual([{ session: [] }]);
+    for (const s of securityOf('user')) expect(s).toEqual([{ bearer: [] }]);
+    for (const s of securityOf('admin')) expect(s).toEqual([{ adminToken: [] }]);
+    for (const s of securityOf('optional')) expect(s).toEqual([{}, { bearer: [] }]);
+    expect(op('post', '/api/v1/auth/token').security).toEqual([]);
+  });
+
+  unit('downloads declare their bodies, Range and 206/416', () => {
+    const download = op('get', '/api/v1/workspaces/{id}/files/{fileId}/download');
+    expect(param(download, 'Range', 'header')).toBeDefined();
+    expect(Object.keys(download.responses)).toEqual(expect.arrayContaining(['200', '206', '416']));
+    expect(download.responses['206'].headers['Content-Range']).toBeDefined();
+    expect(download.responses['200'].content['*/*'].schema.contentMediaType).toBe('application/octet-stream');
+    expect(op('get', '/api/v1/stf-libraries/{name}/types').responses['200'].content['text/plain']).toBeDefined();
+  });
+
+  unit('schemas that cannot be stated without help carry their own JSON Schema', () => {
+    const run = op('post', '/api/v1/stfs/instant-run').requestBody.content['application/json'].schema;
+    expect(run.dependentRequired).toEqual({ code: ['runtime'], runtime: ['code'] });
+    expect(run.oneOf).toHaveLength(3);
+    const metadata = op('post', '/api/v1/workspaces/{id}/documents').requestBody.content['application/json'].schema.properties.metadata;
+    expect(JSON.stringify(metadata)).toContain('"type":"object"');
+    expect(JSON.stringify(doc)).not.toContain('json-schema.org');
+  });
+
+  unit('conversion is strict: a schema JSON Schema cannot state, without an override, fails the document', () => {
+    const route = (query: v.GenericSchema) =>
+      defineRoute({ method: 'get', path: '/x', operation: 'get_me', summary: 'x', auth: 'user', query, handler: async () => ({}) });
+    const unstated = v.object({ q: v.pipe(v.string(), v.check((s) => s.length % 2 === 0, 'even')) });
+    expect(() => buildOpenApi([route(unstated)])).toThrow(OpenApiSchemaError);
+    expect(() => buildOpenApi([route(v.object({ d: v.optional(v.date()) }))])).toThrow(OpenApiSchemaError);
+    // A bound after a change of type (minValue after toNumber) would be cut off by the input's conversion.
+    expect(() => buildOpenApi([route(v.object({ n: v.pipe(v.string(), v.toNumber(), v.minValue(1)) }))])).toThrow(/minValue|min_value/);
+    const stated = v.object({ q: v.pipe(v.string(), withJsonSchema(v.check<string, string>((s) => s.length % 2 === 0, 'even'), { description: 'even length' })) });
+    const ok: Json = buildOpenApi([route(stated)]);
+    expect(ok.paths['/x'].get.parameters.find((p: Json) => p.name === 'q').schema).toEqual({ type: 'string', description: 'even length' });
+  });
+});
+
+describe('API reference page', () => {
+  test('GET /api/v1/docs is an HTML page using only local assets, each served with its type', async ({ h }) => {
+    const page = await h.call('GET', '/api/v1/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = page.body as string;
+    const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(urls.length).toBeGreaterThan(0);
+    for (const u of urls) expect(u.startsWith('/'), u).toBe(true);
+    expect(html).not.toMatch(/https?:\/\//);
+    const assets = urls.filter((u) => u.startsWith('/api/v1/docs/assets/'));
+    expect(assets.map((u) => u.split('/').pop()).sort()).toEqual([...DOCS_ASSETS].sort());
+    for (const u of assets) {
+      const r = await h.app.request(u);
+      expect(r.status, u).toBe(200);
+      expect(r.headers.get('content-type'), u).toMatch(u.endsWith('.css') ? /^text\/css/ : /^text\/javascript/);
+      expect(r.headers.get('cache-control'), u).toMatch(/max-age=\d+/);
+      expect((await r.arrayBuffer()).byteLength, u).toBeGreaterThan(0);
+    }
+    const init = await (await h.app.request('/api/v1/docs/assets/init.js')).text();
+    expect(init).toContain("'/api/v1/openapi.json'");
+  });
+
+  test('nothing but the listed assets is served', async ({ h }) => {
+    for (const path of [
+      '/api/v1/docs/assets/../../package.json',
+      '/api/v1/docs/assets/..%2F..%2Fpackage.json',
+      '/api/v1/docs/assets/%2e%2e%2fpackage.json',
+      '/api/v1/docs/assets/package.json',
+      '/api/v1/docs/assets/index.html',
+      '/api/v1/docs/assets/swagger-ui.js.map',
+      '/api/v1/docs/assets/constructor',
+    ]) {
+      const r = await h.call('GET', path);
+      expect(r.status, path).toBe(404);
+    }
+  });
+});
