@@ -137,6 +137,77 @@ describe('OpenAPI document', () => {
     expect(op('get', '/api/v1/stf-libraries/{name}/types').responses['200'].content['text/plain']).toBeDefined();
   });
 
+  unit('the core operations declare their success bodies, with named views as components', () => {
+    const body = (method: string, path: string, status = '200'): Json => op(method, path).responses[status].content['application/json'].schema;
+    const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+    const view = (name: string): Json => doc.components.schemas[name];
+    expect(body('post', '/api/v1/workspaces', '201')).toEqual(ref('Workspace'));
+    expect(body('get', '/api/v1/workspaces')).toEqual({ type: 'array', items: ref('WorkspaceWithRole') });
+    expect(body('get', '/api/v1/workspaces/{id}')).toEqual(ref('WorkspaceWithRole'));
+    expect(view('Workspace').required).toEqual(expect.arrayContaining(['id', 'name', 'mcp_timeout_ms', 'created_at', 'updated_at']));
+    expect(view('WorkspaceWithRole').required).toContain('role');
+    expect(view('Workspace').properties.id).toEqual({ type: 'string', format: 'uuid' });
+    expect(view('Workspace').properties.created_at).toEqual({ type: 'string', format: 'date-time' });
+    // execute_sql: rows of a read, or the count of a write.
+    expect(body('post', '/api/v1/workspaces/{id}/sql')).toEqual(ref('SqlResult'));
+    const [read, write] = view('SqlResult').anyOf;
+    expect(read.required).toEqual(['rows', 'executed_sql']);
+    expect(write.required).toEqual(['affected_rows', 'executed_sql']);
+    expect(body('post', '/api/v1/workspaces/{id}/sql/preview')).toEqual(ref('SqlPreview'));
+    expect(view('SqlPreview').required).toEqual(
+      expect.arrayContaining(['proposal_id', 'original_sql', 'transformed_sql', 'operation', 'affected_tables', 'requires_approval']),
+    );
+    expect(body('post', '/api/v1/policy-groups', '201')).toEqual(ref('PolicyGroup'));
+    expect(body('get', '/api/v1/policy-groups')).toEqual({ type: 'array', items: ref('PolicyGroup') });
+    expect(view('PolicyGroup').required).toEqual(expect.arrayContaining(['id', 'name', 'user_ids', 'stf_ids']));
+    expect(body('post', '/api/v1/policies', '201')).toEqual(ref('Policy'));
+    expect(body('get', '/api/v1/policies')).toEqual({ type: 'array', items: ref('Policy') });
+    expect(view('Policy').required).toEqual(expect.arrayContaining(['id', 'policy_group_id', 'mode', 'table_name', 'operation', 'condition']));
+    expect(view('Policy').properties.mode.enum).toEqual(['allow', 'deny']);
+    expect(body('post', '/api/v1/stfs', '201')).toEqual(ref('StfCreated'));
+    expect(view('StfCreated').properties.version).toEqual(ref('StfVersion'));
+    expect(body('get', '/api/v1/stfs')).toEqual({ type: 'array', items: ref('Stf') });
+    expect(body('get', '/api/v1/stfs/{stfId}')).toEqual(ref('Stf'));
+    expect(view('Stf').required).toEqual(expect.arrayContaining(['id', 'name', 'is_public', 'latest_version']));
+    expect(body('get', '/api/v1/stfs/{stfId}/versions')).toEqual({ type: 'array', items: ref('StfVersion') });
+    expect(body('post', '/api/v1/stfs/{stfId}/versions', '201')).toEqual(ref('StfVersion'));
+    expect(view('StfVersion').required).toEqual(expect.arrayContaining(['id', 'stf_id', 'version', 'runtime', 'code']));
+    // instant-run: a failure of the code is a 200 too.
+    expect(body('post', '/api/v1/stfs/instant-run')).toEqual(ref('RunAnswer'));
+    const answers = view('RunAnswer').oneOf ?? view('RunAnswer').anyOf;
+    expect(answers.map((a: Json) => a.properties.success.const)).toEqual([true, false]);
+    expect(answers[0].required).toEqual(['success', 'output', 'logs', 'duration_ms']);
+    expect(answers[1].required).toEqual(['success', 'error', 'logs']);
+    for (const path of ['/api/v1/workspaces/{id}/files', '/api/v1/workspaces/{id}/files/multipart']) expect(body('post', path, '201')).toEqual(ref('File'));
+    expect(body('get', '/api/v1/workspaces/{id}/files')).toEqual({ type: 'array', items: ref('File') });
+    expect(body('get', '/api/v1/workspaces/{id}/files/{fileId}')).toEqual(ref('File'));
+    expect(view('File').required).toEqual(expect.arrayContaining(['id', 'filename', 'content_type', 'size', 'sha256', 'metadata', 'created_at']));
+    expect(body('post', '/api/v1/workspaces/{id}/documents', '201')).toEqual(ref('Document'));
+    expect(body('get', '/api/v1/workspaces/{id}/documents/{docId}')).toEqual(ref('Document'));
+    expect(body('get', '/api/v1/workspaces/{id}/documents')).toEqual({ type: 'array', items: ref('DocumentSummary') });
+    expect(view('Document').required).toEqual(expect.arrayContaining(['id', 'title', 'doc_type', 'status', 'content', 'version']));
+    expect(view('DocumentSummary').required).not.toContain('content');
+    // Every $ref names a component; routes without a declared body keep the description-only answer.
+    for (const m of JSON.stringify(doc).matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g)) expect(doc.components.schemas[m[1] as string], m[1]).toBeDefined();
+    expect(op('get', '/api/v1/workspaces/{id}/members').responses['200']).toEqual({ description: 'Success' });
+    expect(op('delete', '/api/v1/workspaces/{id}').responses['204']).toEqual({ description: 'Success' });
+  });
+
+  unit('a declared response is stated under the route status; a handler answer is checked against it by type', () => {
+    const response = v.object({ id: v.string(), n: v.number() });
+    const route = defineRoute({
+      method: 'post', path: '/y', operation: 'get_me', summary: 'y', auth: 'user', status: 201, response,
+      handler: async () => ({ id: 'a', n: 1 }),
+    });
+    const built: Json = buildOpenApi([route]);
+    expect(built.paths['/y'].post.responses['201'].content['application/json'].schema).toMatchObject({ type: 'object', required: ['id', 'n'] });
+    defineRoute({
+      method: 'get', path: '/z', operation: 'get_me', summary: 'z', auth: 'user', response,
+      // @ts-expect-error: the answer lacks `n`
+      handler: async () => ({ id: 'a' }),
+    });
+  });
+
   unit('schemas that cannot be stated without help carry their own JSON Schema', () => {
     const run = op('post', '/api/v1/stfs/instant-run').requestBody.content['application/json'].schema;
     expect(run.dependentRequired).toEqual({ code: ['runtime'], runtime: ['code'] });

@@ -4,8 +4,9 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase } from '@wds/testkit';
+import * as v from 'valibot';
 import { test as base, inject } from 'vitest';
-import { createApp } from '../src/app.js';
+import { createApp, routes } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { type OpenedServices, openServices } from '../src/services-setup.js';
@@ -114,6 +115,7 @@ export class Harness {
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {}
+    if (res.status >= 200 && res.status < 300) checkResponse(method, path, res, parsed);
     return { status: res.status, body: parsed as T, headers: res.headers };
   }
 
@@ -188,6 +190,28 @@ export class Harness {
       }
     }
     return g;
+  }
+}
+
+/** The routes, each with its path as a pattern; static paths before those with parameters (a static one is preferred). */
+const patterns = routes
+  .map((r) => ({ route: r, pattern: new RegExp(`^${r.path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}$`), params: (r.path.match(/:/g) ?? []).length }))
+  .sort((a, b) => a.params - b.params);
+
+/**
+ * Contract check of every call: a 2xx JSON answer of a route that declares its `response` must match that schema
+ * (the one the OpenAPI document states), or the test fails.
+ */
+function checkResponse(method: string, path: string, res: Response, body: unknown): void {
+  if (!(res.headers.get('content-type') ?? '').startsWith('application/json')) return;
+  const pathname = path.split('?')[0] ?? path;
+  const m = method.toLowerCase();
+  const found = patterns.find((d) => d.route.method === m && d.pattern.test(pathname))?.route;
+  if (!found?.response) return;
+  const r = v.safeParse(found.response, body);
+  if (!r.success) {
+    const issues = r.issues.map((i) => `${v.getDotPath(i) ?? '(body)'}: ${i.message}`).join('; ');
+    throw new Error(`${method} ${pathname}: the ${res.status} answer does not match the declared response: ${issues}\n${short(body)}`);
   }
 }
 

@@ -5,6 +5,7 @@ import type * as v from 'valibot';
 import { isIdParam } from './input.js';
 import type { AnyRoute } from './route.js';
 import { type JsonSchema, statedJsonSchema } from './schemas.js';
+import { VIEWS } from './views.js';
 
 export type { JsonSchema };
 
@@ -131,7 +132,7 @@ function withStatedLeaves(schema: Walked, placeholders: WeakMap<object, Walked>,
  * e.g. `to_number`), converted strictly: any schema or action JSON Schema cannot state throws, unless it states its
  * own with `withJsonSchema` (schemas.ts) — nothing is dropped silently.
  */
-export function jsonSchemaOf(schema: v.GenericSchema, where = 'schema'): JsonSchema {
+export function jsonSchemaOf(schema: v.GenericSchema, where = 'schema', definitions?: Record<string, v.GenericSchema>): JsonSchema {
   refuseConstraintsAfterTypeChange(schema as unknown as Walked, where);
   const placeholders = new WeakMap<object, Walked>();
   const prepared = withStatedLeaves(schema as unknown as Walked, placeholders) as unknown as v.GenericSchema;
@@ -141,6 +142,8 @@ export function jsonSchemaOf(schema: v.GenericSchema, where = 'schema'): JsonSch
       target: 'draft-2020-12',
       typeMode: 'input',
       errorMode: 'throw',
+      // Named schemas (response views) are referred to as components of the document.
+      ...(definitions ? { definitions, overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}` } : {}),
       ignoreActions: NORMALISING_ACTIONS,
       overrideSchema: ({ valibotSchema }) => {
         // A stand-in leaf, or a schema met as it is (the base of a pipe).
@@ -157,8 +160,28 @@ export function jsonSchemaOf(schema: v.GenericSchema, where = 'schema'): JsonSch
   } catch (e) {
     throw new OpenApiSchemaError(`${where}: ${(e as Error).message} (state its JSON Schema with withJsonSchema)`);
   }
-  const { $schema: _draft, ...rest } = converted;
+  const { $schema: _draft, $defs: _defs, ...rest } = converted;
   return rest;
+}
+
+/** The named views (views.ts) as components: each converted once, referring to the others by $ref. */
+function viewComponents(): Record<string, JsonSchema> {
+  const out: Record<string, JsonSchema> = {};
+  for (const [name, schema] of Object.entries(VIEWS)) {
+    const others = Object.fromEntries(Object.entries(VIEWS).filter(([n]) => n !== name));
+    out[name] = jsonSchemaOf(schema, `view ${name}`, others);
+  }
+  return out;
+}
+
+/**
+ * The success answer of a route: its declared `response` as the JSON body (the named views referred to), or only a
+ * description when it declares none.
+ */
+function successOf(r: AnyRoute): JsonSchema {
+  if (!r.response || r.status === 204) return { description: 'Success' };
+  const schema = jsonSchemaOf(r.response, `${r.method.toUpperCase()} ${r.path} response`, VIEWS);
+  return { description: 'Success', content: { 'application/json': { schema } } };
 }
 
 /** The error statuses of the closed code set (@wds/errors), each with its codes. */
@@ -383,7 +406,7 @@ export function buildOpenApi(routes: readonly AnyRoute[]) {
     operationIds.add(operationId);
     const requestBody = requestBodyOf(r);
     const responses: Record<string, unknown> = {
-      [String(r.status ?? 200)]: { description: 'Success' },
+      [String(r.status ?? 200)]: successOf(r),
       ...r.openapi?.responses,
     };
     for (const status of [...new Set([...genericErrors(r, requestBody !== undefined), ...(r.openapi?.errors ?? [])])].sort((a, b) => a - b)) {
@@ -412,7 +435,7 @@ export function buildOpenApi(routes: readonly AnyRoute[]) {
     servers: [{ url: '/', description: 'This server' }],
     paths,
     components: {
-      schemas: { Error: ERROR_SCHEMA },
+      schemas: { Error: ERROR_SCHEMA, ...viewComponents() },
       responses: errorResponses(),
       securitySchemes: {
         bearer: {

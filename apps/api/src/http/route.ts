@@ -80,7 +80,13 @@ export interface HandlerCtx<B, Q> {
   audit(info: AuditInfo): void;
 }
 
-export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema | undefined> {
+/**
+ * What a handler may answer: a Response of its own, or (for a route declaring `response`) the success body as its
+ * schema takes it; anything for a route without one.
+ */
+export type HandlerResult<RS extends AnySchema | undefined> = RS extends AnySchema ? v.InferInput<RS> | Response : unknown;
+
+export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema | undefined, RS extends AnySchema | undefined = undefined> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Hono path syntax, e.g. `/api/v1/workspaces/:id/members`. */
   path: string;
@@ -93,6 +99,11 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   query?: QS;
   /** Success status; 204 sends no body. */
   status?: 200 | 201 | 202 | 204;
+  /**
+   * The success body (JSON) under `status`: the OpenAPI document states it (openapi.ts), the handler's return type is
+   * checked against it, and the test harness validates real answers with it. Omitted: the answer is undocumented.
+   */
+  response?: RS;
   /** Mutating routes run in one transaction with their audit entry, unless they manage their own. */
   transaction?: boolean;
   /** The handler writes its own audit entry (inside its own transaction), so the wrapper does not. */
@@ -112,7 +123,7 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   openapi?: OpenApiExtras;
   handler: (
     ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
-  ) => Promise<unknown>;
+  ) => Promise<HandlerResult<RS>>;
 }
 
 /** How MCP adapts a route (see RouteDef.mcp). */
@@ -125,10 +136,14 @@ export interface McpOptions {
   selfBounded?: boolean;
 }
 
-export type AnyRoute = RouteDef<AnySchema | undefined, AnySchema | undefined>;
+export type AnyRoute = RouteDef<AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
 
-export const defineRoute = <BS extends AnySchema | undefined = undefined, QS extends AnySchema | undefined = undefined>(
-  r: RouteDef<BS, QS>,
+export const defineRoute = <
+  BS extends AnySchema | undefined = undefined,
+  QS extends AnySchema | undefined = undefined,
+  RS extends AnySchema | undefined = undefined,
+>(
+  r: RouteDef<BS, QS, RS>,
 ): AnyRoute => r as unknown as AnyRoute;
 
 const issuesToDetails = (issues: readonly v.BaseIssue<unknown>[]) =>

@@ -11,6 +11,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
+import { Document, DocumentSummary } from '../http/views.js';
 import { intQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 const base = '/api/v1/workspaces/:id/documents';
@@ -92,6 +93,7 @@ export const documentRoutes = [
     method: 'get',
     path: base,
     operation: 'list_documents',
+    response: v.array(DocumentSummary),
     summary: 'Documents of the workspace in creation order, without content; filters doc_type and status match exactly',
     query: ListQuery,
     handler: ({ db, access, query }) => listDocuments(db, access.workspace.id, query),
@@ -101,6 +103,7 @@ export const documentRoutes = [
     method: 'post',
     path: base,
     operation: 'create_document',
+    response: Document,
     summary: 'Create a Markdown document { title, doc_type, status, content, metadata? } at version 1 (workflow editors)',
     body: CreateDocument,
     status: 201,
@@ -116,6 +119,7 @@ export const documentRoutes = [
     method: 'get',
     path: `${base}/:docId`,
     operation: 'get_document',
+    response: Document,
     summary: 'A document with its content',
     handler: ({ db, access, params }) => getDocument(db, access.workspace.id, params.docId ?? ''),
   }),

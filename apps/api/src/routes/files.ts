@@ -14,6 +14,7 @@ import { receiveJsonUpload, receiveMultipartUpload } from '@wds/uploads';
 import { autoEmbedFile, extractFileText, forgetFile } from '@wds/semantic-search';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
+import { File } from '../http/views.js';
 import { checkJsonValue, textProblem } from '../http/input.js';
 import { PageQuery, intQuery } from '../http/schemas.js';
 
@@ -59,6 +60,7 @@ export const fileRoutes = [
     method: 'get',
     path: base,
     operation: 'list_files',
+    response: v.array(File),
     summary: 'Files of the workspace, newest first (metadata only)',
     query: PageQuery,
     handler: ({ db, access, query }) => listFiles(db, access.workspace.id, query),
@@ -68,6 +70,7 @@ export const fileRoutes = [
     method: 'post',
     path: base,
     operation: 'upload_file',
+    response: File,
     summary: 'Upload a file as JSON { filename, content_type?, content: base64, metadata? } (storage editors; streamed; 413 above MAX_FILE_BYTES)',
     status: 201,
     transaction: false,
@@ -101,6 +104,7 @@ export const fileRoutes = [
     method: 'post',
     path: `${base}/multipart`,
     operation: 'upload_file',
+    response: File,
     summary: 'Upload a file as multipart/form-data: part `file`, optional part `metadata` (JSON) (storage editors; streamed)',
     mcp: { exclude: 'an HTTP encoding of upload_file, which MCP reaches with the JSON form (content as base64)' },
     status: 201,
@@ -135,6 +139,7 @@ export const fileRoutes = [
     method: 'get',
     path: `${base}/:fileId`,
     operation: 'get_file',
+    response: File,
     summary: 'A file (metadata)',
     handler: async ({ db, access, params }) => {
       const { blob_key: _key, ...file } = await getFile(db, access.workspace.id, params.fileId ?? '');

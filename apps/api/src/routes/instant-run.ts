@@ -3,6 +3,7 @@ import { decodeStfCode, instantRun, instantRunCode } from '@wds/stf-runner';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
+import { RunAnswer } from '../http/views.js';
 import { StfCode, StfRuntime, Uuid, withJsonSchema } from '../http/schemas.js';
 
 /** The fields of an instant run (one of stf_version_id, stf_id and code + runtime: the checks below). */
@@ -33,6 +34,7 @@ export const instantRunRoutes = [
     method: 'post',
     path: '/api/v1/stfs/instant-run',
     operation: 'instant_run_stf',
+    response: RunAnswer,
     summary:
       'Run an STF version (by stf_version_id, or the newest of stf_id) without a workflow, or unsaved code ({ runtime, code: base64 })',
     auth: 'user',

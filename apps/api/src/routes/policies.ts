@@ -13,6 +13,7 @@ import {
 import * as v from 'valibot';
 import { assertPolicyEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
+import { Policy, PolicyGroup } from '../http/views.js';
 import { PageQuery, Uuid } from '../http/schemas.js';
 
 const Name = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255));
@@ -55,6 +56,7 @@ export const policyRoutes = [
     method: 'get',
     path: '/api/v1/policies',
     operation: 'list_policies',
+    response: v.array(Policy),
     summary: 'Policies of the workspace',
     query: PageQuery,
     handler: ({ db, access, query }) => listPolicies(db, access.workspace.id, query),
@@ -64,6 +66,7 @@ export const policyRoutes = [
     method: 'post',
     path: '/api/v1/policies',
     operation: 'create_policy',
+    response: Policy,
     summary: 'Create a policy (restricted to the policy editor group when set)',
     body: PolicyBody,
     status: 201,
@@ -79,6 +82,7 @@ export const policyRoutes = [
     method: 'get',
     path: '/api/v1/policies/:policyId',
     operation: 'get_policy',
+    response: Policy,
     summary: 'A policy',
     handler: ({ db, access, params }) => getPolicy(db, access.workspace.id, params.policyId ?? ''),
   }),
@@ -87,6 +91,7 @@ export const policyRoutes = [
     method: 'patch',
     path: '/api/v1/policies/:policyId',
     operation: 'update_policy',
+    response: Policy,
     summary: 'Change a policy',
     body: PolicyPatch,
     handler: async (ctx) => {
@@ -114,6 +119,7 @@ export const policyRoutes = [
     method: 'get',
     path: '/api/v1/policy-groups',
     operation: 'list_policy_groups',
+    response: v.array(PolicyGroup),
     summary: 'Policy groups of the workspace',
     query: PageQuery,
     handler: ({ db, access, query }) => listPolicyGroups(db, access.workspace.id, query),
@@ -123,6 +129,7 @@ export const policyRoutes = [
     method: 'post',
     path: '/api/v1/policy-groups',
     operation: 'create_policy_group',
+    response: PolicyGroup,
     summary: 'Create a policy group of users and STFs',
     body: GroupBody,
     status: 201,
@@ -138,6 +145,7 @@ export const policyRoutes = [
     method: 'get',
     path: '/api/v1/policy-groups/:groupId',
     operation: 'get_policy_group',
+    response: PolicyGroup,
     summary: 'A policy group',
     handler: ({ db, access, params }) => getPolicyGroup(db, access.workspace.id, params.groupId ?? ''),
   }),
@@ -146,6 +154,7 @@ export const policyRoutes = [
     method: 'patch',
     path: '/api/v1/policy-groups/:groupId',
     operation: 'update_policy_group',
+    response: PolicyGroup,
     summary: 'Change a policy group; user_ids and stf_ids are replaced entirely',
     body: GroupPatch,
     handler: async (ctx) => {

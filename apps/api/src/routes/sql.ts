@@ -2,6 +2,7 @@ import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 import { autoEmbedRows } from '@wds/semantic-search';
 import { defineRoute } from '../http/route.js';
+import { SqlPreview, SqlResult } from '../http/views.js';
 import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
 
 // Characters here; the parser's own limit counts UTF-8 bytes (MAX_SQL_BYTES) and holds for every entry point.
@@ -12,6 +13,7 @@ export const sqlRoutes = [
     method: 'post',
     path: '/api/v1/workspaces/:id/sql',
     operation: 'execute_sql',
+    response: SqlResult,
     summary: 'Run one SQL statement on the workspace tables, with policy and DDL checks',
     auth: 'user',
     workspace: 'path',
@@ -35,7 +37,7 @@ export const sqlRoutes = [
         { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name },
       );
       if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.services, ctx.access.workspace, r.tables);
-      if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows, executed_sql: r.executed_sql };
+      if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows ?? [], executed_sql: r.executed_sql };
       return {
         affected_rows: r.affected_rows ?? 0,
         executed_sql: r.executed_sql,
@@ -47,6 +49,7 @@ export const sqlRoutes = [
     method: 'post',
     path: '/api/v1/workspaces/:id/sql/preview',
     operation: 'preview_sql',
+    response: SqlPreview,
     summary: 'The rewritten SQL without running it; policies are not evaluated unless with_policies is true',
     auth: 'user',
     workspace: 'path',

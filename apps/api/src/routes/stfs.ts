@@ -14,6 +14,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
+import { Stf, StfCreated, StfVersion } from '../http/views.js';
 import { secretBox } from '../http/secrets.js';
 import { PageQuery, StfCode, StfRuntime } from '../http/schemas.js';
 
@@ -46,6 +47,7 @@ export const stfRoutes = [
     method: 'get',
     path: '/api/v1/stfs',
     operation: 'list_stfs',
+    response: v.array(Stf),
     summary: 'STFs of the workspace, each with its latest version',
     query: PageQuery,
     handler: ({ db, access, query }) => listStfs(db, access.workspace.id, query),
@@ -55,6 +57,7 @@ export const stfRoutes = [
     method: 'post',
     path: '/api/v1/stfs',
     operation: 'create_stf',
+    response: StfCreated,
     summary: 'Create an STF with its first version (workflow editors)',
     body: CreateStf,
     status: 201,
@@ -78,6 +81,7 @@ export const stfRoutes = [
     method: 'get',
     path: '/api/v1/stfs/:stfId',
     operation: 'get_stf',
+    response: Stf,
     summary: 'An STF',
     handler: ({ db, access, params }) => getStf(db, access.workspace.id, params.stfId ?? ''),
   }),
@@ -86,6 +90,7 @@ export const stfRoutes = [
     method: 'patch',
     path: '/api/v1/stfs/:stfId',
     operation: 'update_stf',
+    response: Stf,
     summary: 'Change name, description or is_public (workflow editors)',
     body: PatchStf,
     handler: async (ctx) => {
@@ -113,6 +118,7 @@ export const stfRoutes = [
     method: 'get',
     path: '/api/v1/stfs/:stfId/versions',
     operation: 'list_stf_versions',
+    response: v.array(StfVersion),
     summary: 'Versions of an STF, newest first',
     query: PageQuery,
     handler: ({ db, access, params, query }) => listVersions(db, access.workspace.id, params.stfId ?? '', query),
@@ -122,6 +128,7 @@ export const stfRoutes = [
     method: 'post',
     path: '/api/v1/stfs/:stfId/versions',
     operation: 'add_stf_version',
+    response: StfVersion,
     summary: 'Add a version (workflow editors); the label must be new for this STF',
     body: v.object(VersionFields),
     status: 201,

@@ -7,6 +7,7 @@ import {
 } from '@wds/workspaces';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
+import { Workspace, WorkspaceWithRole } from '../http/views.js';
 import { PageQuery, Uuid } from '../http/schemas.js';
 
 const Name = v.pipe(v.string(), v.minLength(1, 'must have 1-255 characters'), v.maxLength(255, 'must have 1-255 characters'));
@@ -31,6 +32,7 @@ export const workspaceRoutes = [
     method: 'get',
     path: '/api/v1/workspaces',
     operation: 'list_workspaces',
+    response: v.array(WorkspaceWithRole),
     summary: 'Workspaces the caller belongs to (with the caller role)',
     auth: 'user',
     query: PageQuery,
@@ -41,6 +43,7 @@ export const workspaceRoutes = [
     method: 'post',
     path: '/api/v1/workspaces',
     operation: 'create_workspace',
+    response: Workspace,
     summary: 'Create a workspace; the caller becomes its admin (session tokens only)',
     auth: 'session',
     body: CreateWorkspace,
@@ -55,6 +58,7 @@ export const workspaceRoutes = [
     method: 'get',
     path: '/api/v1/workspaces/:id',
     operation: 'get_workspace',
+    response: WorkspaceWithRole,
     summary: 'Workspace details',
     auth: 'user',
     workspace: 'path',
@@ -65,6 +69,7 @@ export const workspaceRoutes = [
     method: 'patch',
     path: '/api/v1/workspaces/:id',
     operation: 'update_workspace',
+    response: Workspace,
     summary: 'Change workspace settings',
     auth: 'user',
     workspace: 'path',
