@@ -187,9 +187,77 @@ describe('OpenAPI document', () => {
     expect(body('get', '/api/v1/workspaces/{id}/documents')).toEqual({ type: 'array', items: ref('DocumentSummary') });
     expect(view('Document').required).toEqual(expect.arrayContaining(['id', 'title', 'doc_type', 'status', 'content', 'version']));
     expect(view('DocumentSummary').required).not.toContain('content');
+    // Workflows: the definition as saved; runs with their per-step records (deprecations when there are any).
+    expect(body('post', '/api/v1/workflows', '201')).toEqual(ref('Workflow'));
+    expect(body('get', '/api/v1/workflows')).toEqual({ type: 'array', items: ref('Workflow') });
+    for (const m of ['get', 'patch']) expect(body(m, '/api/v1/workflows/{workflowId}')).toEqual(ref('Workflow'));
+    expect(view('Workflow').required).toEqual(
+      expect.arrayContaining(['id', 'name', 'description', 'allow_anonymous_execute', 'input_schema', 'input_steps', 'stf_steps', 'effect_steps']),
+    );
+    expect(view('Workflow').properties.stf_steps.items.required).toEqual(['stf_version_id', 'pin_version', 'input_mappings']);
+    expect(body('post', '/api/v1/workflows/{workflowId}/execute').description).toMatch(/Any JSON/);
+    expect(body('get', '/api/v1/workflows/{workflowId}/runs')).toEqual({ type: 'array', items: ref('WorkflowRunSummary') });
+    expect(body('get', '/api/v1/workflows/{workflowId}/runs/{runId}')).toEqual(ref('WorkflowRun'));
+    expect(view('WorkflowRunSummary').required).toEqual(
+      expect.arrayContaining(['id', 'workflow_id', 'status', 'executed_by', 'error', 'steps', 'started_at', 'finished_at', 'duration_ms']),
+    );
+    expect(view('WorkflowRunSummary').required).not.toContain('input');
+    expect(view('WorkflowRun').required).toEqual(expect.arrayContaining(['input', 'output', 'steps']));
+    const step = view('WorkflowRun').properties.steps.items;
+    expect(step.required).toEqual(['kind', 'index', 'status']);
+    expect(step.properties.deprecations.items.required).toEqual(['at', 'found', 'use']);
+    // Effects.
+    expect(body('post', '/api/v1/effects', '201')).toEqual(ref('EffectCreated'));
+    expect(view('EffectCreated').properties.version).toEqual(ref('EffectVersion'));
+    expect(body('get', '/api/v1/effects')).toEqual({ type: 'array', items: ref('Effect') });
+    for (const m of ['get', 'patch']) expect(body(m, '/api/v1/effects/{effectId}')).toEqual(ref('Effect'));
+    expect(view('Effect').required).toEqual(expect.arrayContaining(['id', 'name', 'description', 'latest_version']));
+    expect(body('get', '/api/v1/effects/{effectId}/versions')).toEqual({ type: 'array', items: ref('EffectVersion') });
+    expect(body('post', '/api/v1/effects/{effectId}/versions', '201')).toEqual(ref('EffectVersion'));
+    expect(view('EffectVersion').required).toEqual(
+      expect.arrayContaining(['id', 'effect_id', 'version', 'url', 'method', 'header_mappings', 'body_mappings', 'query_mappings', 'timeout_secs', 'retries']),
+    );
+    // Members, invitations, redirect URIs.
+    expect(body('get', '/api/v1/workspaces/{id}/members')).toEqual({ type: 'array', items: ref('Member') });
+    expect(body('post', '/api/v1/workspaces/{id}/members', '201')).toEqual(ref('MemberAdded'));
+    expect(body('patch', '/api/v1/workspaces/{id}/members/{memberId}')).toEqual(ref('Member'));
+    expect(view('Member').required).toEqual(expect.arrayContaining(['id', 'user_id', 'user_email', 'user_name', 'role', 'created_at']));
+    expect(view('MemberAdded').anyOf.map((a: Json) => a.required)).toEqual([['membership'], ['invitation']]);
+    expect(body('get', '/api/v1/workspaces/{id}/invitations')).toEqual({ type: 'array', items: ref('Invitation') });
+    expect(view('Invitation').required).toEqual(expect.arrayContaining(['id', 'email', 'role', 'invited_by']));
+    expect(body('get', '/api/v1/workspaces/{id}/redirect-uris').properties.items).toEqual({ type: 'array', items: ref('RedirectUri') });
+    expect(body('post', '/api/v1/workspaces/{id}/redirect-uris', '201')).toEqual(ref('RedirectUri'));
+    // API keys: the raw key is answered by create only.
+    expect(body('post', '/api/v1/api-keys', '201')).toEqual(ref('ApiKeyCreated'));
+    expect(view('ApiKeyCreated').required).toContain('key');
+    expect(body('get', '/api/v1/api-keys')).toEqual({ type: 'array', items: ref('ApiKey') });
+    expect(view('ApiKey').required).toEqual(expect.arrayContaining(['id', 'name', 'prefix', 'created_at', 'expires_at', 'last_used_at']));
+    expect(Object.keys(view('ApiKey').properties)).not.toContain('key');
+    // Pinned charts.
+    expect(body('post', '/api/v1/pinned-charts', '201')).toEqual(ref('PinnedChart'));
+    expect(body('get', '/api/v1/pinned-charts')).toEqual({ type: 'array', items: ref('PinnedChart') });
+    for (const m of ['get', 'patch']) expect(body(m, '/api/v1/pinned-charts/{chartId}')).toEqual(ref('PinnedChart'));
+    expect(view('PinnedChart').required).toEqual(
+      expect.arrayContaining(['id', 'title', 'sql_query', 'chart_type', 'x_axis_column', 'y_axis_columns', 'display_order', 'is_visible']),
+    );
+    // STF secrets (names only) and describe.
+    expect(body('get', '/api/v1/stfs/{stfId}/secrets')).toEqual({ type: 'array', items: ref('StfSecretKey') });
+    expect(body('post', '/api/v1/stfs/{stfId}/secrets')).toEqual(ref('StfSecretKey'));
+    expect(view('StfSecretKey').required).toEqual(['env_key', 'created_at', 'updated_at']);
+    expect(Object.keys(view('StfSecretKey').properties)).not.toContain('value');
+    expect(body('post', '/api/v1/stfs/{stfId}/describe')).toEqual(ref('StfDescription'));
+    const described = view('StfDescription').oneOf ?? view('StfDescription').anyOf;
+    expect(described.map((d: Json) => d.properties.source.const)).toEqual(['stored', 'run', 'none']);
+    for (const d of described) expect(d.required).toEqual(expect.arrayContaining(['stf_id', 'stf_version_id', 'version', 'runtime', 'input_schema', 'output_schema', 'source']));
+    // Semantic search: hits with scores, and the embedding state counts.
+    expect(body('post', '/api/v1/workspaces/{id}/embeddings/files/search')).toEqual(ref('FileSearchResult'));
+    expect(body('post', '/api/v1/workspaces/{id}/embeddings/tables/search')).toEqual(ref('TableSearchResult'));
+    expect(view('FileSearchResult').properties.results.items.required).toEqual(['file_id', 'filename', 'content_type', 'score', 'chunk_index', 'content']);
+    expect(view('TableSearchResult').properties.results.items.required).toEqual(['table_name', 'score', 'row']);
+    expect(view('TableSearchResult').properties.status.required).toEqual(['pending', 'processing', 'completed', 'failed', 'skipped']);
     // Every $ref names a component; routes without a declared body keep the description-only answer.
     for (const m of JSON.stringify(doc).matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g)) expect(doc.components.schemas[m[1] as string], m[1]).toBeDefined();
-    expect(op('get', '/api/v1/workspaces/{id}/members').responses['200']).toEqual({ description: 'Success' });
+    expect(op('get', '/api/v1/audit-logs').responses['200']).toEqual({ description: 'Success' });
     expect(op('delete', '/api/v1/workspaces/{id}').responses['204']).toEqual({ description: 'Success' });
   });
 

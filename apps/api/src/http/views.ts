@@ -142,6 +142,200 @@ export const DocumentSummary = v.object({
 });
 export const Document = v.object({ ...DocumentSummary.entries, content: v.string() });
 
+/** Where a value of a step or call comes from (@wds/effect-runner FieldMapping): a path into the input, or a JSON value. */
+const FieldMapping = v.object({
+  source: v.variant('type', [
+    v.object({ type: v.literal('Variable'), value: v.string() }),
+    v.object({ type: v.literal('Const'), value: v.unknown() }),
+  ]),
+  target: v.string(),
+});
+const Mappings = v.array(FieldMapping);
+
+const InputSource = v.variant('type', [
+  v.object({ type: v.literal('Library'), name: v.string() }),
+  v.object({ type: v.literal('Table'), name: v.string() }),
+  v.object({ type: v.literal('File'), id: Uuid }),
+  v.object({
+    type: v.literal('Fetch'),
+    url: v.string(),
+    method: v.optional(v.string()),
+    headers: v.optional(v.record(v.string(), v.string())),
+    body: v.optional(v.unknown()),
+    timeout_secs: v.optional(v.number()),
+  }),
+]);
+
+/** A workflow with its definition (@wds/workflows WorkflowView); `pin_version` is stored with its default. */
+export const Workflow = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  name: v.string(),
+  description: v.nullable(v.string()),
+  allow_anonymous_execute: v.boolean(),
+  input_schema: v.nullable(JsonObject),
+  input_steps: v.array(v.object({ name: v.string(), source: InputSource })),
+  stf_steps: v.array(v.object({ stf_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
+  effect_steps: v.array(v.object({ effect_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+const StepError = v.object({ kind: v.string(), message: v.string(), details: v.optional(v.string()) });
+/** One step of a run (@wds/workflows StepRecord): which STF or effect version ran, how it ended, its deprecations. */
+const StepRecord = v.object({
+  kind: v.picklist(['input', 'stf', 'effect']),
+  index: NonNegative,
+  name: v.optional(v.string()),
+  stf_id: v.optional(Uuid),
+  stf_version_id: v.optional(Uuid),
+  effect_id: v.optional(Uuid),
+  effect_version_id: v.optional(Uuid),
+  version: v.optional(v.string()),
+  status: v.picklist(['succeeded', 'failed', 'skipped']),
+  duration_ms: v.optional(v.number()),
+  error: v.optional(StepError),
+  status_code: v.optional(Integer),
+  attempts: v.optional(NonNegative),
+  /** What the step's definition wrote in an older form that still works, and what to write instead. */
+  deprecations: v.optional(v.array(v.object({ at: v.string(), found: v.string(), use: v.string() }))),
+});
+/** A run as listed: without its input and output. `error.step` names the failed step (`run` when interrupted). */
+export const WorkflowRunSummary = v.object({
+  id: Uuid,
+  workflow_id: Uuid,
+  status: v.picklist(['running', 'succeeded', 'failed']),
+  executed_by: v.nullable(Uuid),
+  error: v.nullable(v.object({ ...StepError.entries, step: v.string() })),
+  steps: v.array(StepRecord),
+  started_at: Timestamp,
+  finished_at: v.nullable(Timestamp),
+  duration_ms: v.nullable(v.number()),
+});
+/** One run with its input and output (any JSON; null when there is none). */
+export const WorkflowRun = v.object({ ...WorkflowRunSummary.entries, input: v.unknown(), output: v.unknown() });
+
+export const EffectVersion = v.object({
+  id: Uuid,
+  effect_id: Uuid,
+  version: v.string(),
+  url: v.string(),
+  method: v.string(),
+  header_mappings: Mappings,
+  body_mappings: Mappings,
+  query_mappings: Mappings,
+  input_schema: v.unknown(),
+  /** Null: the run-time default (30 s). */
+  timeout_secs: v.nullable(Integer),
+  retries: NonNegative,
+  created_at: Timestamp,
+});
+export const Effect = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  name: v.string(),
+  description: v.nullable(v.string()),
+  latest_version: v.nullable(v.object({ id: Uuid, version: v.string(), method: v.string(), url: v.string() })),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** create_effect: the effect with its first version. */
+export const EffectCreated = v.object({ ...Effect.entries, version: EffectVersion });
+
+export const Member = v.object({
+  id: Uuid,
+  user_id: Uuid,
+  user_email: v.string(),
+  user_name: v.string(),
+  role: Role,
+  created_at: Timestamp,
+});
+export const Invitation = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  email: v.string(),
+  role: Role,
+  invited_by: v.nullable(Uuid),
+  created_at: Timestamp,
+});
+/** add_member: the membership of a known user, or a pending invitation of an unknown email. */
+export const MemberAdded = v.union([v.object({ membership: Member }), v.object({ invitation: Invitation })]);
+export const RedirectUri = v.object({ id: Uuid, redirect_uri: v.string(), created_at: Timestamp });
+
+/** An API key's metadata: never the key itself. */
+export const ApiKey = v.object({
+  id: Uuid,
+  name: v.string(),
+  prefix: v.string(),
+  created_at: Timestamp,
+  expires_at: v.nullable(Timestamp),
+  last_used_at: v.nullable(Timestamp),
+});
+/** create_api_key: the metadata and the raw key, answered this once. */
+export const ApiKeyCreated = v.object({ ...ApiKey.entries, key: v.string() });
+
+export const PinnedChart = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  title: v.string(),
+  sql_query: v.string(),
+  chart_type: v.string(),
+  x_axis_column: v.nullable(v.string()),
+  y_axis_columns: v.nullable(v.array(v.string())),
+  display_order: Integer,
+  description: v.nullable(v.string()),
+  is_visible: v.boolean(),
+  created_by: v.nullable(Uuid),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+/** An STF secret as listed: its name only, the value is write-only. */
+export const StfSecretKey = v.object({ env_key: v.string(), created_at: Timestamp, updated_at: Timestamp });
+
+const DescribeHead = {
+  stf_id: Uuid,
+  stf_version_id: Uuid,
+  version: v.string(),
+  runtime: RuntimeName,
+  input_schema: v.unknown(),
+  output_schema: v.unknown(),
+};
+/**
+ * describe_stf (@wds/stf-runner StfDescription): the stored schemas (`stored`), what the code answered to
+ * `{ operation: 'describe' }` (`run`), or nothing known (`none`, with the code's failure when it failed).
+ */
+export const StfDescription = v.variant('source', [
+  v.object({ ...DescribeHead, source: v.literal('stored') }),
+  v.object({ ...DescribeHead, source: v.literal('run'), description: v.optional(v.string()), operations: v.optional(v.unknown()) }),
+  v.object({
+    ...DescribeHead,
+    source: v.literal('none'),
+    error: v.optional(v.object({ kind: v.string(), message: v.string(), details: v.optional(v.string()) })),
+  }),
+]);
+
+/** How many items of the workspace's embeddings are in each state (@wds/semantic-search StatusCounts). */
+const EmbeddingCounts = v.object({
+  pending: NonNegative,
+  processing: NonNegative,
+  completed: NonNegative,
+  failed: NonNegative,
+  skipped: NonNegative,
+});
+/** search_files: the best-matching passage of each file with its cosine similarity (-1 to 1). */
+export const FileSearchResult = v.object({
+  results: v.array(
+    v.object({ file_id: Uuid, filename: v.string(), content_type: v.string(), score: v.number(), chunk_index: NonNegative, content: v.string() }),
+  ),
+  status: EmbeddingCounts,
+});
+/** search_tables: rows the caller may read, most similar first. */
+export const TableSearchResult = v.object({
+  results: v.array(v.object({ table_name: v.string(), score: v.number(), row: JsonObject })),
+  status: EmbeddingCounts,
+});
+
 /** The named views: each a component of the OpenAPI document (#/components/schemas/<name>). */
 export const VIEWS: Record<string, v.GenericSchema> = {
   Workspace,
@@ -157,4 +351,21 @@ export const VIEWS: Record<string, v.GenericSchema> = {
   File,
   DocumentSummary,
   Document,
+  Workflow,
+  WorkflowRunSummary,
+  WorkflowRun,
+  Effect,
+  EffectCreated,
+  EffectVersion,
+  Member,
+  Invitation,
+  MemberAdded,
+  RedirectUri,
+  ApiKey,
+  ApiKeyCreated,
+  PinnedChart,
+  StfSecretKey,
+  StfDescription,
+  FileSearchResult,
+  TableSearchResult,
 };

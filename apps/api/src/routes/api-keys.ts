@@ -1,5 +1,6 @@
 import { createApiKey, listApiKeys, revokeApiKey } from '@wds/identity';
 import * as v from 'valibot';
+import { ApiKey, ApiKeyCreated } from '../http/views.js';
 import { defineRoute } from '../http/route.js';
 import { IsoTimestamp, PageQuery } from '../http/schemas.js';
 
@@ -8,6 +9,7 @@ export const apiKeyRoutes = [
     method: 'get',
     path: '/api/v1/api-keys',
     operation: 'list_api_keys',
+    response: v.array(ApiKey),
     summary: "The caller's API keys (metadata only)",
     auth: 'session',
     query: PageQuery,
@@ -17,6 +19,7 @@ export const apiKeyRoutes = [
     method: 'post',
     path: '/api/v1/api-keys',
     operation: 'create_api_key',
+    response: ApiKeyCreated,
     summary: 'Create an API key; the raw key is returned once',
     auth: 'session',
     body: v.object({

@@ -12,6 +12,7 @@ import {
 import { validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
+import { Effect, EffectCreated, EffectVersion } from '../http/views.js';
 import { defineRoute } from '../http/route.js';
 import { PageQuery, withJsonSchema } from '../http/schemas.js';
 
@@ -94,6 +95,7 @@ export const effectRoutes = [
     method: 'get',
     path: '/api/v1/effects',
     operation: 'list_effects',
+    response: v.array(Effect),
     summary: 'Effects of the workspace, each with its latest version',
     query: PageQuery,
     handler: ({ db, access, query }) => listEffects(db, access.workspace.id, query),
@@ -103,6 +105,7 @@ export const effectRoutes = [
     method: 'post',
     path: '/api/v1/effects',
     operation: 'create_effect',
+    response: EffectCreated,
     summary: 'Create an effect (an HTTP call definition) with its first version (workflow editors)',
     body: CreateEffect,
     status: 201,
@@ -125,6 +128,7 @@ export const effectRoutes = [
     method: 'get',
     path: '/api/v1/effects/:effectId',
     operation: 'get_effect',
+    response: Effect,
     summary: 'An effect',
     handler: ({ db, access, params }) => getEffect(db, access.workspace.id, params.effectId ?? ''),
   }),
@@ -133,6 +137,7 @@ export const effectRoutes = [
     method: 'patch',
     path: '/api/v1/effects/:effectId',
     operation: 'update_effect',
+    response: Effect,
     summary: 'Change name or description (workflow editors); the call itself changes by adding a version',
     body: PatchEffect,
     handler: async (ctx) => {
@@ -160,6 +165,7 @@ export const effectRoutes = [
     method: 'get',
     path: '/api/v1/effects/:effectId/versions',
     operation: 'list_effect_versions',
+    response: v.array(EffectVersion),
     summary: 'Versions of an effect, newest first',
     query: PageQuery,
     handler: ({ db, access, params, query }) => listEffectVersions(db, access.workspace.id, params.effectId ?? '', query),
@@ -169,6 +175,7 @@ export const effectRoutes = [
     method: 'post',
     path: '/api/v1/effects/:effectId/versions',
     operation: 'add_effect_version',
+    response: EffectVersion,
     summary: 'Add a version (workflow editors); the label must be new for this effect',
     body: VersionBody,
     status: 201,

@@ -10,6 +10,7 @@ import {
   searchTables,
   tableStatus,
 } from '@wds/semantic-search';
+import { FileSearchResult, TableSearchResult } from '../http/views.js';
 import * as v from 'valibot';
 import { assertDdlAllowed, assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
@@ -95,6 +96,7 @@ export const embeddingRoutes = [
     method: 'post',
     path: `${base}/files/search`,
     operation: 'search_files',
+    response: FileSearchResult,
     summary: 'Files whose text is most similar to a query, with the best-matching passage and its score',
     body: v.object({ query: Query, limit: Limit }),
     handler: (ctx) => searchFiles(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.query, ctx.body.limit),
@@ -129,6 +131,7 @@ export const embeddingRoutes = [
     method: 'post',
     path: `${base}/tables/search`,
     operation: 'search_tables',
+    response: TableSearchResult,
     summary: 'Rows of any embedded table most similar to a query, with scores; only rows the caller may read',
     body: v.object({ query: Query, limit: Limit, table_names: v.optional(TableNames) }),
     handler: (ctx) => searchTables(embeddingDeps(ctx.services), sqlCallerOf(ctx), ctx.body.query, ctx.body.limit, ctx.body.table_names),

@@ -10,6 +10,7 @@ import {
   removeRedirectUri,
 } from '@wds/workspaces';
 import * as v from 'valibot';
+import { Invitation, Member, MemberAdded, RedirectUri } from '../http/views.js';
 import { defineRoute } from '../http/route.js';
 import { Email, PageQuery, Role } from '../http/schemas.js';
 
@@ -21,6 +22,7 @@ export const memberRoutes = [
     method: 'get',
     path: `${base}/members`,
     operation: 'list_members',
+    response: v.array(Member),
     summary: 'Members of the workspace',
     auth: 'user',
     workspace: 'path',
@@ -32,6 +34,7 @@ export const memberRoutes = [
     method: 'post',
     path: `${base}/members`,
     operation: 'add_member',
+    response: MemberAdded,
     summary: 'Add a member by email; an unknown email gets a pending invitation',
     auth: 'user',
     workspace: 'path',
@@ -52,6 +55,7 @@ export const memberRoutes = [
     method: 'patch',
     path: `${base}/members/:memberId`,
     operation: 'update_member',
+    response: Member,
     summary: "Change a member's role",
     auth: 'user',
     workspace: 'path',
@@ -81,6 +85,7 @@ export const memberRoutes = [
     method: 'get',
     path: `${base}/invitations`,
     operation: 'list_invitations',
+    response: v.array(Invitation),
     summary: 'Pending invitations',
     auth: 'user',
     workspace: 'path',
@@ -106,6 +111,7 @@ export const memberRoutes = [
     method: 'get',
     path: `${base}/redirect-uris`,
     operation: 'list_redirect_uris',
+    response: v.object({ items: v.array(RedirectUri) }),
     summary: 'OAuth redirect URIs of the workspace, as { items }',
     auth: 'user',
     workspace: 'path',
@@ -116,6 +122,7 @@ export const memberRoutes = [
     method: 'post',
     path: `${base}/redirect-uris`,
     operation: 'add_redirect_uri',
+    response: RedirectUri,
     summary: 'Register a redirect URI (HTTPS, no fragment, at most 2000 characters)',
     auth: 'user',
     workspace: 'path',

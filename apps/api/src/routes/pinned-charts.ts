@@ -17,6 +17,7 @@ import {
 } from '@wds/charts';
 import * as v from 'valibot';
 import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { PinnedChart } from '../http/views.js';
 import { boolQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 /** Pinned charts (spec §2.16, §4.16): header-scoped; members read and pin, the creator or an admin changes. */
@@ -69,6 +70,7 @@ export const pinnedChartRoutes = [
     method: 'get',
     path: '/api/v1/pinned-charts',
     operation: 'list_pinned_charts',
+    response: v.array(PinnedChart),
     summary: 'Visible pinned charts by display_order, then creation (include_hidden=true adds hidden ones)',
     query: v.object({ include_hidden: boolQuery('must be true or false'), ...pageEntries }),
     handler: ({ db, access, query }) =>
@@ -79,6 +81,7 @@ export const pinnedChartRoutes = [
     method: 'post',
     path: '/api/v1/pinned-charts',
     operation: 'create_pinned_chart',
+    response: PinnedChart,
     summary: 'Pin a chart: { title, sql_query, chart_type, x_axis_column?, y_axis_columns?, display_order?, description?, is_visible? }',
     body: CreateChart,
     status: 201,
@@ -93,6 +96,7 @@ export const pinnedChartRoutes = [
     method: 'get',
     path: '/api/v1/pinned-charts/:chartId',
     operation: 'get_pinned_chart',
+    response: PinnedChart,
     summary: 'A pinned chart (hidden ones too)',
     handler: ({ db, access, params }) => getPinnedChart(db, access.workspace.id, params.chartId ?? ''),
   }),
@@ -101,6 +105,7 @@ export const pinnedChartRoutes = [
     method: 'patch',
     path: '/api/v1/pinned-charts/:chartId',
     operation: 'update_pinned_chart',
+    response: PinnedChart,
     summary: "Change a chart's fields (its creator or an admin); null clears an optional field",
     body: PatchChart,
     handler: async (ctx) => {

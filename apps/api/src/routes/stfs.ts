@@ -14,7 +14,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Stf, StfCreated, StfVersion } from '../http/views.js';
+import { Stf, StfCreated, StfDescription, StfSecretKey, StfVersion } from '../http/views.js';
 import { secretBox } from '../http/secrets.js';
 import { PageQuery, StfCode, StfRuntime } from '../http/schemas.js';
 
@@ -152,6 +152,7 @@ export const stfRoutes = [
     method: 'post',
     path: '/api/v1/stfs/:stfId/describe',
     operation: 'describe_stf',
+    response: StfDescription,
     summary: 'The input and output schemas of a version (the newest unless `version` names one)',
     body: v.object({ version: v.optional(Label) }),
     // Without stored schemas the code itself is asked (DECISIONS §6), without sql() so describing changes nothing.
@@ -168,6 +169,7 @@ export const stfRoutes = [
     method: 'get',
     path: '/api/v1/stfs/:stfId/secrets',
     operation: 'list_stf_secrets',
+    response: v.array(StfSecretKey),
     summary: 'Secret key names of an STF (values are write-only)',
     handler: async ({ db, access, params }) => {
       const stf = await getStf(db, access.workspace.id, params.stfId ?? '');
@@ -179,6 +181,7 @@ export const stfRoutes = [
     method: 'post',
     path: '/api/v1/stfs/:stfId/secrets',
     operation: 'upsert_stf_secret',
+    response: StfSecretKey,
     summary: 'Set a secret (workflow editors); the value is sealed and never returned',
     body: v.object({ env_key: v.string(), value: v.string() }),
     handler: async (ctx) => {

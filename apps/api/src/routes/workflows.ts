@@ -16,6 +16,7 @@ import {
 } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
+import { Workflow, WorkflowRun, WorkflowRunSummary } from '../http/views.js';
 import { defineRoute, workspaceAccess } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
 
@@ -27,6 +28,7 @@ export const workflowRoutes = [
     method: 'get',
     path: '/api/v1/workflows',
     operation: 'list_workflows',
+    response: v.array(Workflow),
     summary: 'Workflows of the workspace (`name` narrows to an exact name)',
     query: v.object({ ...PageQuery.entries, name: v.optional(v.pipe(v.string(), v.maxLength(255))) }),
     handler: ({ db, access, query }) => listWorkflows(db, access.workspace.id, query),
@@ -36,6 +38,7 @@ export const workflowRoutes = [
     method: 'post',
     path: '/api/v1/workflows',
     operation: 'create_workflow',
+    response: Workflow,
     summary: 'Create a workflow (workflow editors); its steps are checked against this workspace',
     body: CreateWorkflowSchema,
     status: 201,
@@ -52,6 +55,7 @@ export const workflowRoutes = [
     method: 'get',
     path: '/api/v1/workflows/:workflowId',
     operation: 'get_workflow',
+    response: Workflow,
     summary: 'A workflow',
     handler: ({ db, access, params }) => getWorkflow(db, access.workspace.id, params.workflowId ?? ''),
   }),
@@ -60,6 +64,7 @@ export const workflowRoutes = [
     method: 'patch',
     path: '/api/v1/workflows/:workflowId',
     operation: 'update_workflow',
+    response: Workflow,
     summary: 'Change a workflow (workflow editors); step lists given replace the saved ones',
     body: UpdateWorkflowSchema,
     handler: async (ctx) => {
@@ -90,6 +95,7 @@ export const workflowRoutes = [
     method: 'post',
     path: '/api/v1/workflows/:workflowId/execute',
     operation: 'execute_workflow',
+    response: v.unknown(),
     summary:
       'Run a workflow with the body as $input; answers the last STF step\'s output (422 RUNTIME_ERROR naming the failed step). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution',
     // The workspace comes from X-Workspace-ID, but the caller may be anonymous: resolved in the handler.
@@ -104,6 +110,7 @@ export const workflowRoutes = [
       responses: {
         '200': {
           description: "The last STF step's output",
+          content: { 'application/json': { schema: { description: "Any JSON value: the last STF step's output" } } },
           headers: { 'X-Workflow-Run-Id': { schema: { type: 'string' }, description: 'The run (GET …/runs lists it)' } },
         },
       },
@@ -133,16 +140,21 @@ export const workflowRoutes = [
     method: 'get',
     path: '/api/v1/workflows/:workflowId/runs',
     operation: 'list_workflow_runs',
+    response: v.array(WorkflowRunSummary),
     summary: 'Runs of a workflow, newest first (status, per-step records, timings; without input and output)',
     query: PageQuery,
-    handler: ({ db, access, params, query }) => listRuns(db, access.workspace.id, params.workflowId ?? '', query),
+    // The run's error and steps are stored JSON (typed unknown by @wds/workflows); the engine writes RunError and StepRecord[].
+    handler: async ({ db, access, params, query }) =>
+      (await listRuns(db, access.workspace.id, params.workflowId ?? '', query)) as v.InferInput<typeof WorkflowRunSummary>[],
   }),
   defineRoute({
     ...common,
     method: 'get',
     path: '/api/v1/workflows/:workflowId/runs/:runId',
     operation: 'get_workflow_run',
+    response: WorkflowRun,
     summary: 'One run of a workflow, with its input, output, error and per-step records',
-    handler: ({ db, access, params }) => getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? ''),
+    handler: async ({ db, access, params }) =>
+      (await getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '')) as v.InferInput<typeof WorkflowRun>,
   }),
 ];
