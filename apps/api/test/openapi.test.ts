@@ -19,6 +19,18 @@ const operations = (): [string, string, Json][] =>
   );
 
 describe('OpenAPI document', () => {
+  unit('an open object says so (additionalProperties), so generated clients do not type it as an empty record', () => {
+    const closed: string[] = [];
+    const walk = (o: unknown, at: string): void => {
+      if (!o || typeof o !== 'object') return;
+      const s = o as Record<string, unknown>;
+      if (s.type === 'object' && s.properties === undefined && s.additionalProperties === undefined) closed.push(at);
+      for (const [k, v] of Object.entries(s)) walk(v, `${at}/${k}`);
+    };
+    walk(doc, '');
+    expect(closed).toEqual([]);
+  });
+
   unit('query parameters are typed from their declared bounds: integers and booleans, not strings', () => {
     const limit = param(op('get', '/api/v1/workspaces/{id}/files'), 'limit', 'query');
     expect(limit.schema).toEqual({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });

@@ -375,7 +375,7 @@ function servicePaths(): Record<string, Record<string, unknown>> {
         summary: 'This document (OpenAPI 3.1)',
         tags: ['service'],
         security: [],
-        responses: { '200': { description: 'The OpenAPI document', content: json({ type: 'object' }) }, '429': errorRef(429) },
+        responses: { '200': { description: 'The OpenAPI document', content: json({ type: 'object', additionalProperties: {} }) }, '429': errorRef(429) },
       },
     },
     '/api/v1/docs': {

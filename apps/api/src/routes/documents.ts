@@ -43,7 +43,7 @@ const Content = v.pipe(
 const Metadata = v.optional(
   v.nullable(
     v.pipe(
-      withJsonSchema(v.custom<Record<string, unknown>>(isObject, 'must be a JSON object'), { type: 'object' }),
+      withJsonSchema(v.custom<Record<string, unknown>>(isObject, 'must be a JSON object'), { type: 'object', additionalProperties: {} }),
       withJsonSchema(
         v.check<Record<string, unknown>, string>(
           (m) => Buffer.byteLength(JSON.stringify(m)) <= DOCUMENT_LIMITS.metadataBytes,
