@@ -119,6 +119,31 @@ describe('physical names of workspace objects', () => {
     expect(isLogicalName('ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_items_pkey', 'constraint')).toBe(false);
   });
 
+  it('refuses hostile index and constraint names in every place they are mapped (quotes, comment openers, $$)', () => {
+    const catalog = new Map([['t', new Set(['id', 'x'])]]);
+    const run = (sql: string) => code(() => rewrite(analyze(sql), { workspaceId: ws, catalog }));
+    for (const bad of [`a'b`, 'a"b', 'a/*b', 'a--b', 'a$$b', '$q$x$q$', 'A', 'a b', `${'x'.repeat(40)}'`, 'ws_0190aaaa_bbbb_7ccc_8ddd_ffffffffffff_t_pkey']) {
+      const q = `"${bad.replaceAll('"', '""')}"`;
+      for (const sql of [
+        `CREATE INDEX ${q} ON t (x)`,
+        `DROP INDEX ${q}`,
+        `CREATE TABLE u (id int, CONSTRAINT ${q} UNIQUE (id))`,
+        `ALTER TABLE t ADD CONSTRAINT ${q} UNIQUE (x)`,
+        `INSERT INTO t (id) VALUES (1) ON CONFLICT ON CONSTRAINT ${q} DO NOTHING`,
+      ]) {
+        expect(run(sql), sql).toMatch(/INVALID_TABLE|SCHEMA_ACCESS_DENIED|UNSUPPORTED/);
+      }
+    }
+  });
+
+  it('prints a long name as a plain identifier that re-parses to the analysed statement (rewrite verifies it)', () => {
+    const catalog = new Map([['t', new Set(['id', 'x'])]]);
+    const long = `idx_${'a_'.repeat(29)}z`; // 63 characters
+    const sql = rewrite(analyze(`CREATE INDEX ${long} ON t (x)`), { workspaceId: ws, catalog });
+    expect(sql).toContain(physicalName(ws, long, 'index'));
+    expect(sql).not.toMatch(/["'$]/);
+  });
+
   it('rewrites CREATE INDEX, DROP INDEX and ON CONFLICT ON CONSTRAINT with the same long name alike', () => {
     const catalog = new Map([['journal_entries', new Set(['id', 'status'])]]);
     const rewriteSql = (sql: string) => rewrite(analyze(sql), { workspaceId: ws, catalog });

@@ -163,14 +163,29 @@ export class StreamDemuxer {
   }
 }
 
+/** Every container of a run reads its stdin from, and writes its output to, the attach connection (no TTY). */
+export const ATTACHED_STDIO = {
+  OpenStdin: true,
+  StdinOnce: true,
+  AttachStdin: true,
+  AttachStdout: true,
+  AttachStderr: true,
+  Tty: false,
+} as const;
+
+/**
+ * The network of a run's container: `none` (the relay: a loopback interface only), or the namespace of the run's
+ * relay, which itself has none. There is no third choice, so no container of a run ever gets a route off the host.
+ */
+export type RunNetwork = 'none' | { relay: string };
+
 /**
  * The HostConfig every container of a run gets — the STF's and its relay's: no capabilities, no new privileges, a
  * read-only root filesystem, memory (swap included) and process limits, the run's directory mounted read-only, and
- * the given network mode (`none` for the relay, the relay's namespace for the STF). One place, so the two cannot
- * drift apart.
+ * the run's network (RunNetwork). One place, so the two cannot drift apart.
  */
 export function hardenedHostConfig(opts: {
-  networkMode: string;
+  network: RunNetwork;
   memoryBytes: number;
   pidsLimit: number;
   /** `<host dir>:<container dir>:ro`. */
@@ -178,7 +193,7 @@ export function hardenedHostConfig(opts: {
   tmpfs?: Record<string, string>;
 }): Record<string, unknown> {
   return {
-    NetworkMode: opts.networkMode,
+    NetworkMode: opts.network === 'none' ? 'none' : `container:${opts.network.relay}`,
     ReadonlyRootfs: true,
     CapDrop: ['ALL'],
     SecurityOpt: ['no-new-privileges'],

@@ -13,7 +13,7 @@
  * `localhost/wds-node:<node version>-2` (scripts/container-engine.sh) by default, or the service's own image.
  */
 import { MAX_CONNECTIONS } from './api-socket.js';
-import { type EngineClient, EngineError, hardenedHostConfig, StreamDemuxer } from './engine.js';
+import { ATTACHED_STDIO, type EngineClient, EngineError, hardenedHostConfig, StreamDemuxer } from './engine.js';
 
 /** The TCP port the relay listens on inside the run's namespace (unprivileged: every capability is dropped). */
 export const RELAY_PORT = 8080;
@@ -69,15 +69,10 @@ export async function createRelay(engine: EngineClient, spec: RelaySpec): Promis
     Env: [`WDS_RELAY_PORT=${RELAY_PORT}`, `WDS_RELAY_SOCKET=${spec.socket}`],
     User: spec.user,
     WorkingDir: '/',
-    OpenStdin: true,
-    StdinOnce: true,
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-    Tty: false,
+    ...ATTACHED_STDIO,
     Labels: spec.labels,
     HostConfig: hardenedHostConfig({
-      networkMode: 'none',
+      network: 'none',
       memoryBytes: spec.memoryBytes,
       pidsLimit: spec.pidsLimit,
       bind: `${spec.runDir}:${spec.mount}:ro`,

@@ -33,7 +33,7 @@ import { FairQueue, type FairQueueStats } from '../fair-queue.js';
 import { createMasker, LogCollector } from '../wasm/logs.js';
 import { StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
 import { openApiSocket } from './api-socket.js';
-import { EngineClient, EngineError, hardenedHostConfig, parseDockerHost, StreamDemuxer } from './engine.js';
+import { ATTACHED_STDIO, EngineClient, EngineError, hardenedHostConfig, parseDockerHost, StreamDemuxer } from './engine.js';
 import { createRelay, defaultRelayImage, RELAY_PORT, type StartedRelay, startRelay } from './relay.js';
 
 export interface DockerRuntimeOptions {
@@ -281,16 +281,11 @@ class DockerStfRuntime implements DockerRuntime {
       ...(command ? { Cmd: command } : {}),
       Env: env,
       User: this.opts.user ?? '65534:65534',
-      OpenStdin: true,
-      StdinOnce: true,
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
+      ...ATTACHED_STDIO,
       Labels: labels,
       HostConfig: hardenedHostConfig({
         // The relay's namespace: a loopback interface where the relay listens, and nothing else.
-        networkMode: `container:${relayId}`,
+        network: { relay: relayId },
         memoryBytes: memory,
         pidsLimit: this.opts.pidsLimit ?? 64,
         bind: `${runDir}:${STF_MOUNT}:ro`,
