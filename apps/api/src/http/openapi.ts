@@ -5,7 +5,7 @@ import type * as v from 'valibot';
 import { isIdParam } from './input.js';
 import type { AnyRoute } from './route.js';
 import { type JsonSchema, statedJsonSchema } from './schemas.js';
-import { VIEWS } from './views.js';
+import { VIEWS } from './views/index.js';
 
 export type { JsonSchema };
 

@@ -1,6 +1,6 @@
 import { createApiKey, listApiKeys, revokeApiKey } from '@wds/identity';
 import * as v from 'valibot';
-import { ApiKey, ApiKeyCreated } from '../http/views.js';
+import { ApiKey, ApiKeyCreated } from '../http/views/index.js';
 import { defineRoute } from '../http/route.js';
 import { IsoTimestamp, PageQuery } from '../http/schemas.js';
 

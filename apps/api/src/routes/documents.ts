@@ -11,7 +11,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Document, DocumentSummary } from '../http/views.js';
+import { Document, DocumentSummary } from '../http/views/index.js';
 import { intQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 const base = '/api/v1/workspaces/:id/documents';

@@ -12,7 +12,7 @@ import {
 import { validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { Effect, EffectCreated, EffectVersion } from '../http/views.js';
+import { Effect, EffectCreated, EffectVersion } from '../http/views/index.js';
 import { defineRoute } from '../http/route.js';
 import { PageQuery, withJsonSchema } from '../http/schemas.js';
 

@@ -10,7 +10,7 @@ import {
   searchTables,
   tableStatus,
 } from '@wds/semantic-search';
-import { FileSearchResult, TableSearchResult } from '../http/views.js';
+import { FileSearchResult, TableSearchResult } from '../http/views/index.js';
 import * as v from 'valibot';
 import { assertDdlAllowed, assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';

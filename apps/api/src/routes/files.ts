@@ -14,7 +14,7 @@ import { receiveJsonUpload, receiveMultipartUpload } from '@wds/uploads';
 import { autoEmbedFile, extractFileText, forgetFile } from '@wds/semantic-search';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
-import { File } from '../http/views.js';
+import { File } from '../http/views/index.js';
 import { checkJsonValue, textProblem } from '../http/input.js';
 import { PageQuery, intQuery } from '../http/schemas.js';
 

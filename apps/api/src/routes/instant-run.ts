@@ -3,7 +3,7 @@ import { decodeStfCode, instantRun, instantRunCode } from '@wds/stf-runner';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { RunAnswer } from '../http/views.js';
+import { RunAnswer } from '../http/views/index.js';
 import { StfCode, StfRuntime, Uuid, withJsonSchema } from '../http/schemas.js';
 
 /** The fields of an instant run (one of stf_version_id, stf_id and code + runtime: the checks below). */

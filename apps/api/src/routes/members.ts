@@ -10,7 +10,7 @@ import {
   removeRedirectUri,
 } from '@wds/workspaces';
 import * as v from 'valibot';
-import { Invitation, Member, MemberAdded, RedirectUri } from '../http/views.js';
+import { Invitation, Member, MemberAdded, RedirectUri } from '../http/views/index.js';
 import { defineRoute } from '../http/route.js';
 import { Email, PageQuery, Role } from '../http/schemas.js';
 

@@ -17,7 +17,7 @@ import {
 } from '@wds/charts';
 import * as v from 'valibot';
 import { type HandlerCtx, defineRoute } from '../http/route.js';
-import { PinnedChart } from '../http/views.js';
+import { PinnedChart } from '../http/views/index.js';
 import { boolQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 /** Pinned charts (spec §2.16, §4.16): header-scoped; members read and pin, the creator or an admin changes. */

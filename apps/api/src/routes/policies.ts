@@ -13,7 +13,7 @@ import {
 import * as v from 'valibot';
 import { assertPolicyEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Policy, PolicyGroup } from '../http/views.js';
+import { Policy, PolicyGroup } from '../http/views/index.js';
 import { PageQuery, Uuid } from '../http/schemas.js';
 
 const Name = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255));

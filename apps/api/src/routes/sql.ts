@@ -2,7 +2,7 @@ import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 import { autoEmbedRows } from '@wds/semantic-search';
 import { defineRoute } from '../http/route.js';
-import { SqlPreview, SqlResult } from '../http/views.js';
+import { SqlPreview, SqlResult } from '../http/views/index.js';
 import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
 
 // Characters here; the parser's own limit counts UTF-8 bytes (MAX_SQL_BYTES) and holds for every entry point.

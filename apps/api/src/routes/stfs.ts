@@ -14,7 +14,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Stf, StfCreated, StfDescription, StfSecretKey, StfVersion } from '../http/views.js';
+import { Stf, StfCreated, StfDescription, StfSecretKey, StfVersion } from '../http/views/index.js';
 import { secretBox } from '../http/secrets.js';
 import { PageQuery, StfCode, StfRuntime } from '../http/schemas.js';
 

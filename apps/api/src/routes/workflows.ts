@@ -16,7 +16,7 @@ import {
 } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { Workflow, WorkflowRun, WorkflowRunSummary } from '../http/views.js';
+import { Workflow, WorkflowRun, WorkflowRunSummary } from '../http/views/index.js';
 import { defineRoute, workspaceAccess } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
 

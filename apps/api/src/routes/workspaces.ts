@@ -7,7 +7,7 @@ import {
 } from '@wds/workspaces';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
-import { Workspace, WorkspaceWithRole } from '../http/views.js';
+import { Workspace, WorkspaceWithRole } from '../http/views/index.js';
 import { PageQuery, Uuid } from '../http/schemas.js';
 
 const Name = v.pipe(v.string(), v.minLength(1, 'must have 1-255 characters'), v.maxLength(255, 'must have 1-255 characters'));

@@ -1,19 +1,8 @@
 import * as v from 'valibot';
-import { Role, Uuid } from './schemas.js';
+import { Integer, JsonObject, NonNegative, Role, RuntimeName, StatementKind, Timestamp, Uuid } from './common.js';
 
-/**
- * The success bodies of operations (RouteDef.response): what the handlers answer, as valibot schemas. The OpenAPI
- * document states each named one (VIEWS) once as a component and refers to it; the test harness validates real
- * answers against them (test/support.ts). Derived from the packages' view types (toWorkspaceView, PolicyView, …):
- * objects are open (a field added later is no break), every field a handler always sends is required.
- */
+/** The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members. */
 
-const Timestamp = v.pipe(v.string(), v.isoTimestamp());
-const Integer = v.pipe(v.number(), v.integer());
-const NonNegative = v.pipe(v.number(), v.integer(), v.minValue(0));
-const JsonObject = v.record(v.string(), v.unknown());
-const RuntimeName = v.picklist(['javascript', 'docker', 'wasm']);
-const StatementKind = v.picklist(['select', 'insert', 'update', 'delete', 'ddl']);
 
 export const Workspace = v.object({
   id: Uuid,
@@ -314,58 +303,3 @@ export const StfDescription = v.variant('source', [
     error: v.optional(v.object({ kind: v.string(), message: v.string(), details: v.optional(v.string()) })),
   }),
 ]);
-
-/** How many items of the workspace's embeddings are in each state (@wds/semantic-search StatusCounts). */
-const EmbeddingCounts = v.object({
-  pending: NonNegative,
-  processing: NonNegative,
-  completed: NonNegative,
-  failed: NonNegative,
-  skipped: NonNegative,
-});
-/** search_files: the best-matching passage of each file with its cosine similarity (-1 to 1). */
-export const FileSearchResult = v.object({
-  results: v.array(
-    v.object({ file_id: Uuid, filename: v.string(), content_type: v.string(), score: v.number(), chunk_index: NonNegative, content: v.string() }),
-  ),
-  status: EmbeddingCounts,
-});
-/** search_tables: rows the caller may read, most similar first. */
-export const TableSearchResult = v.object({
-  results: v.array(v.object({ table_name: v.string(), score: v.number(), row: JsonObject })),
-  status: EmbeddingCounts,
-});
-
-/** The named views: each a component of the OpenAPI document (#/components/schemas/<name>). */
-export const VIEWS: Record<string, v.GenericSchema> = {
-  Workspace,
-  WorkspaceWithRole,
-  SqlResult,
-  SqlPreview,
-  PolicyGroup,
-  Policy,
-  Stf,
-  StfCreated,
-  StfVersion,
-  RunAnswer,
-  File,
-  DocumentSummary,
-  Document,
-  Workflow,
-  WorkflowRunSummary,
-  WorkflowRun,
-  Effect,
-  EffectCreated,
-  EffectVersion,
-  Member,
-  Invitation,
-  MemberAdded,
-  RedirectUri,
-  ApiKey,
-  ApiKeyCreated,
-  PinnedChart,
-  StfSecretKey,
-  StfDescription,
-  FileSearchResult,
-  TableSearchResult,
-};

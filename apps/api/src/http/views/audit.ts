@@ -1,0 +1,2 @@
+/** (views to come) */
+export {};
