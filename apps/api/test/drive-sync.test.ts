@@ -81,6 +81,21 @@ describe('drive sync', () => {
     const picker = await h.call('GET', `/api/v1/drive-sync/picker?${q}&parent=top`, { token: owner.token });
     expect(picker.status).toBe(200);
     expect(picker.body.folders).toEqual([{ id: 'sub', name: 'Drafts' }]);
+    fake.drives.push({ id: 'team-drive', name: 'Team' });
+    const withDrives = await h.call('GET', `/api/v1/drive-sync/picker?${q}&shared_drives=true`, { token: owner.token });
+    expect(withDrives.status).toBe(200);
+    expect(withDrives.body.folders).toEqual([{ id: 'top', name: 'Projects' }]);
+    expect(withDrives.body.shared_drives).toEqual([{ id: 'team-drive', name: 'Team' }]);
+    // Not asked in the query, the workspace's include_shared_drives setting decides.
+    const byDefault = await h.call('GET', `/api/v1/drive-sync/picker?${q}`, { token: owner.token });
+    expect(byDefault.body.shared_drives).toBeUndefined();
+    const put = await h.call('PUT', '/api/v1/drive-sync/config', { token: owner.token, body: { workspace_id: ws.id, include_shared_drives: true } });
+    expect(put.status).toBe(200);
+    const bySetting = await h.call('GET', `/api/v1/drive-sync/picker?${q}`, { token: owner.token });
+    expect(bySetting.body.shared_drives).toEqual([{ id: 'team-drive', name: 'Team' }]);
+    const refused = await h.call('GET', `/api/v1/drive-sync/picker?${q}&shared_drives=false`, { token: owner.token });
+    expect(refused.body.shared_drives).toBeUndefined();
+    fake.drives.pop();
 
     const mat = await h.call('POST', '/api/v1/drive-sync/materialize', { token: owner.token, body: { workspace_id: ws.id, drive_file_id: 'plan' } });
     expect(mat.status).toBe(201);
@@ -217,6 +232,10 @@ describe('SaaS proxy', () => {
     expect(r.status).toBe(200);
     expect(r.body.status).toBe(302);
     expect(r.body.headers.location).toBe('https://elsewhere.example/x');
+    fake.route('GET', '/drive/v3/bytes', (_req, res) => void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.from([0, 1, 2, 255])));
+    const bytes = await proxy(owner.token, { workspace_id: ws.id, provider: 'drive_workspace', method: 'GET', path: '/drive/v3/bytes' });
+    expect(bytes.status).toBe(200);
+    expect(bytes.body).toMatchObject({ status: 200, body: Buffer.from([0, 1, 2, 255]).toString('base64'), body_encoding: 'base64' });
     const big = await proxy(owner.token, { workspace_id: ws.id, provider: 'drive_workspace', method: 'GET', path: '/drive/v3/huge' });
     expect(big.status).toBe(502);
     expect(big.body.error).toMatch(/10 MB/);

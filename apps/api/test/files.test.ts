@@ -81,6 +81,9 @@ describe('uploads', () => {
     expect(d.res.headers.get('content-length')).toBe('100000');
     expect(d.res.headers.get('content-disposition')).toContain('attachment; filename="report.pdf"');
     expect(d.res.headers.get('x-content-type-options')).toBe('nosniff');
+    // The request id reaches a streamed answer too (the handler's own Response).
+    const traced = await download(r.body.id, { 'x-request-id': 'download-trace-1' });
+    expect(traced.res.headers.get('x-request-id')).toBe('download-trace-1');
   });
 
   it('multipart: part file with its name and type, optional metadata JSON', async () => {

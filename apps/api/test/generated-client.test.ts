@@ -1,18 +1,14 @@
 // Issue 18: a client generated from the served OpenAPI document (openapi-typescript) plus openapi-fetch, used by a
 // sample program with no casts, no `any` and no hand-written types: it must typecheck under --strict, a variant
 // reading a field that does not exist must not, and the program must run against a real server.
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test as unit } from 'vitest';
 import { routes } from '../src/app.js';
 import { buildOpenApi } from '../src/http/openapi.js';
+import { generateTypes, programDir, typecheck } from './programs.js';
 import { test } from './support.js';
-
-const apiDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-// Inside apps/api so that `openapi-fetch` resolves from apps/api/node_modules; ignored by git (.gitignore).
-const dir = join(apiDir, '.cache', `generated-client-${process.pid}`);
 
 /** The sample program; `extra` is spliced in after the workspace is created (the negative control). */
 const program = (extra = '') => `import createClient from 'openapi-fetch';
@@ -105,39 +101,15 @@ export async function walkthrough(baseUrl: string, token: string, userId: string
 }
 `;
 
-/** openapi-typescript, unchanged, run by packages/openapi-codegen with the TypeScript 5 it needs. */
-const generator = join(apiDir, '..', '..', 'packages', 'openapi-codegen', 'generate.mjs');
-const node = (args: string[]) => spawnSync(process.execPath, args, { cwd: apiDir, encoding: 'utf8', timeout: 120_000 });
-
 describe('a client generated from the OpenAPI document', () => {
+  let dir: string;
   beforeAll(() => {
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
+    dir = programDir('generated-client', ['schema.d.ts', 'walkthrough.ts', 'negative.ts']);
     // The document exactly as GET /api/v1/openapi.json serves it.
     writeFileSync(join(dir, 'openapi.json'), JSON.stringify(buildOpenApi(routes)));
-    // openapi-typescript's programmatic API (openapiTS + astToString), in a package of its own: it builds its output
-    // with TypeScript 5's compiler API, which the TypeScript 7 of this repository does not have.
-    const gen = node([generator, join(dir, 'openapi.json'), join(dir, 'schema.d.ts')]);
-    if (gen.status !== 0) throw new Error(`openapi-typescript failed (${gen.status}):\n${gen.stderr}${gen.stdout}`);
+    generateTypes(join(dir, 'openapi.json'), join(dir, 'schema.d.ts'));
     writeFileSync(join(dir, 'walkthrough.ts'), program());
     writeFileSync(join(dir, 'negative.ts'), program('const missing: string = ws.data.no_such_field;\n  seen.push(missing);'));
-    writeFileSync(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          noEmit: true,
-          target: 'es2022',
-          lib: ['es2023', 'dom'],
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          types: ['node'],
-          typeRoots: [join(apiDir, 'node_modules', '@types')],
-          skipLibCheck: false,
-        },
-        files: ['schema.d.ts', 'walkthrough.ts', 'negative.ts'],
-      }),
-    );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -149,8 +121,8 @@ describe('a client generated from the OpenAPI document', () => {
   });
 
   unit('tsc --strict accepts the walk-through program and refuses a read of a field the workspace lacks', () => {
-    const tsc = node([join(apiDir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json'), '--pretty', 'false']);
-    const diagnostics = `${tsc.stdout}${tsc.stderr}`.split('\n').filter((l) => l.trim() !== '');
+    const tsc = typecheck(dir);
+    const diagnostics = tsc.output.split('\n').filter((l) => l.trim() !== '');
     const of = (file: string) => diagnostics.filter((l) => l.startsWith(file) || l.includes(`/${file}(`));
     // Everything that is not the negative control's expected error must be empty (lib and schema.d.ts included).
     const unexpected = diagnostics.filter((l) => !(l.includes('negative.ts(') && l.includes('no_such_field')));

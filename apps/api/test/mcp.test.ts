@@ -120,6 +120,14 @@ describe('mcp', () => {
     // Input schemas come from the routes' valibot schemas.
     expect(byName.get('execute_sql')?.inputSchema).toMatchObject({ properties: { sql: { type: 'string' } }, required: ['sql'] });
     expect(byName.get('download_file')?.inputSchema.properties).toHaveProperty('range');
+    // The strict conversion of the OpenAPI document: bounds, grammars and stated schemas are kept. A query number is
+    // the integer with its bounds, or its string form.
+    const limit = byName.get('list_files')?.inputSchema.properties?.limit as any;
+    expect(limit.anyOf[0]).toEqual({ type: 'integer', minimum: 1, maximum: 1000 });
+    expect(limit.default).toBe(100);
+    expect(limit.anyOf[1]).toMatchObject({ type: 'string' });
+    const condition = byName.get('create_policy')?.inputSchema.properties?.condition as any;
+    expect(condition.anyOf[0]).toMatchObject({ type: 'object', propertyNames: { pattern: '^[a-z_][a-z0-9_]*$' } });
     await c.close();
   });
 

@@ -273,6 +273,34 @@ describe('OpenAPI document', () => {
     expect(op('delete', '/api/v1/workspaces/{id}').responses['204']).toEqual({ description: 'Success' });
   });
 
+  unit('every operation states its success body (JSON view, binary, text), except those answering 204', () => {
+    const undeclared: string[] = [];
+    for (const [method, path, o] of operations()) {
+      const [status, success] = Object.entries(o.responses as Record<string, Json>).find(([s]) => /^2/.test(s)) ?? [];
+      if (status === '204') continue;
+      if (!success?.content || Object.keys(success.content).length === 0) undeclared.push(`${method} ${path}`);
+    }
+    expect(undeclared).toEqual([]);
+    // A route answering JSON declares it as `response` (so the harness validates real answers); the others state
+    // their media types in `openapi.responses`.
+    const unchecked = routes.filter((r) => !r.response && r.status !== 204 && !r.openapi?.responses).map((r) => `${r.method} ${r.path}`);
+    expect(unchecked).toEqual([]);
+  });
+
+  unit('the OAuth token exchange states the RFC 6749 answers it hands back, and a policy condition its grammar', () => {
+    const token = op('post', '/api/v1/auth/token');
+    expect(token.security).toEqual([]);
+    expect(token.responses['200'].content['application/json'].schema.required).toEqual(['access_token', 'token_type']);
+    expect(token.responses['400'].content['application/json'].schema.required).toEqual(['error']);
+    expect(token.responses['502']).toBeDefined();
+    const condition = op('post', '/api/v1/policies').requestBody.content['application/json'].schema.properties.condition;
+    expect(condition.anyOf[0]).toMatchObject({ type: 'object', propertyNames: { pattern: '^[a-z_][a-z0-9_]*$' } });
+    expect(condition.anyOf[0].additionalProperties.anyOf[2].properties.$in.maxItems).toBe(100);
+    // A named view with a stated part is still referred to, not copied in.
+    expect(op('get', '/api/v1/policies').responses['200'].content['application/json'].schema).toEqual({ type: 'array', items: { $ref: '#/components/schemas/Policy' } });
+    expect(doc.components.schemas.Policy.properties.condition.anyOf[0].propertyNames).toBeDefined();
+  });
+
   unit('a declared response is stated under the route status; a handler answer is checked against it by type', () => {
     const response = v.object({ id: v.string(), n: v.number() });
     const route = defineRoute({

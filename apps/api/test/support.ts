@@ -4,10 +4,14 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase } from '@wds/testkit';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import * as v from 'valibot';
 import { test as base, inject } from 'vitest';
 import { createApp, routes } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+import { buildOpenApi } from '../src/http/openapi.js';
+import type { AnyRoute } from '../src/http/route.js';
 import { createLogger } from '../src/logger.js';
 import { type OpenedServices, openServices } from '../src/services-setup.js';
 import type { Services } from '../src/services.js';
@@ -199,8 +203,31 @@ const patterns = routes
   .sort((a, b) => a.params - b.params);
 
 /**
- * Contract check of every call: a 2xx JSON answer of a route that declares its `response` must match that schema
- * (the one the OpenAPI document states), or the test fails.
+ * The OpenAPI document's JSON Schema of each route's success body, compiled once (Ajv, draft 2020-12, with the
+ * formats): what a generated client believes, checked against the same real answers as the valibot schema.
+ */
+let documentSchemas: { ajv: Ajv2020; byRoute: Map<AnyRoute, ValidateFunction> } | undefined;
+function documentSchemaOf(route: AnyRoute): ValidateFunction {
+  if (!documentSchemas) {
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+    addFormats.default(ajv);
+    ajv.addSchema(buildOpenApi(routes), 'openapi');
+    documentSchemas = { ajv, byRoute: new Map() };
+  }
+  let validate = documentSchemas.byRoute.get(route);
+  if (!validate) {
+    const pointer = ['paths', route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'), route.method, 'responses', String(route.status ?? 200), 'content', 'application/json', 'schema']
+      .map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1'))
+      .join('/');
+    validate = documentSchemas.ajv.compile({ $ref: `openapi#/${pointer}` });
+    documentSchemas.byRoute.set(route, validate);
+  }
+  return validate;
+}
+
+/**
+ * Contract check of every call: a 2xx JSON answer of a route that declares its `response` must match that schema,
+ * and the JSON Schema the OpenAPI document states for it, or the test fails.
  */
 function checkResponse(method: string, path: string, res: Response, body: unknown): void {
   if (!(res.headers.get('content-type') ?? '').startsWith('application/json')) return;
@@ -212,6 +239,11 @@ function checkResponse(method: string, path: string, res: Response, body: unknow
   if (!r.success) {
     const issues = r.issues.map((i) => `${v.getDotPath(i) ?? '(body)'}: ${i.message}`).join('; ');
     throw new Error(`${method} ${pathname}: the ${res.status} answer does not match the declared response: ${issues}\n${short(body)}`);
+  }
+  const validate = documentSchemaOf(found);
+  if (!validate(body)) {
+    const issues = (validate.errors ?? []).map((e) => `${e.instancePath || '(body)'}: ${e.message}`).join('; ');
+    throw new Error(`${method} ${pathname}: the ${res.status} answer does not match the OpenAPI document's schema: ${issues}\n${short(body)}`);
   }
 }
 

@@ -93,7 +93,10 @@ async function startApi(): Promise<Proc> {
 }
 
 async function startWorker(): Promise<Proc> {
-  const p = start(WORKER_MAIN, env);
+  // Its metrics on a listener of its own (a worker has no other).
+  const metricsPort = await freePort();
+  const p = start(WORKER_MAIN, { ...env, METRICS_PORT: String(metricsPort) });
+  p.url = `http://127.0.0.1:${metricsPort}`;
   await until(
     async () => {
       alive(p, 'the worker');
@@ -214,6 +217,16 @@ describe('two API processes and a worker on one database and one S3 store', () =
     await until(async () => (jobDone.test(worker.output.join('')) ? true : undefined), 10_000, 'the worker to log the job');
     expect(worker.output.join('')).toMatch(jobDone);
     for (const p of [api1, api2]) expect(p.output.join('')).not.toContain('"msg":"job done"');
+
+    // The worker's metrics (METRICS_PORT, no token): the texts it embedded, the queues it works, its pools.
+    const scrape = await fetch(`${worker.url}/metrics`);
+    expect(scrape.status).toBe(200);
+    const text = await scrape.text();
+    expect(text).toMatch(/^wds_embedding_texts_total\{embedder="[a-z]+"\} [1-9]/m);
+    expect(text).toMatch(/^wds_job_queue_depth\{queue="embeddings"\} \d+/m);
+    expect(text).toMatch(/^wds_db_pool_connections\{pool="service",state="open"\} [1-9]/m);
+    expect(text).not.toMatch(/^wds_http_requests_total\{/m);
+    expect((await fetch(`${worker.url}/healthz`)).status).toBe(404);
   });
 
   it('an API key revoked through one process is refused by the other (cache invalidation)', async () => {

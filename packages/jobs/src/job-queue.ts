@@ -300,16 +300,18 @@ export class JobQueue {
   }
 
   /**
-   * Each queue's backlog (dead-letter queues included): jobs waiting (created or waiting for a retry), jobs active,
-   * and the age of the oldest waiting job in seconds. One aggregate query of the job table; none before start.
+   * Each declared queue's backlog (dead-letter queues included; zeros when empty): jobs waiting (created or waiting
+   * for a retry), jobs active, and the age of the oldest waiting job in seconds. One aggregate query; none before start.
    */
   async backlog(): Promise<{ queue: string; waiting: number; active: number; oldestSeconds: number }[]> {
     const pool = this.#pool;
     if (!pool || this.#stopping) return [];
+    // Every declared queue, an empty one with zeros: a drained queue reads 0 rather than vanishing from the scrape.
     const r = await pool.query<{ name: string; waiting: number; active: number; oldest: number | null }>(
-      `SELECT name, count(*) FILTER (WHERE state < 'active')::int AS waiting, count(*) FILTER (WHERE state = 'active')::int AS active,
-              extract(epoch FROM now() - min(created_on) FILTER (WHERE state < 'active'))::float8 AS oldest
-         FROM ${this.#schema}.job WHERE state <= 'active' GROUP BY name`,
+      `SELECT q.name, count(j.id) FILTER (WHERE j.state < 'active')::int AS waiting, count(j.id) FILTER (WHERE j.state = 'active')::int AS active,
+              extract(epoch FROM now() - min(j.created_on) FILTER (WHERE j.state < 'active'))::float8 AS oldest
+         FROM ${this.#schema}.queue q LEFT JOIN ${this.#schema}.job j ON j.name = q.name AND j.state <= 'active'
+        GROUP BY q.name ORDER BY q.name`,
     );
     return r.rows.map((row) => ({ queue: row.name, waiting: row.waiting, active: row.active, oldestSeconds: Math.max(0, row.oldest ?? 0) }));
   }

@@ -93,5 +93,35 @@ export function parseCondition(input: unknown): Condition {
   );
 }
 
+const VALUE_SCHEMA = {
+  anyOf: [
+    { type: 'string', maxLength: MAX_VALUE_CHARS, description: '"$user_id" stands for the caller' },
+    { type: 'number' },
+    { type: 'boolean' },
+    { type: 'object', required: ['$var'], properties: { $var: { const: 'user_id' } }, additionalProperties: false },
+  ],
+};
+const OPERATORS_SCHEMA = {
+  type: 'object',
+  minProperties: 1,
+  properties: {
+    ...Object.fromEntries(COMPARE.map((op) => [op, VALUE_SCHEMA])),
+    $in: { type: 'array', maxItems: MAX_IN_ITEMS, items: VALUE_SCHEMA },
+    $null: { type: 'boolean', description: 'true: IS NULL; false: IS NOT NULL' },
+  },
+  additionalProperties: false,
+};
+
+/**
+ * What parseCondition accepts, as JSON Schema (for the OpenAPI document): `{"column": value | null | {operators}}`,
+ * the columns ANDed; `{}` means every row.
+ */
+export const CONDITION_JSON_SCHEMA = {
+  type: 'object',
+  description: `A modql condition: {"column": condition}, ANDed. A condition is a value (equality), null (IS NULL), or operators (${OPERATOR_LIST}); "$user_id" or {"$var": "user_id"} stands for the caller. {} matches every row.`,
+  propertyNames: { pattern: COLUMN.source, maxLength: MAX_COLUMN },
+  additionalProperties: { anyOf: [VALUE_SCHEMA, { type: 'null' }, OPERATORS_SCHEMA] },
+};
+
 /** The columns a condition references, in order. */
 export const conditionColumns = (c: Condition): string[] => Object.keys(c);

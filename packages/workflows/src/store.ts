@@ -2,7 +2,7 @@
 import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
-import type { ExecutionResult } from './engine.js';
+import type { ExecutionResult, RunError, StepRecord } from './engine.js';
 import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
@@ -15,18 +15,24 @@ export interface WorkflowView extends WorkflowDefinition {
   updated_at: string;
 }
 
-export interface WorkflowRunView {
+/** A run as listed: without its input and output. */
+export interface WorkflowRunSummaryView {
   id: string;
   workflow_id: string;
   status: 'running' | 'succeeded' | 'failed';
   executed_by: string | null;
-  input?: unknown;
-  output?: unknown;
-  error: unknown;
-  steps: unknown;
+  /** Which step failed and how (`step: 'run'` for an interrupted run); null unless failed. */
+  error: RunError | null;
+  steps: StepRecord[];
   started_at: string;
   finished_at: string | null;
   duration_ms: number | null;
+}
+
+/** One run with its input and output (any JSON; null when there is none). */
+export interface WorkflowRunView extends WorkflowRunSummaryView {
+  input: unknown;
+  output: unknown;
 }
 
 export function definitionOf(w: Partial<Pick<CreateWorkflow, 'input_schema' | 'input_steps' | 'stf_steps' | 'effect_steps'>>): WorkflowDefinition {
@@ -118,18 +124,19 @@ export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string
 
 // --- runs ---------------------------------------------------------------------------------------------------
 
-const toRunView = (r: WorkflowRunRow, full: boolean): WorkflowRunView => ({
+const toRunSummary = (r: WorkflowRunRow): WorkflowRunSummaryView => ({
   id: r.id,
   workflow_id: r.workflow_id,
   status: r.status,
   executed_by: r.executed_by,
-  ...(full ? { input: r.input ?? null, output: r.output ?? null } : {}),
-  error: r.error ?? null,
-  steps: r.steps,
+  // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps).
+  error: (r.error ?? null) as RunError | null,
+  steps: (r.steps ?? []) as StepRecord[],
   started_at: r.started_at.toISOString(),
   finished_at: r.finished_at ? r.finished_at.toISOString() : null,
   duration_ms: r.duration_ms,
 });
+const toRunView = (r: WorkflowRunRow): WorkflowRunView => ({ ...toRunSummary(r), input: r.input ?? null, output: r.output ?? null });
 
 /** A new run's id (runs are ordered by it). */
 export const newRunId = (): string => newId();
@@ -203,7 +210,7 @@ export async function finishRun(
 }
 
 /** Runs of a live workflow, newest first, without their input and output (the run itself has them). */
-export async function listRuns(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowRunView[]> {
+export async function listRuns(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowRunSummaryView[]> {
   await getWorkflow(db, workspaceId, workflowId);
   const rows = await db
     .selectFrom('platform.workflow_runs')
@@ -214,7 +221,7 @@ export async function listRuns(db: Db, workspaceId: string, workflowId: string, 
     .limit(page.limit)
     .offset(page.offset)
     .execute();
-  return rows.map((r) => toRunView(r, false));
+  return rows.map(toRunSummary);
 }
 
 export async function getRun(db: Db, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
@@ -229,5 +236,5 @@ export async function getRun(db: Db, workspaceId: string, workflowId: string, ru
         .executeTakeFirst()
     : undefined;
   if (!row) throw notFound('Workflow run');
-  return toRunView(row, true);
+  return toRunView(row);
 }

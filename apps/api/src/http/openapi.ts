@@ -94,7 +94,9 @@ const CHILD_KEYS = ['wrapped', 'item', 'key', 'value', 'rest'] as const;
  * container's parts before asking about it: a leaf is the one place a stated schema is always honoured. Parts with
  * nothing stated below them are kept as they are.
  */
-function withStatedLeaves(schema: Walked, placeholders: WeakMap<object, Walked>, seen = new Map<Walked, Walked>()): Walked {
+function withStatedLeaves(schema: Walked, placeholders: WeakMap<object, Walked>, named: ReadonlySet<object>, seen = new Map<Walked, Walked>()): Walked {
+  // A named schema stays itself, so the converter refers to it ($ref) instead of copying it in.
+  if (named.has(schema)) return schema;
   if (statedJsonSchema(schema as object)) {
     // An optional part stays optional (an object's `required` is read from its parts' types).
     const optional = schema.type === 'optional' || schema.type === 'exact_optional' || schema.type === 'nullish';
@@ -108,7 +110,7 @@ function withStatedLeaves(schema: Walked, placeholders: WeakMap<object, Walked>,
   const copy: Walked & Record<string, unknown> = { ...schema };
   let changed = false;
   const sub = (child: Walked) => {
-    const replaced = child && typeof child === 'object' && 'kind' in child ? withStatedLeaves(child, placeholders, seen) : child;
+    const replaced = child && typeof child === 'object' && 'kind' in child ? withStatedLeaves(child, placeholders, named, seen) : child;
     if (replaced !== child) changed = true;
     return replaced;
   };
@@ -135,7 +137,7 @@ function withStatedLeaves(schema: Walked, placeholders: WeakMap<object, Walked>,
 export function jsonSchemaOf(schema: v.GenericSchema, where = 'schema', definitions?: Record<string, v.GenericSchema>): JsonSchema {
   refuseConstraintsAfterTypeChange(schema as unknown as Walked, where);
   const placeholders = new WeakMap<object, Walked>();
-  const prepared = withStatedLeaves(schema as unknown as Walked, placeholders) as unknown as v.GenericSchema;
+  const prepared = withStatedLeaves(schema as unknown as Walked, placeholders, new Set(Object.values(definitions ?? {}))) as unknown as v.GenericSchema;
   let converted: JsonSchema;
   try {
     converted = toJsonSchema(prepared, {
@@ -425,6 +427,9 @@ export function buildOpenApi(routes: readonly AnyRoute[]) {
       responses,
     };
   }
+  // Only the error responses some operation refers to (a status no operation answers is no component).
+  const used = new Set([...JSON.stringify(paths).matchAll(/#\/components\/responses\/([A-Za-z0-9]+)/g)].map((m) => m[1]));
+  const responses = Object.fromEntries(Object.entries(errorResponses()).filter(([name]) => used.has(name)));
   return {
     openapi: '3.1.0',
     info: {
@@ -436,7 +441,7 @@ export function buildOpenApi(routes: readonly AnyRoute[]) {
     paths,
     components: {
       schemas: { Error: ERROR_SCHEMA, ...viewComponents() },
-      responses: errorResponses(),
+      responses,
       securitySchemes: {
         bearer: {
           type: 'http',

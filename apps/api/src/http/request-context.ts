@@ -21,6 +21,8 @@ export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
     c.set('services', services);
     const started = performance.now();
     await next();
+    // A handler's own Response (a download, a pass-through) does not carry headers set on the context before it.
+    if (!c.res.headers.has('x-request-id')) c.header('X-Request-Id', requestId);
     const seconds = (performance.now() - started) / 1000;
     // By declared operation and status (docs/metrics.md); scrapes of /metrics are not counted.
     const operation = operationLabel(c);

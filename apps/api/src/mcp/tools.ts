@@ -1,11 +1,12 @@
 import { OPERATIONS, operationHints } from '@wds/audit';
-import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
+import { jsonSchemaOf } from '../http/openapi.js';
 import type { AnyRoute } from '../http/route.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
 
-const jsonSchema = (s: v.GenericSchema) => toJsonSchema(s, { errorMode: 'ignore' }) as JsonSchema;
+/** A tool argument's JSON Schema: the strict conversion of the OpenAPI document (a part it cannot state fails). */
+const jsonSchema = (s: v.GenericSchema, where: string) => jsonSchemaOf(s, where) as JsonSchema;
 
 /** How a route's input is spread over one tool's arguments. */
 export interface ToolShape {
@@ -39,11 +40,16 @@ const workspaceInPath = (route: AnyRoute) => route.workspace !== undefined && ro
 
 const paramNames = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
 
-/** A digits-only string (limit, offset) also accepts a JSON integer: agents send numbers. */
+/**
+ * A query parameter is a string in a URL; as a tool argument it is the typed value (integer, boolean) or, as agents
+ * also send them, its string form (which the route's own schema then checks).
+ */
 function widenQuery(schema: JsonSchema): JsonSchema {
-  return schema.type === 'string' && typeof schema.pattern === 'string' && /^\^\\d[+*]\$$/.test(schema.pattern)
-    ? { anyOf: [schema, { type: 'integer', minimum: 0 }], ...(schema.default !== undefined ? { default: schema.default } : {}) }
-    : schema;
+  const { default: def, description, ...typed } = schema;
+  const text =
+    schema.type === 'integer' ? { type: 'string', pattern: '^-?\\d+$' } : schema.type === 'boolean' ? { type: 'string', enum: ['true', 'false', '1', '0'] } : undefined;
+  if (!text) return schema;
+  return { anyOf: [typed, text], ...(def !== undefined ? { default: def } : {}), ...(description !== undefined ? { description } : {}) };
 }
 
 /** The tool of a route: its name is the operation's; its input schema joins path, query, header and body inputs. */
@@ -60,11 +66,11 @@ export function toolOf(route: AnyRoute): ToolShape {
   for (const p of params) add(p, { type: 'string', description: `the ${p} of the path` }, true, 'path');
 
   const headerSchemas = route.mcp && 'headers' in route.mcp ? (route.mcp.headers ?? {}) : {};
-  for (const [name, schema] of Object.entries(headerSchemas)) add(name, jsonSchema(schema), false, 'headers');
+  for (const [name, schema] of Object.entries(headerSchemas)) add(name, jsonSchema(schema, `${route.operation} argument ${name}`), false, 'headers');
 
   const query: string[] = [];
   if (route.query) {
-    const q = jsonSchema(route.query);
+    const q = jsonSchema(route.query, `${route.operation} query`);
     for (const [name, schema] of Object.entries(q.properties ?? {})) {
       if (payloadWorkspace && name === 'workspace_id') continue;
       query.push(name);
@@ -74,7 +80,7 @@ export function toolOf(route: AnyRoute): ToolShape {
 
   let bodyName: string | undefined;
   if (route.body) {
-    const b = jsonSchema(route.body);
+    const b = jsonSchema(route.body, `${route.operation} body`);
     if (b.type === 'object' && b.properties) {
       for (const [name, schema] of Object.entries(b.properties)) {
         if (payloadWorkspace && name === 'workspace_id') continue;

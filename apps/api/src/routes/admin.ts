@@ -5,6 +5,7 @@ import { acceptPendingInvitations } from '@wds/workspaces';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 import { Email, IsoTimestamp } from '../http/schemas.js';
+import { AdminSession, User } from '../http/views/index.js';
 
 /** The internal admin interface (DECISIONS §3), authenticated by X-Admin-Token. */
 export const adminRoutes = [
@@ -16,6 +17,7 @@ export const adminRoutes = [
     auth: 'admin',
     body: v.object({ email: Email, name: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(255)) }),
     status: 201,
+    response: User,
     // createUser opens its own transaction (user + invitations), so the wrapper does not.
     transaction: false,
     handler: async ({ db, body }) => toPublicUser(await createUser(db, body, acceptPendingInvitations)),
@@ -28,6 +30,7 @@ export const adminRoutes = [
     auth: 'admin',
     body: v.object({ expires_at: v.optional(IsoTimestamp) }),
     status: 201,
+    response: AdminSession,
     handler: async ({ services, db, params, body, audit }) => {
       const userId = params.userId ?? '';
       if (!isUuid(userId) || !(await getUser(db, userId))) throw notFound('User');

@@ -2,6 +2,7 @@ import { listAuditLogs } from '@wds/audit';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 import { Uuid, pageEntries } from '../http/schemas.js';
+import { AuditLogEntry } from '../http/views/index.js';
 
 export const auditRoutes = [
   defineRoute({
@@ -19,6 +20,7 @@ export const auditRoutes = [
       resource_id: v.optional(v.pipe(v.string(), v.maxLength(200))),
       ...pageEntries,
     }),
+    response: v.array(AuditLogEntry),
     // The entries of reads this process has answered are written after the answer: flushed first, so listed.
     handler: async ({ db, access, query, services }) => {
       await services.sql.flushReadAudits();

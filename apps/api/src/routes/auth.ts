@@ -1,6 +1,7 @@
 import { exchangeToken } from '@wds/identity';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
+import { User } from '../http/views/index.js';
 
 const TokenRequest = v.object({
   grant_type: v.string(),
@@ -9,6 +10,58 @@ const TokenRequest = v.object({
   refresh_token: v.optional(v.string()),
   code_verifier: v.optional(v.string()),
 });
+
+/**
+ * The OAuth answers handed back as they are (RFC 6749 §5.1, §5.2): the authentication server's, so stated as open
+ * objects with the fields the RFC requires; our own refusals of a malformed request add `code` and `details`.
+ */
+const TOKEN_RESPONSES = {
+  '200': {
+    description: "The authentication server's token response (RFC 6749 §5.1), as it sent it",
+    headers: { 'Cache-Control': { schema: { type: 'string', const: 'no-store' } } },
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['access_token', 'token_type'],
+          properties: {
+            access_token: { type: 'string' },
+            token_type: { type: 'string' },
+            expires_in: { type: 'integer' },
+            refresh_token: { type: 'string' },
+            scope: { type: 'string' },
+            id_token: { type: 'string' },
+          },
+          additionalProperties: {},
+        },
+      },
+    },
+  },
+  ...Object.fromEntries(
+    ['400', '401'].map((status) => [
+      status,
+      {
+        description: `An OAuth error (RFC 6749 §5.2): the authentication server's, with its status${status === '400' ? ', or ours for a malformed request (with code BAD_REQUEST)' : ''}`,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['error'],
+              properties: {
+                error: { type: 'string', description: 'The OAuth error code (invalid_grant, invalid_request, …)' },
+                error_description: { type: 'string' },
+                error_uri: { type: 'string' },
+                code: { type: 'string', const: 'BAD_REQUEST' },
+                details: { type: 'string' },
+              },
+              additionalProperties: {},
+            },
+          },
+        },
+      },
+    ]),
+  ),
+};
 
 const oauthError = (error: string, description: string) =>
   Response.json({ error, error_description: description, code: 'BAD_REQUEST', details: description }, { status: 400 });
@@ -20,6 +73,7 @@ export const authRoutes = [
     operation: 'get_me',
     summary: 'The calling user',
     auth: 'user',
+    response: User,
     handler: async ({ principal }) => principal.user,
   }),
   defineRoute({
@@ -29,6 +83,7 @@ export const authRoutes = [
     summary: 'OAuth token exchange (authorization_code or refresh_token), forwarded to the authentication server',
     auth: 'none',
     body: TokenRequest,
+    openapi: { responses: TOKEN_RESPONSES, errors: [502] },
     handler: async ({ services, body }) => {
       const { config } = services;
       const answer = await exchangeToken(

@@ -11,7 +11,7 @@ import {
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
-import { Document, DocumentSummary } from '../http/views/index.js';
+import { Document, DocumentSummary, DocumentVersion } from '../http/views/index.js';
 import { intQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 const base = '/api/v1/workspaces/:id/documents';
@@ -128,6 +128,7 @@ export const documentRoutes = [
     method: 'patch',
     path: `${base}/:docId`,
     operation: 'update_document',
+    response: Document,
     summary: 'Change title, doc_type, status, content or metadata (workflow editors); a content change adds a version',
     body: PatchDocument,
     handler: async (ctx) => {
@@ -164,6 +165,7 @@ export const documentRoutes = [
     method: 'get',
     path: `${base}/:docId/versions`,
     operation: 'list_document_versions',
+    response: v.array(DocumentVersion),
     summary: `Version snapshots of a document with their content, newest first (limit default ${VERSIONS_PAGE.default}, at most ${VERSIONS_PAGE.max})`,
     query: VersionsQuery,
     handler: ({ db, access, params, query }) => listDocumentVersions(db, access.workspace.id, params.docId ?? '', query),
@@ -173,6 +175,7 @@ export const documentRoutes = [
     method: 'post',
     path: `${base}/:docId/replace-section`,
     operation: 'replace_document_section',
+    response: Document,
     summary:
       'Replace one section of the content (workflow editors): the body under `heading` up to the next heading of its level or above, or `old_text` (exactly one occurrence) with `new_text`; adds a version like a content change',
     body: v.pipe(
@@ -183,9 +186,10 @@ export const documentRoutes = [
           'give heading with content, or old_text with new_text',
         ),
         {
+          // The other pair is absent: a property whose schema is `false` cannot be present.
           oneOf: [
-            { required: ['heading', 'content'], not: { anyOf: [{ required: ['old_text'] }, { required: ['new_text'] }] } },
-            { required: ['old_text', 'new_text'], not: { anyOf: [{ required: ['heading'] }, { required: ['content'] }] } },
+            { required: ['heading', 'content'], properties: { old_text: false, new_text: false } },
+            { required: ['old_text', 'new_text'], properties: { heading: false, content: false } },
           ],
         },
       ),

@@ -3,6 +3,7 @@ import { DRIVE_TYPES, requireDriveSync, startDriveSync } from '@wds/drive-sync';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
 import { Uuid, boolQuery } from '../http/schemas.js';
+import { DriveFileText, DrivePicker, DriveSyncConfig, DriveSyncRoot, DriveSyncStarted, DriveSyncStatus, File } from '../http/views/index.js';
 
 /**
  * Drive sync (spec §4.17, docs/drive-sync.md): the workspace is `workspace_id` in the query (reads) or the body
@@ -21,6 +22,7 @@ export const driveSyncRoutes = [
     method: 'get',
     path: `${base}/status`,
     operation: 'get_drive_sync_status',
+    response: DriveSyncStatus,
     summary: 'Sync state, roots, node count, last sync time and error',
     query: WorkspaceQuery,
     handler: (ctx) => requireDriveSync(ctx.services).status(ctx.access.workspace.id),
@@ -30,6 +32,7 @@ export const driveSyncRoutes = [
     method: 'get',
     path: `${base}/config`,
     operation: 'get_drive_sync_config',
+    response: DriveSyncConfig,
     summary: 'Drive sync settings of the workspace',
     query: WorkspaceQuery,
     handler: (ctx) => requireDriveSync(ctx.services).getConfig(ctx.access.workspace.id),
@@ -39,6 +42,7 @@ export const driveSyncRoutes = [
     method: 'put',
     path: `${base}/config`,
     operation: 'put_drive_sync_config',
+    response: DriveSyncConfig,
     summary: 'Replace the drive sync settings: { workspace_id, include_shared_drives?, max_file_bytes? } (admins)',
     body: v.looseObject({ workspace_id: Uuid }),
     handler: async (ctx) => {
@@ -51,6 +55,7 @@ export const driveSyncRoutes = [
     method: 'get',
     path: `${base}/roots`,
     operation: 'list_drive_sync_roots',
+    response: v.array(DriveSyncRoot),
     summary: 'The folders and drives that are synced',
     query: WorkspaceQuery,
     handler: (ctx) => requireDriveSync(ctx.services).listRoots(ctx.access.workspace.id),
@@ -60,6 +65,7 @@ export const driveSyncRoutes = [
     method: 'post',
     path: `${base}/roots`,
     operation: 'add_drive_sync_root',
+    response: DriveSyncRoot,
     summary: 'Add a root: { workspace_id, drive_id, drive_type: folder | shared_drive | my_drive, name, shared_drive_id? } (admins)',
     body: v.object({
       workspace_id: Uuid,
@@ -94,6 +100,7 @@ export const driveSyncRoutes = [
     method: 'post',
     path: `${base}/sync`,
     operation: 'start_drive_sync',
+    response: DriveSyncStarted,
     summary: 'Start a background sync and return at once ({ started: false } while one is queued or running); poll status',
     body: v.object({ workspace_id: Uuid }),
     status: 202,
@@ -112,6 +119,7 @@ export const driveSyncRoutes = [
     method: 'post',
     path: `${base}/materialize`,
     operation: 'materialize_drive_file',
+    response: File,
     summary: 'Copy a drive file into storage (native documents exported as text); returns the stored file (storage editors)',
     body: v.object({ workspace_id: Uuid, drive_file_id: DriveId }),
     status: 201,
@@ -129,6 +137,7 @@ export const driveSyncRoutes = [
     method: 'post',
     path: `${base}/read`,
     operation: 'read_drive_file',
+    response: DriveFileText,
     summary: "A drive file's content as text (native documents exported), cut at max_bytes (default and limit 10 MiB)",
     body: v.object({
       workspace_id: Uuid,
@@ -145,7 +154,8 @@ export const driveSyncRoutes = [
     method: 'get',
     path: `${base}/picker`,
     operation: 'drive_picker',
-    summary: 'Folders under a parent (default: My Drive root) and, with shared_drives=true, the shared drives',
+    response: DrivePicker,
+    summary: 'Folders under a parent (default: My Drive root) and, with shared_drives=true (default: the include_shared_drives setting), the shared drives',
     query: v.object({
       workspace_id: Uuid,
       parent: v.optional(DriveId),
@@ -154,7 +164,8 @@ export const driveSyncRoutes = [
     handler: (ctx) =>
       requireDriveSync(ctx.services).picker(ctx.access.workspace.id, {
         ...(ctx.query.parent ? { parent: ctx.query.parent } : {}),
-        sharedDrives: ctx.query.shared_drives === 'true' || ctx.query.shared_drives === '1',
+        // Not asked: the workspace's include_shared_drives setting decides.
+        ...(ctx.query.shared_drives !== undefined ? { sharedDrives: ctx.query.shared_drives === 'true' || ctx.query.shared_drives === '1' } : {}),
       }),
   }),
 ];

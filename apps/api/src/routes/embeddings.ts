@@ -10,7 +10,16 @@ import {
   searchTables,
   tableStatus,
 } from '@wds/semantic-search';
-import { FileSearchResult, TableSearchResult } from '../http/views/index.js';
+import {
+  ColumnEmbeddingStatus,
+  ColumnEmbeddingsGenerated,
+  ColumnSearchResult,
+  FileEmbeddingStatus,
+  FileEmbeddingsQueued,
+  FileSearchResult,
+  TableEmbeddingStatus,
+  TableSearchResult,
+} from '../http/views/index.js';
 import * as v from 'valibot';
 import { assertDdlAllowed, assertStorageEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
@@ -34,6 +43,7 @@ const embedFilesRoute = (action: string, operation: 'embed_files' | 'regenerate_
     method: 'post',
     path: `${base}/files/${action}`,
     operation,
+    response: FileEmbeddingsQueued,
     summary,
     body: v.object({ file_ids: FileIds }),
     status: 202,
@@ -52,6 +62,7 @@ export const embeddingRoutes = [
     method: 'post',
     path: `${base}/generate`,
     operation: 'generate_column_embeddings',
+    response: ColumnEmbeddingsGenerated,
     summary: 'Embed a text column: adds <column>_embedding the first time, then embeds rows without a vector or with changed text (DDL)',
     body: v.object({ table_name: Name, column_name: Name }),
     transaction: false,
@@ -68,6 +79,7 @@ export const embeddingRoutes = [
     method: 'get',
     path: `${base}/status`,
     operation: 'get_column_embedding_status',
+    response: ColumnEmbeddingStatus,
     summary: 'Embedded, pending and total rows of each embedded column of a table',
     query: v.object({ table_name: Name }),
     handler: (ctx) => columnStatus(ctx.db, ctx.access.workspace.id, ctx.query.table_name),
@@ -77,6 +89,7 @@ export const embeddingRoutes = [
     method: 'post',
     path: `${base}/similarity-search`,
     operation: 'search_column_embeddings',
+    response: ColumnSearchResult,
     summary: 'Rows most similar to a query by an embedded column, with scores; only rows the caller may read',
     body: v.object({ table_name: Name, column_name: Name, query: Query, limit: Limit }),
     handler: (ctx) =>
@@ -88,6 +101,7 @@ export const embeddingRoutes = [
     method: 'get',
     path: `${base}/files/status`,
     operation: 'get_file_embedding_status',
+    response: FileEmbeddingStatus,
     summary: 'Embedding state of every file: pending, processing, completed, failed or skipped',
     handler: (ctx) => fileStatus(embeddingDeps(ctx.services), ctx.access.workspace.id),
   }),
@@ -107,6 +121,7 @@ export const embeddingRoutes = [
     method: 'post',
     path: `${base}/tables/embed`,
     operation: 'embed_tables',
+    response: TableEmbeddingStatus,
     summary: 'Queue every row of the tables for embedding (DDL); poll tables/status',
     body: v.object({ table_names: TableNames }),
     status: 202,
@@ -123,6 +138,7 @@ export const embeddingRoutes = [
     method: 'get',
     path: `${base}/tables/status`,
     operation: 'get_table_embedding_status',
+    response: TableEmbeddingStatus,
     summary: 'Per table: total live rows, embedded rows, pending rows, failed rows',
     handler: (ctx) => tableStatus(embeddingDeps(ctx.services), ctx.access.workspace.id),
   }),
@@ -141,6 +157,7 @@ export const embeddingRoutes = [
     method: 'post',
     path: `${base}/tables/regenerate`,
     operation: 'regenerate_table_embeddings',
+    response: TableEmbeddingStatus,
     summary: 'Embed every row again: the given tables, or every embedded table of the workspace (DDL)',
     body: v.object({ table_names: v.optional(TableNames) }),
     status: 202,

@@ -14,7 +14,7 @@ import { receiveJsonUpload, receiveMultipartUpload } from '@wds/uploads';
 import { autoEmbedFile, extractFileText, forgetFile } from '@wds/semantic-search';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
-import { File } from '../http/views/index.js';
+import { File, FileText } from '../http/views/index.js';
 import { checkJsonValue, textProblem } from '../http/input.js';
 import { PageQuery, intQuery } from '../http/schemas.js';
 
@@ -196,6 +196,7 @@ export const fileRoutes = [
     method: 'get',
     path: `${base}/:fileId/text`,
     operation: 'extract_file_text',
+    response: FileText,
     summary: `The text of a file (text, Markdown, CSV/TSV, JSON, HTML, XML, PDF), a page of characters at a time: \`offset\` (default 0) and \`limit\` (default ${TEXT_PAGE.default}, at most ${TEXT_PAGE.max}); 415 for images and other binary files, 413 above EMBEDDING_MAX_FILE_BYTES`,
     query: v.object({ offset: intQuery(0, 0, Number.MAX_SAFE_INTEGER, 'offset'), limit: intQuery(TEXT_PAGE.default, 1, TEXT_PAGE.max, 'limit') }),
     openapi: { errors: [413, 415] },

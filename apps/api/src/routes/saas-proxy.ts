@@ -7,6 +7,7 @@ import type { Services } from '../services.js';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
 import { Uuid } from '../http/schemas.js';
+import { SaasProxyDownload, SaasProxyResult } from '../http/views/index.js';
 
 /**
  * The SaaS proxy (spec §4.18, docs/saas-proxy.md): a member calls a connected provider's API with the workspace's
@@ -71,6 +72,7 @@ export const saasProxyRoutes = [
     method: 'post',
     path: '/api/v1/saas-proxy',
     operation: 'saas_proxy',
+    response: SaasProxyResult,
     summary: "Call a connected provider's API with the workspace credential: { status, headers, body } (10 MB cap; redirects returned)",
     body: v.object(ProxyRequest),
     transaction: false,
@@ -85,7 +87,7 @@ export const saasProxyRoutes = [
         status: res.status,
         headers: res.headers,
         body: textual ? res.body.toString('utf8') : res.body.toString('base64'),
-        ...(textual ? {} : { body_encoding: 'base64' }),
+        ...(textual ? {} : { body_encoding: 'base64' as const }),
       };
     },
   }),
@@ -96,6 +98,7 @@ export const saasProxyRoutes = [
     method: 'post',
     path: '/api/v1/saas-proxy-download',
     operation: 'saas_proxy_download',
+    response: SaasProxyDownload,
     summary: 'Call a provider and store a 2xx response as a file (100 MB cap; HTTPS redirects followed; storage editors)',
     body: v.object({
       ...ProxyRequest,

@@ -33,6 +33,7 @@ import {
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 import { PageQuery, withJsonSchema } from '../http/schemas.js';
+import { ChatTemplate, ChatTemplatesDeactivated, DashboardEnabled, PromptRule, SaasCredential, Skill, TitleRule } from '../http/views/index.js';
 
 /** Workspace setup items (spec §2.13, §4.9): path-scoped, see docs/setup.md. */
 const base = '/api/v1/workspaces/:id/setup';
@@ -60,6 +61,7 @@ export const setupRoutes = [
     operation: 'list_prompt_rules',
     summary: 'Prompt rules of the workspace, oldest first',
     query: PageQuery,
+    response: v.array(PromptRule),
     handler: ({ db, access, query }) => listPromptRules(db, access.workspace.id, query),
   }),
   defineRoute({
@@ -70,6 +72,7 @@ export const setupRoutes = [
     summary: `Add a prompt rule (content: at most ${MAX_PROMPT_RULE_CHARS} characters)`,
     body: v.object({ content: Text(MAX_PROMPT_RULE_CHARS) }),
     status: 201,
+    response: PromptRule,
     handler: async ({ db, access, principal, body, audit }) => {
       const r = await createPromptRule(db, access.workspace.id, { content: body.content, createdBy: principal.user.id });
       audit({ details: { length: charCount(r.content) } });
@@ -83,6 +86,7 @@ export const setupRoutes = [
     operation: 'update_prompt_rule',
     summary: 'Change the content of a prompt rule',
     body: v.strictObject({ content: v.optional(Text(MAX_PROMPT_RULE_CHARS)) }),
+    response: PromptRule,
     handler: async ({ db, access, params, body, audit }) => {
       const r = await updatePromptRule(db, access.workspace.id, params.ruleId ?? '', body);
       audit({ details: { length: charCount(r.content) } });
@@ -110,6 +114,7 @@ export const setupRoutes = [
     operation: 'list_skills',
     summary: 'Skills of the workspace, oldest first',
     query: PageQuery,
+    response: v.array(Skill),
     handler: ({ db, access, query }) => listSkills(db, access.workspace.id, query),
   }),
   defineRoute({
@@ -120,6 +125,7 @@ export const setupRoutes = [
     summary: `Add a skill { name, description?, content } (content: at most ${MAX_SKILL_CHARS} characters)`,
     body: v.object({ name: Name, description: Description, content: Text(MAX_SKILL_CHARS) }),
     status: 201,
+    response: Skill,
     handler: async ({ db, access, principal, body, audit }) => {
       const s = await createSkill(db, access.workspace.id, { ...body, createdBy: principal.user.id });
       audit({ details: { name: s.name } });
@@ -132,6 +138,7 @@ export const setupRoutes = [
     path: `${base}/skills/:skillId`,
     operation: 'get_skill',
     summary: 'A skill',
+    response: Skill,
     handler: ({ db, access, params }) => getSkill(db, access.workspace.id, params.skillId ?? ''),
   }),
   defineRoute({
@@ -141,6 +148,7 @@ export const setupRoutes = [
     operation: 'update_skill',
     summary: 'Change name, description or content of a skill',
     body: v.strictObject({ name: v.optional(Name), description: Description, content: v.optional(Text(MAX_SKILL_CHARS)) }),
+    response: Skill,
     handler: async ({ db, access, params, body, audit }) => {
       const s = await updateSkill(db, access.workspace.id, params.skillId ?? '', body);
       audit({ details: { name: s.name, changed: Object.keys(body) } });
@@ -167,6 +175,7 @@ export const setupRoutes = [
     path: `${base}/title-rule`,
     operation: 'get_title_rule',
     summary: 'The title rule; content is null when none is set',
+    response: TitleRule,
     handler: ({ db, access }) => getTitleRule(db, access.workspace.id),
   }),
   defineRoute({
@@ -176,6 +185,7 @@ export const setupRoutes = [
     operation: 'put_title_rule',
     summary: `Set the title rule (at most ${MAX_TITLE_RULE_CHARS} characters); empty content deletes it`,
     body: v.object({ content: Text(MAX_TITLE_RULE_CHARS, true) }),
+    response: TitleRule,
     handler: async ({ db, access, principal, body, audit }) => {
       const r = await putTitleRule(db, access.workspace.id, body.content, principal.user.id);
       audit({ resourceId: access.workspace.id, details: r.rule.content === null ? { deleted: r.deleted } : { length: charCount(r.rule.content) } });
@@ -202,6 +212,7 @@ export const setupRoutes = [
     path: `${base}/chat-templates/deactivate`,
     operation: 'deactivate_chat_templates',
     summary: 'Deactivate every chat template; answers { deactivated: [ids] }',
+    response: ChatTemplatesDeactivated,
     handler: async ({ db, access, audit }) => {
       const deactivated = await deactivateChatTemplates(db, access.workspace.id);
       audit({ details: { deactivated } });
@@ -215,6 +226,7 @@ export const setupRoutes = [
     operation: 'list_chat_templates',
     summary: 'Chat templates of the workspace, oldest first',
     query: PageQuery,
+    response: v.array(ChatTemplate),
     handler: ({ db, access, query }) => listChatTemplates(db, access.workspace.id, query),
   }),
   defineRoute({
@@ -225,6 +237,7 @@ export const setupRoutes = [
     summary: `Add a chat template { name, content } (inactive; content: at most ${MAX_CHAT_TEMPLATE_CHARS} characters)`,
     body: v.object({ name: Name, content: Text(MAX_CHAT_TEMPLATE_CHARS) }),
     status: 201,
+    response: ChatTemplate,
     handler: async ({ db, access, principal, body, audit }) => {
       const t = await createChatTemplate(db, access.workspace.id, { ...body, createdBy: principal.user.id });
       audit({ details: { name: t.name } });
@@ -237,6 +250,7 @@ export const setupRoutes = [
     path: `${base}/chat-templates/:templateId`,
     operation: 'get_chat_template',
     summary: 'A chat template',
+    response: ChatTemplate,
     handler: ({ db, access, params }) => getChatTemplate(db, access.workspace.id, params.templateId ?? ''),
   }),
   defineRoute({
@@ -246,6 +260,7 @@ export const setupRoutes = [
     operation: 'update_chat_template',
     summary: 'Change name or content of a chat template (activation has its own routes)',
     body: v.strictObject({ name: v.optional(Name), content: v.optional(Text(MAX_CHAT_TEMPLATE_CHARS)) }),
+    response: ChatTemplate,
     handler: async ({ db, access, params, body, audit }) => {
       const t = await updateChatTemplate(db, access.workspace.id, params.templateId ?? '', body);
       audit({ details: { name: t.name, changed: Object.keys(body) } });
@@ -270,6 +285,7 @@ export const setupRoutes = [
     path: `${base}/chat-templates/:templateId/activate`,
     operation: 'activate_chat_template',
     summary: 'Make this template the active one; the others are deactivated in the same transaction',
+    response: ChatTemplate,
     handler: async ({ db, access, params, audit }) => {
       const r = await activateChatTemplate(db, access.workspace.id, params.templateId ?? '');
       audit({ resourceId: r.template.id, details: { name: r.template.name, deactivated: r.deactivated } });
@@ -284,6 +300,7 @@ export const setupRoutes = [
     path: `${base}/dashboard-enabled`,
     operation: 'get_dashboard_enabled',
     summary: 'Whether the workspace dashboard is enabled, as { enabled }',
+    response: DashboardEnabled,
     handler: ({ db, access }) => getDashboardEnabled(db, access.workspace.id),
   }),
   defineRoute({
@@ -293,6 +310,7 @@ export const setupRoutes = [
     operation: 'put_dashboard_enabled',
     summary: 'Enable or disable the workspace dashboard: { enabled: boolean }',
     body: v.object({ enabled: v.boolean('must be true or false') }),
+    response: DashboardEnabled,
     handler: async ({ db, access, body, audit }) => {
       const r = await setDashboardEnabled(db, access.workspace.id, body.enabled);
       audit({ resourceId: access.workspace.id, details: { enabled: r.enabled } });
@@ -308,6 +326,7 @@ export const setupRoutes = [
     operation: 'list_saas_credentials',
     summary: 'Connected providers: [{ provider, updated_at }], never the credential values',
     query: PageQuery,
+    response: v.array(SaasCredential),
     handler: ({ db, access, query }) => listCredentials(db, access.workspace.id, query),
   }),
 ];

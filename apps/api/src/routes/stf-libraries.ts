@@ -1,6 +1,8 @@
 import { notFound } from '@wds/errors';
 import { bundledLibraryTypes, listBundledLibraries } from '@wds/stf-runtime';
+import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
+import { StfLibrary } from '../http/views/index.js';
 
 /**
  * The libraries STF code of the javascript runtime may import by package name (DECISIONS §6), and their type
@@ -23,6 +25,7 @@ export const stfLibraryRoutes = [
     summary:
       'Libraries STF code can import by name: [{ name, aliases, version, description, license }]; each is importable as `name` and as its aliases (`@d6e-ai/<name>`)',
     auth: 'user',
+    response: v.array(StfLibrary),
     handler: async () => listBundledLibraries(),
   }),
   defineRoute({

@@ -143,9 +143,8 @@ export const workflowRoutes = [
     response: v.array(WorkflowRunSummary),
     summary: 'Runs of a workflow, newest first (status, per-step records, timings; without input and output)',
     query: PageQuery,
-    // The run's error and steps are stored JSON (typed unknown by @wds/workflows); the engine writes RunError and StepRecord[].
     handler: async ({ db, access, params, query }) =>
-      (await listRuns(db, access.workspace.id, params.workflowId ?? '', query)) as v.InferInput<typeof WorkflowRunSummary>[],
+      listRuns(db, access.workspace.id, params.workflowId ?? '', query),
   }),
   defineRoute({
     ...common,
@@ -155,6 +154,6 @@ export const workflowRoutes = [
     response: WorkflowRun,
     summary: 'One run of a workflow, with its input, output, error and per-step records',
     handler: async ({ db, access, params }) =>
-      (await getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '')) as v.InferInput<typeof WorkflowRun>,
+      getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? ''),
   }),
 ];

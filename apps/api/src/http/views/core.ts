@@ -1,4 +1,6 @@
+import { CONDITION_JSON_SCHEMA } from '@wds/policy-engine';
 import * as v from 'valibot';
+import { withJsonSchema } from '../schemas.js';
 import { Integer, JsonObject, NonNegative, Role, RuntimeName, StatementKind, Timestamp, Uuid } from './common.js';
 
 /** The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members. */
@@ -17,6 +19,9 @@ export const Workspace = v.object({
   created_at: Timestamp,
   updated_at: Timestamp,
 });
+/** A user as others may see them (get_me: the caller). */
+export const User = v.object({ id: Uuid, email: v.string(), name: v.string() });
+
 /** A workspace as its member sees it: with the caller's role. */
 export const WorkspaceWithRole = v.object({ ...Workspace.entries, role: Role });
 
@@ -57,8 +62,8 @@ export const Policy = v.object({
   mode: v.picklist(['allow', 'deny']),
   table_name: v.string(),
   operation: v.picklist(['select', 'insert', 'update', 'delete']),
-  /** The condition as stored, or null. */
-  condition: v.unknown(),
+  /** The condition in its normal form (every column an object of operators), or null. */
+  condition: withJsonSchema(v.unknown(), { anyOf: [CONDITION_JSON_SCHEMA, { type: 'null' }] }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -87,6 +92,18 @@ export const Stf = v.object({
 });
 /** create_stf: the STF with its first version. */
 export const StfCreated = v.object({ ...Stf.entries, version: StfVersion });
+
+/** A library STF code of the javascript runtime may import by name (list_stf_libraries). */
+export const StfLibrary = v.object({
+  /** The bare package name; importable by it or by an alias. */
+  name: v.string(),
+  /** The other names it can be imported by (`@d6e-ai/<name>`). */
+  aliases: v.array(v.string()),
+  version: v.string(),
+  description: v.string(),
+  /** SPDX licence of what is bundled. */
+  license: v.string(),
+});
 
 const LogLine = v.object({ level: v.picklist(['log', 'info', 'warn', 'error', 'debug']), message: v.string() });
 /** instant_run_stf (DECISIONS §6): a failure of the code is an answer too (`success: false`, still a 200). */
@@ -130,6 +147,29 @@ export const DocumentSummary = v.object({
   updated_at: Timestamp,
 });
 export const Document = v.object({ ...DocumentSummary.entries, content: v.string() });
+/** A snapshot of a document's content and title, written whenever the content changed. */
+export const DocumentVersion = v.object({
+  id: Uuid,
+  document_id: Uuid,
+  version: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  title: v.string(),
+  content: v.string(),
+  created_by: v.nullable(Uuid),
+  created_at: Timestamp,
+});
+
+/** extract_file_text: a page of a file's text, counted in Unicode characters. */
+export const FileText = v.object({
+  file_id: Uuid,
+  filename: v.string(),
+  content_type: v.string(),
+  /** Characters `offset` to `offset + limit` of the whole text. */
+  text: v.string(),
+  offset: NonNegative,
+  total_chars: NonNegative,
+  /** Where the next page starts; null at the end. */
+  next_offset: v.nullable(NonNegative),
+});
 
 /** Where a value of a step or call comes from (@wds/effect-runner FieldMapping): a path into the input, or a JSON value. */
 const FieldMapping = v.object({
