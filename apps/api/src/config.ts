@@ -97,6 +97,10 @@ export const ConfigSchema = v.object({
   WORKFLOW_WORKSPACE_CONCURRENCY: int(8, 1, 10_000),
   WORKFLOW_WORKSPACE_QUEUE: int(32, 0, 100_000),
   WORKFLOW_QUEUE_TIMEOUT_MS: int(30_000, 0, 3_600_000),
+  // Queued workflow runs (async execute, schedules, hooks, events) one process runs at once.
+  WORKFLOW_JOB_CONCURRENCY: int(4, 1, 1000),
+  // Runs one workspace may have queued at once; one more is 429.
+  WORKFLOW_WORKSPACE_QUEUED_MAX: int(1000, 1, 1_000_000),
   MAX_FILE_BYTES: int(1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
   STORAGE_BACKEND: v.optional(v.picklist(['fs', 's3'], 'STORAGE_BACKEND must be fs or s3'), 'fs'),
   STORAGE_DIR: opt,

@@ -9,7 +9,7 @@ import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
-import { sweepInterruptedRuns } from '@wds/workflows';
+import { requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
 import { uploadRequestTimeoutMs } from './http-timeouts.js';
 import type { Services } from './services.js';
@@ -27,6 +27,12 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       name: 'interrupted workflow runs',
       intervalMs: c.MAINTENANCE_INTERVAL_MS,
       run: () => sweepInterruptedRuns(s.db, { staleAfterMs: c.RUN_STALE_AFTER_MS }),
+    },
+    {
+      // A queued run whose job was lost (its process died between recording and queuing it) is queued again.
+      name: 'queued workflow runs',
+      intervalMs: c.MAINTENANCE_INTERVAL_MS,
+      run: () => requeueStaleRuns(s),
     },
     ...embeddingSweeps(s, c.MAINTENANCE_INTERVAL_MS),
   ];

@@ -14,6 +14,7 @@ import { handleDriveSyncJobs } from '@wds/drive-sync';
 import { BackgroundJobs } from '@wds/jobs';
 import { Metrics } from '@wds/metrics';
 import { handleEmbeddingJobs } from '@wds/semantic-search';
+import { handleWorkflowRunJobs } from '@wds/workflows';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
 import type { Config } from './config.js';
@@ -164,6 +165,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
   // or another process are picked up by the processes that work them.
   handleEmbeddingJobs(services);
   handleDriveSyncJobs(services);
+  handleWorkflowRunJobs(services);
   metrics.watchPool('service', pool);
   metrics.watchPool('workspace_sql', () => services.sql.poolCounts());
   metrics.watchQueues(() => services.jobs.backlog());

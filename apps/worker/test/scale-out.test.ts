@@ -200,6 +200,23 @@ describe('two API processes and a worker on one database and one S3 store', () =
       return s.body.files?.find((f: { file_id?: string; id?: string }) => (f.file_id ?? f.id) === up.body.id)?.status as string | undefined;
     };
     expect(await fileStatus()).toBe('pending');
+    // A workflow run queued the same way (async execute): the API processes only record and queue it.
+    const stf = await call(api2, 'POST', '/api/v1/stfs', {
+      token,
+      workspace: ws,
+      body: { name: 'double', version: '1', runtime: 'javascript', code: Buffer.from('return { n: $input.n * 2 };').toString('base64') },
+    });
+    expect(stf.status, JSON.stringify(stf.body)).toBe(201);
+    const wf = await call(api2, 'POST', '/api/v1/workflows', {
+      token,
+      workspace: ws,
+      body: { name: 'double', stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] },
+    });
+    expect(wf.status, JSON.stringify(wf.body)).toBe(201);
+    const queuedRun = await call(api2, 'POST', `/api/v1/workflows/${wf.body.id}/execute?async=true`, { token, workspace: ws, body: { n: 21 } });
+    expect(queuedRun.status, JSON.stringify(queuedRun.body)).toBe(202);
+    const runOf = async () => (await call(api1, 'GET', `/api/v1/workflows/${wf.body.id}/runs/${queuedRun.body.run_id}`, { token, workspace: ws })).body;
+    expect((await runOf()).status).toBe('queued');
 
     worker = await startWorker();
     const status = await until(
@@ -211,6 +228,11 @@ describe('two API processes and a worker on one database and one S3 store', () =
       'the worker to embed the file',
     );
     expect(status).toBe('completed');
+    const workflowRun = await until(async () => {
+      const r = await runOf();
+      return r.status === 'queued' || r.status === 'running' ? undefined : r;
+    }, 60_000, 'the worker to run the workflow');
+    expect(workflowRun).toMatchObject({ status: 'succeeded', trigger: 'async', output: { n: 42 } });
     // The worker ran it; the API processes run no jobs. The item is marked completed inside the job, and the
     // worker logs "job done" after it (asynchronously): wait for the line rather than race it.
     const jobDone = /"queue":"embeddings".*"msg":"job done"/;

@@ -122,6 +122,7 @@ export const OPERATIONS = {
   execute_workflow: { resource: 'workflow', mutates: true },
   list_workflow_runs: { resource: 'workflow_run', mutates: false },
   get_workflow_run: { resource: 'workflow_run', mutates: false },
+  cancel_workflow_run: { resource: 'workflow_run', mutates: true },
   // embeddings
   generate_column_embeddings: { resource: 'embedding', mutates: true },
   get_column_embedding_status: { resource: 'embedding', mutates: false },

@@ -1228,8 +1228,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Run a workflow with the body as $input; answers the last STF step's output (422 RUNTIME_ERROR naming the failed step). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution
-         * @description Run a workflow with the body as $input; answers the last STF step's output (422 RUNTIME_ERROR naming the failed step). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution
+         * Run a workflow with the body as $input; answers the last STF step's output (422 RUNTIME_ERROR naming the failed step; 409 when cancelled). With `Prefer: respond-async` or `async=true`: 202 with the run id at once, the run queued (GET …/runs/{runId} shows it). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution
+         * @description Run a workflow with the body as $input; answers the last STF step's output (422 RUNTIME_ERROR naming the failed step; 409 when cancelled). With `Prefer: respond-async` or `async=true`: 202 with the run id at once, the run queued (GET …/runs/{runId} shows it). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution
          *
          *     Credential: optional; when sent it must be valid.
          */
@@ -1278,6 +1278,28 @@ export interface paths {
         get: operations["get_workflow_run"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/runs/{runId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a run (its executor, or workflow editors): a queued run ends `cancelled` at once; a running one skips every step not yet started and ends `cancelled` (a step under way ends by its own limits); 409 for a run that has ended. Answers the run as it is now
+         * @description Cancel a run (its executor, or workflow editors): a queued run ends `cancelled` at once; a running one skips every step not yet started and ends `cancelled` (a step under way ends by its own limits); 409 for a run that has ended. Answers the run as it is now
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["cancel_workflow_run"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2532,8 +2554,13 @@ export interface components {
             /** Format: uuid */
             workflow_id: string;
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed";
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @enum {string} */
+            trigger: "request" | "async" | "schedule" | "webhook" | "event";
+            trigger_id: string | null;
             executed_by: string | null;
+            queued_at: string | null;
+            cancel_requested_at: string | null;
             error: {
                 kind: string;
                 message: string;
@@ -2575,14 +2602,27 @@ export interface components {
             finished_at: string | null;
             duration_ms: number | null;
         };
+        WorkflowRunQueued: {
+            /** Format: uuid */
+            run_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+            /** @constant */
+            status: "queued";
+        };
         WorkflowRun: {
             /** Format: uuid */
             id: string;
             /** Format: uuid */
             workflow_id: string;
             /** @enum {string} */
-            status: "running" | "succeeded" | "failed";
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @enum {string} */
+            trigger: "request" | "async" | "schedule" | "webhook" | "event";
+            trigger_id: string | null;
             executed_by: string | null;
+            queued_at: string | null;
+            cancel_requested_at: string | null;
             error: {
                 kind: string;
                 message: string;
@@ -6554,10 +6594,14 @@ export interface operations {
     };
     execute_workflow: {
         parameters: {
-            query?: never;
+            query?: {
+                async?: boolean;
+            };
             header: {
                 /** @description The workspace of the call */
                 "X-Workspace-ID": string;
+                /** @description `respond-async`: answer 202 at once and run in the background */
+                Prefer?: string;
             };
             path: {
                 workflowId: string;
@@ -6580,6 +6624,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": unknown;
+                };
+            };
+            /** @description Queued (Prefer: respond-async, or async=true): the run starts on a process of the job queue */
+            202: {
+                headers: {
+                    /** @description The run */
+                    "X-Workflow-Run-Id"?: string;
+                    /** @description The run: GET it for its state and result */
+                    Location?: string;
+                    /** @description `respond-async` when asked with Prefer */
+                    "Preference-Applied"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunQueued"];
                 };
             };
             400: components["responses"]["Error400"];
@@ -6657,6 +6716,40 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    cancel_workflow_run: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRun"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

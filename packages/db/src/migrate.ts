@@ -11,6 +11,7 @@ import * as m0008 from './migrations/0008_sql_walls.js';
 import * as m0009 from './migrations/0009_nothing_left_behind.js';
 import * as m0010 from './migrations/0010_mcp.js';
 import * as m0011 from './migrations/0011_embedding_generations.js';
+import * as m0012 from './migrations/0012_workflow_runs_async.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '0009_nothing_left_behind': m0009,
   '0010_mcp': m0010,
   '0011_embedding_generations': m0011,
+  '0012_workflow_runs_async': m0012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

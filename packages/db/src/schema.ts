@@ -196,7 +196,8 @@ export interface WorkflowsTable {
   deleted_at: Timestamp | null;
 }
 
-export type WorkflowRunStatus = 'running' | 'succeeded' | 'failed';
+export type WorkflowRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export type WorkflowRunTrigger = 'request' | 'async' | 'schedule' | 'webhook' | 'event';
 
 export interface WorkflowRunsTable {
   id: string;
@@ -208,13 +209,22 @@ export interface WorkflowRunsTable {
   output: ColumnType<unknown, string | null, string | null>;
   error: ColumnType<unknown, string | null, string | null>;
   steps: ColumnType<unknown, string | undefined, string>;
-  started_at: CreatedAt;
+  /** When it started running (a queued run: set again when a process claims it). */
+  started_at: ColumnType<Date, Date | string | undefined, Date | string>;
   finished_at: Timestamp | null;
   duration_ms: number | null;
   /** The instance id of the process running it (null for runs recorded before 0009). */
   owner: string | null;
   /** Last time its process marked it alive while running; a sweep fails a running run whose heartbeat stopped. */
   heartbeat_at: Timestamp | null;
+  /** What started it (migration 0012): a request waiting for it, an async request, a schedule, a webhook, an event. */
+  trigger: ColumnType<WorkflowRunTrigger, WorkflowRunTrigger | undefined, WorkflowRunTrigger>;
+  /** The schedule, hook or event trigger that started it. */
+  trigger_id: string | null;
+  /** When it was queued (runs that did not start at once). */
+  queued_at: Timestamp | null;
+  /** When a cancel was asked while it ran; its process stops it before its next step. */
+  cancel_requested_at: Timestamp | null;
 }
 
 export interface FilesTable {

@@ -78,7 +78,8 @@ export interface RunError extends StepError {
 }
 
 export interface ExecutionResult {
-  status: 'succeeded' | 'failed';
+  /** `cancelled`: a cancel was asked while it ran; the steps that had not started were skipped. */
+  status: 'succeeded' | 'failed' | 'cancelled';
   output: unknown;
   error: RunError | null;
   steps: StepRecord[];
@@ -108,6 +109,8 @@ export async function executeWorkflow(
     runId: string;
     /** The engine appends each step's record here as the step ends, so a caller can record progress meanwhile. */
     steps?: StepRecord[];
+    /** Aborted: a cancel was asked. No step starts after it; a step under way ends by its own limits. */
+    signal?: AbortSignal;
   },
 ): Promise<ExecutionResult> {
   const started = performance.now();
@@ -133,7 +136,19 @@ export async function executeWorkflow(
     });
   };
 
+  /** Cancelled before STF step `fromStf` (or the effects): the rest is skipped, and the run ends `cancelled`. */
+  const cancelledBefore = (fromStf: number): ExecutionResult | undefined => {
+    if (!opts.signal?.aborted) return undefined;
+    error = { step: 'run', kind: 'cancelled', message: 'Cancelled: the steps that had not started were skipped' };
+    skipRest(fromStf);
+    return { ...finish(null), status: 'cancelled' };
+  };
+
   // 1. Input steps, in parallel.
+  if (opts.signal?.aborted) {
+    for (const [index, step] of def.input_steps.entries()) steps.push({ kind: 'input', index, name: step.name, status: 'skipped' });
+    return cancelledBefore(0) as ExecutionResult;
+  }
   const loaded = await Promise.all(
     def.input_steps.map(async (step, index) => {
       const t = performance.now();
@@ -160,6 +175,8 @@ export async function executeWorkflow(
   // 2. STF steps, in order; each gets the previous output (or $input) unless its mappings say otherwise.
   let last: unknown = input;
   for (const [index, step] of def.stf_steps.entries()) {
+    const stopped = cancelledBefore(index);
+    if (stopped) return stopped;
     const stf = resolved.stfs[index];
     const t = performance.now();
     const base: StepRecord = noted(
@@ -187,6 +204,9 @@ export async function executeWorkflow(
     last = outcome.output;
   }
   const output = def.stf_steps.length > 0 ? last : input;
+
+  const stopped = cancelledBefore(def.stf_steps.length);
+  if (stopped) return stopped;
 
   // 3. Effect steps, in parallel; each reads the workflow's result unless its mappings say otherwise.
   const effects = await Promise.all(

@@ -13,7 +13,8 @@ import { runCacheOf } from '@wds/stfs';
 import { cachedSteps } from './cached.js';
 import { RunHeartbeat } from './liveness.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
-import { finishRun, newRunId, startRun, type WorkflowView } from './store.js';
+import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
+import { claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */
 export type ExecutionAudit = Omit<AuditEntry, 'details'>;
@@ -32,6 +33,11 @@ export interface RecordedRun {
   result: ExecutionResult;
 }
 
+/** A run already recorded (queued, then claimed by this process): its id; the engine must not record it again. */
+interface ClaimedRun {
+  runId: string;
+}
+
 /**
  * The executions of one set of services: one heartbeat for all their runs, and one per-workspace cap. Build one per
  * process (executeAndRecord keeps one per deps object); tests build their own.
@@ -40,6 +46,8 @@ export class WorkflowExecutions {
   readonly #deps: WorkflowExecutionDeps;
   readonly #gate: WorkflowConcurrency;
   readonly #beats: RunHeartbeat;
+  /** The runs in progress here, to stop them at once when a cancel is asked in this process. */
+  readonly #running = new Map<string, AbortController>();
 
   constructor(deps: WorkflowExecutionDeps) {
     this.#deps = deps;
@@ -65,22 +73,87 @@ export class WorkflowExecutions {
     }
   }
 
-  async #run(req: ExecutionRequest): Promise<RecordedRun> {
+  /**
+   * Runs a queued run (a job of the workflow-runs queue): claims it, checks that it may still run — its workspace and
+   * workflow live, its user still a member (or the workflow still open to anonymous execution) — and runs it as that
+   * user. Undefined when there was nothing to run (cancelled, or claimed elsewhere); a run that may not run any more
+   * ends `failed` with why. When the workspace has no free place it goes back to the queue and this throws (the job
+   * is tried again later).
+   */
+  async runQueued(runId: string, audit: Pick<ExecutionAudit, 'action' | 'transport'>): Promise<RecordedRun | undefined> {
+    const { db } = this.#deps;
+    const row = await claimQueuedRun(db, runId, this.#beats.owner);
+    if (!row) return undefined;
+    const refuse = async (kind: string, message: string) => {
+      await failQueuedRun(db, runId, { kind, message });
+      return undefined;
+    };
+    const workspace = await findLiveWorkspace(db, row.workspace_id);
+    if (!workspace) return refuse('not_found', 'The workspace was deleted before the run started');
+    const workflow = await getWorkflow(db, workspace.id, row.workflow_id).catch(() => undefined);
+    if (!workflow) return refuse('not_found', 'The workflow was deleted before the run started');
+    if (row.executed_by !== null) {
+      const member = await resolveAccess(db, { userId: row.executed_by, scopedWorkspaceId: null }, workspace.id).catch(() => undefined);
+      if (!member) return refuse('forbidden', 'The user it runs as is no longer a member of the workspace');
+    } else if (!workflow.allow_anonymous_execute) {
+      return refuse('forbidden', 'The workflow no longer allows anonymous execution');
+    }
+    let release: () => void;
+    try {
+      release = await this.#gate.acquire(workspace.id);
+    } catch (err) {
+      await requeueRun(db, runId);
+      throw err;
+    }
+    try {
+      return await this.#run(
+        {
+          workspace,
+          workflow,
+          input: row.input,
+          executedBy: row.executed_by,
+          audit: {
+            ...audit,
+            workspaceId: workspace.id,
+            userId: row.executed_by,
+            apiKeyId: null,
+            requestId: null,
+            resourceType: 'workflow',
+            resourceId: workflow.id,
+          },
+        },
+        { runId },
+      );
+    } finally {
+      release();
+    }
+  }
+
+  /** Stops a run in progress in this process before its next step (a cancel asked here); false when none is. */
+  cancelLocal(runId: string): boolean {
+    const controller = this.#running.get(runId);
+    controller?.abort();
+    return controller !== undefined;
+  }
+
+  async #run(req: ExecutionRequest, claimed?: ClaimedRun): Promise<RecordedRun> {
     const { db, logger } = this.#deps;
     const { workspace, workflow, input, executedBy, audit } = req;
-    const runId = newRunId();
+    const runId = claimed?.runId ?? newRunId();
     const started = performance.now();
     const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, workflow);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
 
     // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.
-    await startRun(db, runId, workflow, input, executedBy, this.#beats.owner);
+    if (!claimed) await startRun(db, runId, workflow, input, executedBy, this.#beats.owner);
     const progress: StepRecord[] = [];
-    this.#beats.track(runId, progress);
+    const cancel = new AbortController();
+    this.#running.set(runId, cancel);
+    this.#beats.track(runId, progress, () => cancel.abort());
     try {
       let result: ExecutionResult;
       try {
-        result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId, steps: progress });
+        result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId, steps: progress, signal: cancel.signal });
       } catch (err) {
         logger.error({ err, run_id: runId }, 'workflow engine failed');
         result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };
@@ -94,7 +167,12 @@ export class WorkflowExecutions {
         action: audit.action,
         resource_type: audit.resourceType,
         resource_id: audit.resourceId,
-        details: JSON.stringify({ run_id: runId, status: result.status, ...(result.error ? { failed_step: result.error.step } : {}) }),
+        details: JSON.stringify({
+          run_id: runId,
+          status: result.status,
+          ...(result.error ? { failed_step: result.error.step } : {}),
+          ...(claimed ? { queued: true } : {}),
+        }),
         request_id: audit.requestId ?? null,
         transport: audit.transport ?? null,
       });
@@ -103,6 +181,7 @@ export class WorkflowExecutions {
     } finally {
       // Left `running` only if finishing failed: the sweep then settles it once the heartbeat is stale.
       this.#beats.untrack(runId);
+      this.#running.delete(runId);
     }
   }
 }
@@ -110,19 +189,27 @@ export class WorkflowExecutions {
 /** One WorkflowExecutions per deps object: a process passes the same services each time; each test harness has its own. */
 const executions = new WeakMap<WorkflowExecutionDeps, WorkflowExecutions>();
 
-/** Runs and records one execution with the executions of `deps` (their heartbeat and per-workspace cap). */
-export function executeAndRecord(deps: WorkflowExecutionDeps, req: ExecutionRequest): Promise<RecordedRun> {
+/** The executions of `deps` (one per services object: their heartbeat, per-workspace cap and runs in progress). */
+export function executionsOf(deps: WorkflowExecutionDeps): WorkflowExecutions {
   let ex = executions.get(deps);
   if (!ex) {
     ex = new WorkflowExecutions(deps);
     executions.set(deps, ex);
   }
-  return ex.execute(req);
+  return ex;
 }
 
-/** What an execution answers: the workflow's output, or 422 RUNTIME_ERROR naming the failed step and the run. */
+/** Runs and records one execution with the executions of `deps` (their heartbeat and per-workspace cap). */
+export function executeAndRecord(deps: WorkflowExecutionDeps, req: ExecutionRequest): Promise<RecordedRun> {
+  return executionsOf(deps).execute(req);
+}
+
+/** What an execution answers: the workflow's output, 422 RUNTIME_ERROR naming the failed step and the run, or 409 when it was cancelled. */
 export function runOutput(run: RecordedRun): unknown {
   const { error, output } = run.result;
+  if (run.result.status === 'cancelled') {
+    throw new ServiceError('CONFLICT', 'The run was cancelled', JSON.stringify({ run_id: run.runId, step: 'run', kind: 'cancelled' }));
+  }
   if (error) {
     throw new ServiceError(
       'RUNTIME_ERROR',

@@ -14,5 +14,6 @@ export {
   type WorkflowExecutionConfig,
   type WorkflowExecutionDeps,
 } from './runners.js';
-export { executeAndRecord, type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, WorkflowExecutions } from './execution.js';
+export { executeAndRecord, executionsOf, type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, WorkflowExecutions } from './execution.js';
+export { cancelWorkflowRun, handleWorkflowRunJobs, queueWorkflowAs, requeueStaleRuns, WORKFLOW_RUNS_QUEUE, type WorkflowJobDeps } from './queued.js';
 export { authorizeExecution, type ExecuteWorkflowRequest, type ExecutingMember, executeWorkflowAs } from './authorize.js';

@@ -2,7 +2,8 @@
  * Liveness of workflow runs. A run is written when it starts, owned by the process that executes it (`owner`: that
  * process's instance id); while it runs, the process marks all its running runs alive in one statement every
  * interval (`heartbeat_at`, with the steps finished so far). A sweep, on a schedule in every process that runs
- * background work, fails the running runs whose heartbeat is older than a threshold: whoever ran them is gone.
+ * background work, fails the running runs whose heartbeat is older than a threshold: whoever ran them is gone. The
+ * beat also reads back which of them were asked to stop (`cancel_requested_at`, set by any process) and tells them.
  */
 import { randomUUID } from 'node:crypto';
 import { type Db, sql } from '@wds/db';
@@ -25,8 +26,8 @@ export class RunHeartbeat {
   readonly #db: Db;
   readonly #intervalMs: number;
   readonly #onError: (err: Error) => void;
-  /** Run id → the engine's step records so far. */
-  readonly #live = new Map<string, StepRecord[]>();
+  /** Run id → the engine's step records so far, and what to do when a cancel was asked. */
+  readonly #live = new Map<string, { steps: StepRecord[]; onCancel: (() => void) | undefined }>();
   #timer: NodeJS.Timeout | undefined;
   #inFlight: Promise<void> | undefined;
 
@@ -37,9 +38,9 @@ export class RunHeartbeat {
     this.#onError = opts.onError ?? (() => {});
   }
 
-  /** Beats for the run (and records `steps` as they grow) until `untrack`. */
-  track(runId: string, steps: StepRecord[]): void {
-    this.#live.set(runId, steps);
+  /** Beats for the run (and records `steps` as they grow) until `untrack`; `onCancel` when a beat finds it cancelled. */
+  track(runId: string, steps: StepRecord[], onCancel?: () => void): void {
+    this.#live.set(runId, { steps, onCancel });
     if (this.#timer) return;
     this.#timer = setInterval(() => void this.beat(), this.#intervalMs);
     this.#timer.unref(); // a run in progress keeps the process up, not its heartbeat
@@ -56,14 +57,17 @@ export class RunHeartbeat {
   beat(): Promise<void> {
     if (this.#inFlight) return this.#inFlight;
     if (this.#live.size === 0) return Promise.resolve();
-    const runs = [...this.#live].map(([id, steps]) => ({ id, steps }));
-    this.#inFlight = sql`
+    const runs = [...this.#live].map(([id, { steps }]) => ({ id, steps }));
+    this.#inFlight = sql<{ id: string }>`
       UPDATE platform.workflow_runs r SET heartbeat_at = now(), steps = v.steps
         FROM jsonb_to_recordset(${JSON.stringify(runs)}::jsonb) AS v(id uuid, steps jsonb)
-       WHERE r.id = v.id AND r.status = 'running'`
+       WHERE r.id = v.id AND r.status = 'running'
+      RETURNING r.id, r.cancel_requested_at IS NOT NULL AS cancel`
       .execute(this.#db)
       .then(
-        () => undefined,
+        ({ rows }) => {
+          for (const row of rows as { id: string; cancel: boolean }[]) if (row.cancel) this.#live.get(row.id)?.onCancel?.();
+        },
         (err: Error) => this.#onError(err),
       )
       .finally(() => {

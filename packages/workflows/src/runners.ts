@@ -25,6 +25,12 @@ export interface WorkflowExecutionConfig extends StfRunnerConfig {
   WORKFLOW_WORKSPACE_CONCURRENCY: number;
   WORKFLOW_WORKSPACE_QUEUE: number;
   WORKFLOW_QUEUE_TIMEOUT_MS: number;
+  /** Queued runs one process runs at once (the workflow-runs job queue). */
+  WORKFLOW_JOB_CONCURRENCY: number;
+  /** Runs one workspace may have queued; one more is refused (429). */
+  WORKFLOW_WORKSPACE_QUEUED_MAX: number;
+  /** A queued run waiting longer than this is queued again (its job was lost with the process that queued it). */
+  RUN_STALE_AFTER_MS: number;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
-import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow } from '@wds/db';
-import { notFound } from '@wds/errors';
+import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger } from '@wds/db';
+import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepRecord } from './engine.js';
 import { INSTANCE_ID } from './liveness.js';
@@ -19,8 +19,16 @@ export interface WorkflowView extends WorkflowDefinition {
 export interface WorkflowRunSummaryView {
   id: string;
   workflow_id: string;
-  status: 'running' | 'succeeded' | 'failed';
+  status: WorkflowRunStatus;
+  /** What started it: a request that waited for it, an async request, a schedule, a webhook, an event. */
+  trigger: WorkflowRunTrigger;
+  /** The schedule, hook or event trigger that started it; null otherwise. */
+  trigger_id: string | null;
   executed_by: string | null;
+  /** When it was queued; null for a run that started at once. */
+  queued_at: string | null;
+  /** When a cancel was asked while it ran; null otherwise. */
+  cancel_requested_at: string | null;
   /** Which step failed and how (`step: 'run'` for an interrupted run); null unless failed. */
   error: RunError | null;
   steps: StepRecord[];
@@ -128,7 +136,11 @@ const toRunSummary = (r: WorkflowRunRow): WorkflowRunSummaryView => ({
   id: r.id,
   workflow_id: r.workflow_id,
   status: r.status,
+  trigger: r.trigger,
+  trigger_id: r.trigger_id,
   executed_by: r.executed_by,
+  queued_at: r.queued_at ? r.queued_at.toISOString() : null,
+  cancel_requested_at: r.cancel_requested_at ? r.cancel_requested_at.toISOString() : null,
   // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps).
   error: (r.error ?? null) as RunError | null,
   steps: (r.steps ?? []) as StepRecord[],
@@ -237,4 +249,137 @@ export async function getRun(db: Db, workspaceId: string, workflowId: string, ru
     : undefined;
   if (!row) throw notFound('Workflow run');
   return toRunView(row);
+}
+
+/** What a queued run is: whose, started by what, with which input. */
+export interface QueuedRun {
+  workflow: { id: string; workspace_id: string };
+  input: unknown;
+  executedBy: string | null;
+  trigger: Exclude<WorkflowRunTrigger, 'request'>;
+  triggerId?: string | null;
+}
+
+/**
+ * Records a run as `queued` (its audit entry in the same statement, when given): a process of the job queue claims
+ * it later (claimQueuedRun). Returns its id.
+ */
+export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) => NewAuditLog): Promise<string> {
+  const id = newRunId();
+  const insert = (q: Db) =>
+    q.insertInto('platform.workflow_runs').values({
+      id,
+      workflow_id: run.workflow.id,
+      workspace_id: run.workflow.workspace_id,
+      status: 'queued',
+      trigger: run.trigger,
+      trigger_id: run.triggerId ?? null,
+      executed_by: run.executedBy,
+      input: JSON.stringify(run.input ?? null),
+      queued_at: sql<Date>`now()`,
+    });
+  if (!audit) await insert(db).execute();
+  else await db.with('run', (q) => insert(q as unknown as Db).returning('id')).insertInto('platform.audit_logs').values(audit(id)).execute();
+  return id;
+}
+
+/**
+ * Takes a queued run for this process: `running`, owned by `owner`, alive and started now. Undefined when it is not
+ * queued any more (cancelled, or claimed by another process): there is nothing to do.
+ */
+export async function claimQueuedRun(db: Db, runId: string, owner: string = INSTANCE_ID): Promise<WorkflowRunRow | undefined> {
+  if (!isUuid(runId)) return undefined;
+  return db
+    .updateTable('platform.workflow_runs')
+    .set({ status: 'running', owner, heartbeat_at: sql<Date>`now()`, started_at: sql<Date>`now()` })
+    .where('id', '=', runId)
+    .where('status', '=', 'queued')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Gives a claimed run back to the queue (its process could not run it now); another attempt claims it again. */
+export async function requeueRun(db: Db, runId: string): Promise<void> {
+  await db
+    .updateTable('platform.workflow_runs')
+    .set({ status: 'queued', owner: null, heartbeat_at: null })
+    .where('id', '=', runId)
+    .where('status', '=', 'running')
+    .execute();
+}
+
+/** Ends a queued run that cannot run (its workflow or its user is gone) as failed, with why. */
+export async function failQueuedRun(db: Db, runId: string, error: { kind: string; message: string }): Promise<void> {
+  await db
+    .updateTable('platform.workflow_runs')
+    .set({ status: 'failed', error: JSON.stringify({ step: 'run', ...error }), finished_at: sql<Date>`now()`, duration_ms: 0 })
+    .where('id', '=', runId)
+    .where('status', 'in', ['queued', 'running'])
+    .execute();
+}
+
+/**
+ * Cancels a run: a queued one ends `cancelled` at once (it never starts); a running one is asked to stop
+ * (`cancel_requested_at`): its process skips every step that has not started and ends it `cancelled`. 409 for a run
+ * that has ended. Returns the run as it is now.
+ */
+export async function cancelRun(db: Db, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
+  // The workflow is this workspace's (404 otherwise), so its runs are too.
+  await getWorkflow(db, workspaceId, workflowId);
+  if (isUuid(runId)) {
+    // In this order: a queued run claimed meanwhile is running by the second statement.
+    const cancelled = await db
+      .updateTable('platform.workflow_runs')
+      .set({
+        status: 'cancelled',
+        cancel_requested_at: sql<Date>`now()`,
+        error: JSON.stringify({ step: 'run', kind: 'cancelled', message: 'Cancelled before it started' }),
+        finished_at: sql<Date>`now()`,
+        duration_ms: 0,
+      })
+      .where('id', '=', runId)
+      .where('workflow_id', '=', workflowId)
+      .where('status', '=', 'queued')
+      .returning('id')
+      .executeTakeFirst();
+    const asked =
+      cancelled ??
+      (await db
+        .updateTable('platform.workflow_runs')
+        .set({ cancel_requested_at: sql<Date>`coalesce(cancel_requested_at, now())` })
+        .where('id', '=', runId)
+        .where('workflow_id', '=', workflowId)
+        .where('status', '=', 'running')
+        .returning('id')
+        .executeTakeFirst());
+    if (!asked) {
+      const run = await getRun(db, workspaceId, workflowId, runId);
+      throw conflict(`The run has already ended (${run.status})`, 'only a queued or running run can be cancelled');
+    }
+  }
+  return getRun(db, workspaceId, workflowId, runId);
+}
+
+/** How many runs of a workspace are queued (its cap: WORKFLOW_WORKSPACE_QUEUED_MAX). */
+export async function countQueuedRuns(db: Db, workspaceId: string): Promise<number> {
+  const row = await db
+    .selectFrom('platform.workflow_runs')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .where('status', '=', 'queued')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Queued runs waiting longer than `olderThanMs` (their job may have been lost: a process died before queuing it). */
+export async function staleQueuedRuns(db: Db, olderThanMs: number, limit = 1000): Promise<string[]> {
+  const rows = await db
+    .selectFrom('platform.workflow_runs')
+    .select('id')
+    .where('status', '=', 'queued')
+    .where('queued_at', '<', sql<Date>`now() - ${Math.max(0, Math.floor(olderThanMs))} * interval '1 millisecond'`)
+    .orderBy('queued_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
 }

@@ -61,6 +61,9 @@ function depsOf(over: Partial<WorkflowExecutionDeps> = {}): WorkflowExecutionDep
       WORKFLOW_WORKSPACE_CONCURRENCY: 2,
       WORKFLOW_WORKSPACE_QUEUE: 2,
       WORKFLOW_QUEUE_TIMEOUT_MS: 1_000,
+      WORKFLOW_JOB_CONCURRENCY: 2,
+      WORKFLOW_WORKSPACE_QUEUED_MAX: 100,
+      RUN_STALE_AFTER_MS: 60_000,
     },
     ...over,
   };

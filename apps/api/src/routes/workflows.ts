@@ -1,4 +1,5 @@
 import {
+  cancelWorkflowRun,
   checkDefinition,
   createWorkflow,
   CreateWorkflowSchema,
@@ -9,6 +10,7 @@ import {
   listRuns,
   listWorkflows,
   patchedDefinition,
+  queueWorkflowAs,
   runOutput,
   softDeleteWorkflow,
   updateWorkflow,
@@ -16,9 +18,9 @@ import {
 } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { Workflow, WorkflowRun, WorkflowRunSummary } from '../http/views/index.js';
+import { Workflow, WorkflowRun, WorkflowRunQueued, WorkflowRunSummary } from '../http/views/index.js';
 import { defineRoute, workspaceAccess } from '../http/route.js';
-import { PageQuery } from '../http/schemas.js';
+import { PageQuery, boolQuery } from '../http/schemas.js';
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
@@ -97,7 +99,7 @@ export const workflowRoutes = [
     operation: 'execute_workflow',
     response: v.unknown(),
     summary:
-      'Run a workflow with the body as $input; answers the last STF step\'s output (422 RUNTIME_ERROR naming the failed step). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution',
+      'Run a workflow with the body as $input; answers the last STF step\'s output (422 RUNTIME_ERROR naming the failed step; 409 when cancelled). With `Prefer: respond-async` or `async=true`: 202 with the run id at once, the run queued (GET …/runs/{runId} shows it). X-Workspace-ID required; Authorization optional only for workflows that allow anonymous execution',
     // The workspace comes from X-Workspace-ID, but the caller may be anonymous: resolved in the handler.
     auth: 'optional',
     transaction: false,
@@ -105,6 +107,7 @@ export const workflowRoutes = [
     invalidates: 'none',
     // The body is `$input`, any JSON value; an empty body is null.
     body: v.unknown(),
+    query: v.object({ async: boolQuery('must be true or false', true) }),
     mcp: { bodyName: 'input', workspace: true },
     openapi: {
       responses: {
@@ -113,8 +116,18 @@ export const workflowRoutes = [
           content: { 'application/json': { schema: { description: "Any JSON value: the last STF step's output" } } },
           headers: { 'X-Workflow-Run-Id': { schema: { type: 'string' }, description: 'The run (GET …/runs lists it)' } },
         },
+        '202': {
+          description: 'Queued (Prefer: respond-async, or async=true): the run starts on a process of the job queue',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/WorkflowRunQueued' } } },
+          headers: {
+            'X-Workflow-Run-Id': { schema: { type: 'string' }, description: 'The run' },
+            Location: { schema: { type: 'string' }, description: 'The run: GET it for its state and result' },
+            'Preference-Applied': { schema: { type: 'string' }, description: '`respond-async` when asked with Prefer' },
+          },
+        },
       },
-      errors: [422],
+      headers: [{ name: 'Prefer', description: '`respond-async`: answer 202 at once and run in the background', schema: { type: 'string' } }],
+      errors: [409, 422],
     },
     handler: async (ctx) => {
       const { services, transport, principal, body } = ctx;
@@ -124,13 +137,22 @@ export const workflowRoutes = [
       const member = principal
         ? { userId: principal.user.id, workspace: (await workspaceAccess(services, transport, principal, workspaceId)).workspace }
         : null;
-      const run = await executeWorkflowAs(services, {
+      const workflowId = ctx.params.workflowId ?? '';
+      const request = {
         workspaceId,
-        workflowId: ctx.params.workflowId ?? '',
+        workflowId,
         member,
         input: body,
         audit: { apiKeyId: principal?.apiKeyId ?? null, action: 'execute_workflow', requestId: transport.requestId, transport: transport.name },
-      });
+      };
+      const preferAsync = /(^|[\s,;])respond-async([\s,;]|$)/i.test(transport.header('prefer') ?? '');
+      if (preferAsync || ctx.query.async === 'true' || ctx.query.async === '1') {
+        const runId = await queueWorkflowAs(services, request);
+        const headers: Record<string, string> = { 'x-workflow-run-id': runId, location: `/api/v1/workflows/${workflowId}/runs/${runId}` };
+        if (preferAsync) headers['preference-applied'] = 'respond-async';
+        return Response.json({ run_id: runId, workflow_id: workflowId, status: 'queued' }, { status: 202, headers });
+      }
+      const run = await executeWorkflowAs(services, request);
       transport.setHeader('X-Workflow-Run-Id', run.runId);
       return runOutput(run);
     },
@@ -155,5 +177,27 @@ export const workflowRoutes = [
     summary: 'One run of a workflow, with its input, output, error and per-step records',
     handler: async ({ db, access, params }) =>
       getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? ''),
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/workflows/:workflowId/runs/:runId/cancel',
+    operation: 'cancel_workflow_run',
+    response: WorkflowRun,
+    summary:
+      'Cancel a run (its executor, or workflow editors): a queued run ends `cancelled` at once; a running one skips every step not yet started and ends `cancelled` (a step under way ends by its own limits); 409 for a run that has ended. Answers the run as it is now',
+    // Each change is one conditional statement; the audit entry follows it.
+    transaction: false,
+    invalidates: 'none',
+    openapi: { errors: [409] },
+    handler: async (ctx) => {
+      const { services, access, params, principal } = ctx;
+      const workflowId = params.workflowId ?? '';
+      const runId = params.runId ?? '';
+      const run = await getRun(services.db, access.workspace.id, workflowId, runId);
+      if (run.executed_by !== principal.user.id) await assertWorkflowEditor(ctx);
+      ctx.audit({ resourceId: runId, details: { workflow_id: workflowId, status: run.status } });
+      return cancelWorkflowRun(services, access.workspace.id, workflowId, runId);
+    },
   }),
 ];

@@ -229,18 +229,28 @@ const StepRecord = v.object({
   /** What the step's definition wrote in an older form that still works, and what to write instead. */
   deprecations: v.optional(v.array(v.object({ at: v.string(), found: v.string(), use: v.string() }))),
 });
-/** A run as listed: without its input and output. `error.step` names the failed step (`run` when interrupted). */
+/** A run as listed: without its input and output. `error.step` names the failed step (`run` when interrupted or cancelled). */
 export const WorkflowRunSummary = v.object({
   id: Uuid,
   workflow_id: Uuid,
-  status: v.picklist(['running', 'succeeded', 'failed']),
+  status: v.picklist(['queued', 'running', 'succeeded', 'failed', 'cancelled']),
+  /** What started it: a request that waited for it, an async request, a schedule, a webhook, an event. */
+  trigger: v.picklist(['request', 'async', 'schedule', 'webhook', 'event']),
+  /** The schedule, hook or event trigger that started it. */
+  trigger_id: v.nullable(Uuid),
   executed_by: v.nullable(Uuid),
+  /** When it was queued; null for a run that started at once. */
+  queued_at: v.nullable(Timestamp),
+  /** When a cancel was asked while it ran. */
+  cancel_requested_at: v.nullable(Timestamp),
   error: v.nullable(v.object({ ...StepError.entries, step: v.string() })),
   steps: v.array(StepRecord),
   started_at: Timestamp,
   finished_at: v.nullable(Timestamp),
   duration_ms: v.nullable(v.number()),
 });
+/** execute_workflow without waiting (202): the queued run. */
+export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, status: v.literal('queued') });
 /** One run with its input and output (any JSON; null when there is none). */
 export const WorkflowRun = v.object({ ...WorkflowRunSummary.entries, input: v.unknown(), output: v.unknown() });
 

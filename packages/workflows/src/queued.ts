@@ -1,0 +1,96 @@
+/**
+ * Runs that do not hold a connection (issue 19): a request (or a schedule, a hook, an event) records the run as
+ * `queued` with its audit entry and puts its id on the workflow-runs job queue; whichever process works the queue
+ * claims it (once: the claim is a conditional update), checks it may still run, and runs it as its user. A process
+ * that dies after recording but before queuing leaves a queued run without a job: a sweep queues it again. Jobs are
+ * keyed by run id, so a run is never queued twice at once, and a job for a run that is no longer queued does nothing.
+ */
+import type { BackgroundJobs } from '@wds/jobs';
+import { newId } from '@wds/db';
+import { runCacheOf } from '@wds/stfs';
+import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
+import { executionsOf } from './execution.js';
+import type { WorkflowExecutionDeps } from './runners.js';
+import { ServiceError } from '@wds/errors';
+import { cancelRun, countQueuedRuns, queueRun, staleQueuedRuns, type WorkflowRunView } from './store.js';
+
+export const WORKFLOW_RUNS_QUEUE = 'workflow-runs';
+
+/** What queued runs need of the service: the executions' own needs and the job queue. */
+export interface WorkflowJobDeps extends WorkflowExecutionDeps {
+  jobs: Pick<BackgroundJobs, 'enqueue' | 'handle'>;
+}
+
+/** A queued run's job: the run id only (everything else is in its row). */
+interface RunJob {
+  runId: string;
+}
+
+/**
+ * execute_workflow without waiting: authorizes the caller like a waiting execution, records the run as queued (with
+ * its audit entry) and queues it. Returns the run id at once; the run's record tells how it goes.
+ */
+export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflowRequest): Promise<string> {
+  const { workspace, workflow } = await authorizeExecution(deps.db, req, runCacheOf(deps));
+  const executedBy = req.member?.userId ?? null;
+  // Queued runs are taken in order across workspaces: one workspace may not fill the queue without bound.
+  const max = deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX;
+  if ((await countQueuedRuns(deps.db, workspace.id)) >= max) {
+    throw new ServiceError('TOO_MANY_REQUESTS', `This workspace already has ${max} workflow runs queued`, 'retry when some have started');
+  }
+  const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async' }, (id) => ({
+    id: newId(),
+    workspace_id: workspace.id,
+    user_id: executedBy,
+    api_key_id: req.audit.apiKeyId,
+    action: req.audit.action,
+    resource_type: 'workflow',
+    resource_id: workflow.id,
+    details: JSON.stringify({ run_id: id, status: 'queued', trigger: 'async' }),
+    request_id: req.audit.requestId ?? null,
+    transport: req.audit.transport ?? null,
+  }));
+  await enqueueRun(deps, runId);
+  return runId;
+}
+
+/** Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept). */
+async function enqueueRun(deps: WorkflowJobDeps, runId: string): Promise<void> {
+  try {
+    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, `run:${runId}`);
+  } catch (err) {
+    deps.logger.warn({ run_id: runId, err: (err as Error).message }, 'queuing a workflow run failed; the sweep queues it again');
+  }
+}
+
+/** Attaches the workflow-runs job handler (before the queue starts). */
+export function handleWorkflowRunJobs(deps: WorkflowJobDeps): void {
+  deps.jobs.handle(
+    WORKFLOW_RUNS_QUEUE,
+    async ({ data }) => {
+      const { runId } = data as RunJob;
+      await executionsOf(deps).runQueued(runId, { action: 'execute_workflow', transport: null });
+    },
+    // A retry of a run that was claimed does nothing (it is no longer queued); a run given back for want of a free
+    // place in its workspace is tried again, and after the last try the sweep queues it again.
+    { concurrency: deps.config.WORKFLOW_JOB_CONCURRENCY, expireInSeconds: 3600, retryLimit: 5 },
+  );
+}
+
+/** The sweep: queued runs older than RUN_STALE_AFTER_MS go on the queue again (no-op for those whose job waits). */
+export async function requeueStaleRuns(deps: WorkflowJobDeps): Promise<number> {
+  const ids = await staleQueuedRuns(deps.db, deps.config.RUN_STALE_AFTER_MS);
+  for (const runId of ids) await enqueueRun(deps, runId);
+  return ids.length;
+}
+
+/**
+ * cancel_workflow_run: a queued run ends `cancelled` at once; a running one stops before its next step — at once when
+ * it runs in this process, else when its process's next heartbeat reads the cancel.
+ */
+export async function cancelWorkflowRun(deps: WorkflowExecutionDeps, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
+  const run = await cancelRun(deps.db, workspaceId, workflowId, runId);
+  // Running here: stopped now (its record says `cancelled` once the step under way has ended).
+  if (run.status === 'running') executionsOf(deps).cancelLocal(runId);
+  return run;
+}
