@@ -33,6 +33,7 @@ import { instantRunRoutes } from './routes/instant-run.js';
 import { stfLibraryRoutes } from './routes/stf-libraries.js';
 import { stfRoutes } from './routes/stfs.js';
 import { workflowRoutes } from './routes/workflows.js';
+import { scheduleRoutes } from './routes/schedules.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
@@ -53,6 +54,7 @@ export const routes: readonly AnyRoute[] = [
   ...stfLibraryRoutes,
   ...effectRoutes,
   ...workflowRoutes,
+  ...scheduleRoutes,
   ...fileRoutes,
   ...documentRoutes,
   ...embeddingRoutes,

@@ -101,6 +101,10 @@ export const ConfigSchema = v.object({
   WORKFLOW_JOB_CONCURRENCY: int(4, 1, 1000),
   // Runs one workspace may have queued at once; one more is 429.
   WORKFLOW_WORKSPACE_QUEUED_MAX: int(1000, 1, 1_000_000),
+  // Workflow schedules: how often a process with background work fires the due ones, and the shortest interval one
+  // may have (a cron expression firing more often is refused).
+  SCHEDULE_TICK_MS: int(1000, 100, 60_000),
+  SCHEDULE_MIN_INTERVAL_MS: int(60_000, 1000, 86_400_000),
   MAX_FILE_BYTES: int(1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
   STORAGE_BACKEND: v.optional(v.picklist(['fs', 's3'], 'STORAGE_BACKEND must be fs or s3'), 'fs'),
   STORAGE_DIR: opt,

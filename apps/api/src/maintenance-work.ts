@@ -9,7 +9,7 @@ import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
-import { requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
+import { fireDueSchedules, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
 import { uploadRequestTimeoutMs } from './http-timeouts.js';
 import type { Services } from './services.js';
@@ -33,6 +33,12 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       name: 'queued workflow runs',
       intervalMs: c.MAINTENANCE_INTERVAL_MS,
       run: () => requeueStaleRuns(s),
+    },
+    {
+      // Each due tick fires once across all processes (its row is locked while it is fired).
+      name: 'workflow schedules',
+      intervalMs: c.SCHEDULE_TICK_MS,
+      run: async () => (await fireDueSchedules(s)).length,
     },
     ...embeddingSweeps(s, c.MAINTENANCE_INTERVAL_MS),
   ];

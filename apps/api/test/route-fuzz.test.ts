@@ -76,6 +76,9 @@ beforeAll(async () => {
   real.workflowId = (await must('workflow', h.call('POST', '/api/v1/workflows', { ...inWs, body: { name: 'w', stf_steps: steps } }))).body.id;
   const run = await h.call('POST', `/api/v1/workflows/${real.workflowId}/execute`, { ...inWs, body: { n: 1 } });
   real.runId = run.headers.get('x-workflow-run-id') ?? FAKE_ID;
+  real.scheduleId = (
+    await must('schedule', h.call('POST', `/api/v1/workflows/${real.workflowId}/schedules`, { ...inWs, body: { cron: '0 3 * * *', paused: true } }))
+  ).body.id;
   real.docId = (await must('document', h.call('POST', `/api/v1/workspaces/${ws.id}/documents`, { ...inWs, body: { title: 'd', doc_type: 'note', status: 'draft', content: '# hi' } }))).body.id;
   real.fileId = (await must('file', h.call('POST', `/api/v1/workspaces/${ws.id}/files`, { ...inWs, body: { filename: 'a.txt', content: b64('hello') } }))).body.id;
   real.chartId = (await must('chart', h.call('POST', '/api/v1/pinned-charts', { ...inWs, body: { title: 'c', sql_query: 'SELECT 1', chart_type: 'bar' } }))).body.id;

@@ -152,6 +152,9 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
     HOST: '127.0.0.1',
     SQL_MAX_ROWS: '100000',
+    // Schedules: every-2-second ticks allowed, asked for every 200 ms by each process with background work.
+    SCHEDULE_MIN_INTERVAL_MS: '1000',
+    SCHEDULE_TICK_MS: '200',
   };
   // The first process applies the migrations; the second starts on a migrated database. The worker comes later.
   api1 = await startApi();
@@ -249,6 +252,39 @@ describe('two API processes and a worker on one database and one S3 store', () =
     expect(text).toMatch(/^wds_db_pool_connections\{pool="service",state="open"\} [1-9]/m);
     expect(text).not.toMatch(/^wds_http_requests_total\{/m);
     expect((await fetch(`${worker.url}/healthz`)).status).toBe(404);
+  });
+
+  it('a schedule firing every 2 s with two worker processes asking fires each tick exactly once', async () => {
+    const second = await startWorker();
+    try {
+      const stf = await call(api1, 'POST', '/api/v1/stfs', {
+        token,
+        workspace: ws,
+        body: { name: 'tick', version: '1', runtime: 'javascript', code: Buffer.from('return { ok: true };').toString('base64') },
+      });
+      const wf = await call(api1, 'POST', '/api/v1/workflows', {
+        token,
+        workspace: ws,
+        body: { name: 'ticking', stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] },
+      });
+      const s = await call(api1, 'POST', `/api/v1/workflows/${wf.body.id}/schedules`, { token, workspace: ws, body: { cron: '*/2 * * * * *' } });
+      expect(s.status, JSON.stringify(s.body)).toBe(201);
+      await new Promise((r) => setTimeout(r, 7_000));
+      expect((await call(api2, 'PATCH', `/api/v1/workflows/${wf.body.id}/schedules/${s.body.id}`, { token, workspace: ws, body: { paused: true } })).status).toBe(200);
+      const audit = await call(api1, 'GET', '/api/v1/audit-logs?action=execute_workflow&limit=1000', { token, workspace: ws });
+      const ticks = (audit.body as { details?: { schedule_id?: string; status?: string; tick?: string } }[])
+        .filter((e) => e.details?.schedule_id === s.body.id && e.details?.status === 'queued')
+        .map((e) => e.details?.tick as string)
+        .sort();
+      expect(ticks.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(ticks).size).toBe(ticks.length);
+      for (let i = 1; i < ticks.length; i++) expect(Date.parse(ticks[i] as string) - Date.parse(ticks[i - 1] as string)).toBe(2000);
+      const runs = await call(api2, 'GET', `/api/v1/workflows/${wf.body.id}/runs?limit=100`, { token, workspace: ws });
+      expect((runs.body as { trigger_id: string }[]).filter((r) => r.trigger_id === s.body.id).length).toBe(ticks.length);
+    } finally {
+      second.child.kill('SIGTERM');
+      await exited(second);
+    }
   });
 
   it('an API key revoked through one process is refused by the other (cache invalidation)', async () => {

@@ -123,6 +123,11 @@ export const OPERATIONS = {
   list_workflow_runs: { resource: 'workflow_run', mutates: false },
   get_workflow_run: { resource: 'workflow_run', mutates: false },
   cancel_workflow_run: { resource: 'workflow_run', mutates: true },
+  list_workflow_schedules: { resource: 'workflow_schedule', mutates: false },
+  get_workflow_schedule: { resource: 'workflow_schedule', mutates: false },
+  create_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
+  update_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
+  delete_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
   // embeddings
   generate_column_embeddings: { resource: 'embedding', mutates: true },
   get_column_embedding_status: { resource: 'embedding', mutates: false },

@@ -1306,6 +1306,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workflows/{workflowId}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Schedules of a workflow, oldest first
+         * @description Schedules of a workflow, oldest first
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["list_workflow_schedules"];
+        put?: never;
+        /**
+         * Run the workflow on a cron schedule (workflow editors): { cron, timezone? (IANA, default UTC), input?, name?, paused? }; it runs as its creator, with `input` as $input, at most one run per tick across all processes; ticks missed while no process ran fire once
+         * @description Run the workflow on a cron schedule (workflow editors): { cron, timezone? (IANA, default UTC), input?, name?, paused? }; it runs as its creator, with `input` as $input, at most one run per tick across all processes; ticks missed while no process ran fire once
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["create_workflow_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schedule of a workflow
+         * @description One schedule of a workflow
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["get_workflow_schedule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule (workflow editors); its runs stay in the run history
+         * @description Delete a schedule (workflow editors); its runs stay in the run history
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        delete: operations["delete_workflow_schedule"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a schedule (workflow editors): name, cron, timezone, input; `paused: true` pauses it, `paused: false` resumes it from the next tick after now
+         * @description Change a schedule (workflow editors): name, cron, timezone, input; `paused: true` pauses it, `paused: false` resumes it from the next tick after now
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        patch: operations["update_workflow_schedule"];
+        trace?: never;
+    };
     "/api/v1/workspaces/{id}/files": {
         parameters: {
             query?: never;
@@ -2601,6 +2663,28 @@ export interface components {
             started_at: string;
             finished_at: string | null;
             duration_ms: number | null;
+        };
+        WorkflowSchedule: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workspace_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+            name: string;
+            cron: string;
+            timezone: string;
+            input: unknown;
+            paused: boolean;
+            /** Format: uuid */
+            created_by: string;
+            next_run_at: string | null;
+            last_run_at: string | null;
+            last_run_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         WorkflowRunQueued: {
             /** Format: uuid */
@@ -6750,6 +6834,197 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    list_workflow_schedules: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowSchedule"][];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    create_workflow_schedule: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    cron: string;
+                    /** @default UTC */
+                    timezone?: string;
+                    input?: unknown;
+                    /** @default false */
+                    paused?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowSchedule"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    get_workflow_schedule: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowSchedule"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    delete_workflow_schedule: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    update_workflow_schedule: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    cron?: string;
+                    timezone?: string;
+                    input?: unknown;
+                    paused?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowSchedule"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

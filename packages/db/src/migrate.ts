@@ -12,6 +12,7 @@ import * as m0009 from './migrations/0009_nothing_left_behind.js';
 import * as m0010 from './migrations/0010_mcp.js';
 import * as m0011 from './migrations/0011_embedding_generations.js';
 import * as m0012 from './migrations/0012_workflow_runs_async.js';
+import * as m0013 from './migrations/0013_workflow_schedules.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '0010_mcp': m0010,
   '0011_embedding_generations': m0011,
   '0012_workflow_runs_async': m0012,
+  '0013_workflow_schedules': m0013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

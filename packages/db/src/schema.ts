@@ -199,6 +199,27 @@ export interface WorkflowsTable {
 export type WorkflowRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 export type WorkflowRunTrigger = 'request' | 'async' | 'schedule' | 'webhook' | 'event';
 
+/** A cron schedule of a workflow (migration 0013); it runs as its creator. */
+export interface WorkflowSchedulesTable {
+  id: string;
+  workspace_id: string;
+  workflow_id: string;
+  name: string;
+  /** Five fields (minute …), or six with seconds first; `timezone` an IANA name. */
+  cron: string;
+  timezone: string;
+  /** The run's `$input`. */
+  input: ColumnType<unknown, string | null, string | null>;
+  paused: ColumnType<boolean, boolean | undefined, boolean>;
+  created_by: string;
+  /** The tick it fires at next (while paused: the one it would). */
+  next_run_at: Timestamp;
+  last_run_at: Timestamp | null;
+  last_run_id: string | null;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface WorkflowRunsTable {
   id: string;
   workflow_id: string;
@@ -439,6 +460,7 @@ export interface Database {
   'platform.effect_versions': EffectVersionsTable;
   'platform.workflows': WorkflowsTable;
   'platform.workflow_runs': WorkflowRunsTable;
+  'platform.workflow_schedules': WorkflowSchedulesTable;
   'platform.files': FilesTable;
   'platform.documents': DocumentsTable;
   'platform.document_versions': DocumentVersionsTable;
@@ -471,6 +493,7 @@ export type StfVersionRow = Selectable<StfVersionsTable>;
 export type EffectRow = Selectable<EffectsTable>;
 export type EffectVersionRow = Selectable<EffectVersionsTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
+export type WorkflowScheduleRow = Selectable<WorkflowSchedulesTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type FileRow = Selectable<FilesTable>;
 export type DocumentRow = Selectable<DocumentsTable>;

@@ -17,3 +17,16 @@ export {
 export { executeAndRecord, executionsOf, type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, WorkflowExecutions } from './execution.js';
 export { cancelWorkflowRun, handleWorkflowRunJobs, queueWorkflowAs, requeueStaleRuns, WORKFLOW_RUNS_QUEUE, type WorkflowJobDeps } from './queued.js';
 export { authorizeExecution, type ExecuteWorkflowRequest, type ExecutingMember, executeWorkflowAs } from './authorize.js';
+export {
+  checkSchedule,
+  createSchedule,
+  CreateScheduleSchema,
+  deleteSchedule,
+  fireDueSchedules,
+  getSchedule,
+  listSchedules,
+  type ScheduleConfig,
+  updateSchedule,
+  UpdateScheduleSchema,
+  type WorkflowScheduleView,
+} from './schedules.js';

@@ -55,7 +55,7 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
 }
 
 /** Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept). */
-async function enqueueRun(deps: WorkflowJobDeps, runId: string): Promise<void> {
+export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger'>, runId: string): Promise<void> {
   try {
     await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, `run:${runId}`);
   } catch (err) {

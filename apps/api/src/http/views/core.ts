@@ -249,6 +249,29 @@ export const WorkflowRunSummary = v.object({
   finished_at: v.nullable(Timestamp),
   duration_ms: v.nullable(v.number()),
 });
+/** A cron schedule of a workflow: it runs the workflow as its creator with `input` at each tick. */
+export const WorkflowSchedule = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  workflow_id: Uuid,
+  name: v.string(),
+  /** Five fields (minute hour day month weekday), or six with seconds first. */
+  cron: v.string(),
+  /** An IANA time zone. */
+  timezone: v.string(),
+  input: v.unknown(),
+  paused: v.boolean(),
+  /** Who it runs as. */
+  created_by: Uuid,
+  /** The next tick it fires at; null while paused. */
+  next_run_at: v.nullable(Timestamp),
+  /** The tick it last fired at, and that run. */
+  last_run_at: v.nullable(Timestamp),
+  last_run_id: v.nullable(Uuid),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
 /** execute_workflow without waiting (202): the queued run. */
 export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, status: v.literal('queued') });
 /** One run with its input and output (any JSON; null when there is none). */
