@@ -34,6 +34,7 @@ import { stfLibraryRoutes } from './routes/stf-libraries.js';
 import { stfRoutes } from './routes/stfs.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { scheduleRoutes } from './routes/schedules.js';
+import { hookRoutes } from './routes/hooks.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
 
@@ -55,6 +56,7 @@ export const routes: readonly AnyRoute[] = [
   ...effectRoutes,
   ...workflowRoutes,
   ...scheduleRoutes,
+  ...hookRoutes,
   ...fileRoutes,
   ...documentRoutes,
   ...embeddingRoutes,

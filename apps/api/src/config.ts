@@ -105,6 +105,9 @@ export const ConfigSchema = v.object({
   // may have (a cron expression firing more often is refused).
   SCHEDULE_TICK_MS: int(1000, 100, 60_000),
   SCHEDULE_MIN_INTERVAL_MS: int(60_000, 1000, 86_400_000),
+  // Inbound workflow hooks: the largest delivery body, and how long delivery ids are remembered (redeliveries).
+  HOOK_MAX_BODY_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
+  HOOK_DELIVERY_RETENTION_MS: int(7 * 24 * 3600_000, 60_000, 365 * 24 * 3600_000),
   MAX_FILE_BYTES: int(1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
   STORAGE_BACKEND: v.optional(v.picklist(['fs', 's3'], 'STORAGE_BACKEND must be fs or s3'), 'fs'),
   STORAGE_DIR: opt,

@@ -9,7 +9,7 @@ import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
-import { fireDueSchedules, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
+import { fireDueSchedules, pruneHookDeliveries, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
 import { uploadRequestTimeoutMs } from './http-timeouts.js';
 import type { Services } from './services.js';
@@ -39,6 +39,11 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       name: 'workflow schedules',
       intervalMs: c.SCHEDULE_TICK_MS,
       run: async () => (await fireDueSchedules(s)).length,
+    },
+    {
+      name: 'hook deliveries',
+      intervalMs: c.MAINTENANCE_INTERVAL_MS,
+      run: () => pruneHookDeliveries(s.db, c.HOOK_DELIVERY_RETENTION_MS),
     },
     ...embeddingSweeps(s, c.MAINTENANCE_INTERVAL_MS),
   ];

@@ -98,6 +98,7 @@ describe('mcp', () => {
     expect(Object.keys(excluded).sort()).toEqual(
       [
         'POST /api/v1/auth/token',
+        'POST /api/v1/hooks/:hookId',
         'POST /api/v1/workspaces/:id/files/multipart',
         'POST /admin/v1/users',
         'POST /admin/v1/users/:userId/sessions',

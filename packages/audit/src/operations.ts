@@ -128,6 +128,13 @@ export const OPERATIONS = {
   create_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
   update_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
   delete_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
+  list_workflow_hooks: { resource: 'workflow_hook', mutates: false },
+  get_workflow_hook: { resource: 'workflow_hook', mutates: false },
+  create_workflow_hook: { resource: 'workflow_hook', mutates: true },
+  update_workflow_hook: { resource: 'workflow_hook', mutates: true },
+  delete_workflow_hook: { resource: 'workflow_hook', mutates: true },
+  rotate_workflow_hook_secret: { resource: 'workflow_hook', mutates: true },
+  deliver_workflow_hook: { resource: 'workflow_hook', mutates: true },
   // embeddings
   generate_column_embeddings: { resource: 'embedding', mutates: true },
   get_column_embedding_status: { resource: 'embedding', mutates: false },

@@ -1368,6 +1368,112 @@ export interface paths {
         patch: operations["update_workflow_schedule"];
         trace?: never;
     };
+    "/api/v1/workflows/{workflowId}/hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inbound webhooks of a workflow (never their secrets)
+         * @description Inbound webhooks of a workflow (never their secrets)
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["list_workflow_hooks"];
+        put?: never;
+        /**
+         * Create an inbound webhook (workflow editors): { name?, paused? } → the hook with its `path` and its signing `secret`, shown this once. Deliveries run the workflow as the creator
+         * @description Create an inbound webhook (workflow editors): { name?, paused? } → the hook with its `path` and its signing `secret`, shown this once. Deliveries run the workflow as the creator
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["create_workflow_hook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/hooks/{hookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One inbound webhook of a workflow (never its secret)
+         * @description One inbound webhook of a workflow (never its secret)
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["get_workflow_hook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook (workflow editors): its URL answers 401 from then on; its runs stay in the run history
+         * @description Delete a webhook (workflow editors): its URL answers 401 from then on; its runs stay in the run history
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        delete: operations["delete_workflow_hook"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename or pause a webhook (workflow editors); a paused hook answers deliveries 401
+         * @description Rename or pause a webhook (workflow editors); a paused hook answers deliveries 401
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        patch: operations["update_workflow_hook"];
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/hooks/{hookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once
+         * @description A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["rotate_workflow_hook_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/hooks/{hookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver an event to a workflow webhook (no credential, no X-Workspace-ID): signed with the hook's secret — `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>` or `Stripe-Signature: t=<unix>,v1=<hex HMAC of "<t>.<body>">` — with a JSON or form body, the run's $input; `X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key` de-duplicates redeliveries. 202 with the queued run; 401 for anything not signed by a live hook
+         * @description Deliver an event to a workflow webhook (no credential, no X-Workspace-ID): signed with the hook's secret — `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>` or `Stripe-Signature: t=<unix>,v1=<hex HMAC of "<t>.<body>">` — with a JSON or form body, the run's $input; `X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key` de-duplicates redeliveries. 202 with the queued run; 401 for anything not signed by a live hook
+         *
+         *     No credential.
+         */
+        post: operations["deliver_workflow_hook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{id}/files": {
         parameters: {
             query?: never;
@@ -2685,6 +2791,52 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        WorkflowHook: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workspace_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+            name: string;
+            path: string;
+            paused: boolean;
+            /** Format: uuid */
+            created_by: string;
+            /** Format: date-time */
+            secret_rotated_at: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WorkflowHookWithSecret: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workspace_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+            name: string;
+            path: string;
+            paused: boolean;
+            /** Format: uuid */
+            created_by: string;
+            /** Format: date-time */
+            secret_rotated_at: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            secret: string;
+        };
+        HookDelivered: {
+            /** Format: uuid */
+            run_id: string;
+            /** @constant */
+            status: "queued";
+            duplicate: boolean;
         };
         WorkflowRunQueued: {
             /** Format: uuid */
@@ -7025,6 +7177,274 @@ export interface operations {
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    list_workflow_hooks: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowHook"][];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    create_workflow_hook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @default false */
+                    paused?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowHookWithSecret"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    get_workflow_hook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                hookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowHook"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    delete_workflow_hook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                hookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    update_workflow_hook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                hookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    paused?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowHook"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    rotate_workflow_hook_secret: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                hookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowHookWithSecret"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deliver_workflow_hook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `sha256=` and the hex HMAC-SHA256 of the raw body with the hook secret (GitHub) */
+                "X-Hub-Signature-256"?: string;
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, within 5 minutes (Stripe) */
+                "Stripe-Signature"?: string;
+                /** @description A delivery id: a redelivery answers the first run */
+                "X-GitHub-Delivery"?: string;
+                /** @description A delivery id (as X-GitHub-Delivery) */
+                "X-Delivery-Id"?: string;
+                /** @description A delivery id (as X-GitHub-Delivery) */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                hookId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The event: JSON, or form fields (a repeated field becomes a list) */
+        requestBody: {
+            content: {
+                "application/json": unknown;
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HookDelivered"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

@@ -13,6 +13,7 @@ import * as m0010 from './migrations/0010_mcp.js';
 import * as m0011 from './migrations/0011_embedding_generations.js';
 import * as m0012 from './migrations/0012_workflow_runs_async.js';
 import * as m0013 from './migrations/0013_workflow_schedules.js';
+import * as m0014 from './migrations/0014_workflow_hooks.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '0011_embedding_generations': m0011,
   '0012_workflow_runs_async': m0012,
   '0013_workflow_schedules': m0013,
+  '0014_workflow_hooks': m0014,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

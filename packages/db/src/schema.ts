@@ -220,6 +220,29 @@ export interface WorkflowSchedulesTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** An inbound webhook of a workflow (migration 0014); it runs as its creator. */
+export interface WorkflowHooksTable {
+  id: string;
+  workspace_id: string;
+  workflow_id: string;
+  name: string;
+  /** The signing secret, sealed with SECRETS_KEY (associated data `hook:<id>`). */
+  secret_sealed: Buffer;
+  paused: ColumnType<boolean, boolean | undefined, boolean>;
+  created_by: string;
+  secret_rotated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** A delivery of a hook that carried a delivery id: a redelivery answers the same run. */
+export interface WorkflowHookDeliveriesTable {
+  hook_id: string;
+  delivery_id: string;
+  run_id: string;
+  received_at: CreatedAt;
+}
+
 export interface WorkflowRunsTable {
   id: string;
   workflow_id: string;
@@ -461,6 +484,8 @@ export interface Database {
   'platform.workflows': WorkflowsTable;
   'platform.workflow_runs': WorkflowRunsTable;
   'platform.workflow_schedules': WorkflowSchedulesTable;
+  'platform.workflow_hooks': WorkflowHooksTable;
+  'platform.workflow_hook_deliveries': WorkflowHookDeliveriesTable;
   'platform.files': FilesTable;
   'platform.documents': DocumentsTable;
   'platform.document_versions': DocumentVersionsTable;
@@ -494,6 +519,7 @@ export type EffectRow = Selectable<EffectsTable>;
 export type EffectVersionRow = Selectable<EffectVersionsTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowScheduleRow = Selectable<WorkflowSchedulesTable>;
+export type WorkflowHookRow = Selectable<WorkflowHooksTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type FileRow = Selectable<FilesTable>;
 export type DocumentRow = Selectable<DocumentsTable>;

@@ -30,3 +30,20 @@ export {
   UpdateScheduleSchema,
   type WorkflowScheduleView,
 } from './schedules.js';
+export {
+  createHook,
+  CreateHookSchema,
+  deleteHook,
+  deliverHook,
+  type DeliveryResult,
+  getHook,
+  listHooks,
+  pruneHookDeliveries,
+  rotateHookSecret,
+  type SecretSealer,
+  updateHook,
+  UpdateHookSchema,
+  verifySignature,
+  type WorkflowHookView,
+  type WorkflowHookWithSecret,
+} from './hooks.js';

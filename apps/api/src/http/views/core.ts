@@ -272,6 +272,25 @@ export const WorkflowSchedule = v.object({
   updated_at: Timestamp,
 });
 
+/** An inbound webhook of a workflow: senders post to `path` on this service; it runs as its creator. */
+export const WorkflowHook = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  workflow_id: Uuid,
+  name: v.string(),
+  /** `/api/v1/hooks/<id>`: needs no credential, only a signature made with the secret. */
+  path: v.string(),
+  paused: v.boolean(),
+  created_by: Uuid,
+  secret_rotated_at: Timestamp,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** create_workflow_hook, rotate_workflow_hook_secret: the hook with its signing secret, answered this once. */
+export const WorkflowHookWithSecret = v.object({ ...WorkflowHook.entries, secret: v.string() });
+/** deliver_workflow_hook (202): the run queued for the delivery, or the first one's for a redelivery. */
+export const HookDelivered = v.object({ run_id: Uuid, status: v.literal('queued'), duplicate: v.boolean() });
+
 /** execute_workflow without waiting (202): the queued run. */
 export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, status: v.literal('queued') });
 /** One run with its input and output (any JSON; null when there is none). */

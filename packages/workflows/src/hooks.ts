@@ -1,0 +1,310 @@
+/**
+ * Inbound webhooks of workflows (issue 19). A hook has a URL of its own (`/api/v1/hooks/<id>`) that needs no
+ * credential and no workspace header: the hook names its workspace and workflow. A delivery must carry an HMAC-SHA256
+ * signature of its raw body made with the hook's secret — GitHub's `X-Hub-Signature-256: sha256=<hex>` (also accepted
+ * as `X-Signature-256`), or Stripe's `Stripe-Signature: t=<unix>,v1=<hex>` over `<t>.<body>` within five minutes. A
+ * delivery that is not signed right, or names no hook (or a paused one), is the same 401 and nothing is recorded. A
+ * verified delivery's JSON or form body is `$input` of a run queued as the hook's creator; a delivery id
+ * (`X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key`) seen before answers the first run instead of a second.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { type Db, isUuid, newId, sql, type WorkflowHookRow } from '@wds/db';
+import { notFound, ServiceError, unauthorized, validationError } from '@wds/errors';
+import * as v from 'valibot';
+import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
+
+/** Seals and opens the hooks' secrets (the service's SECRETS_KEY box); undefined when there is no key. */
+export interface SecretSealer {
+  seal(plaintext: string, associated: string): Buffer;
+  open(sealed: Buffer, associated: string): string;
+}
+
+const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255));
+export const CreateHookSchema = v.strictObject({ name: v.optional(Name), paused: v.optional(v.boolean(), false) });
+export const UpdateHookSchema = v.strictObject({ name: v.optional(Name), paused: v.optional(v.boolean()) });
+
+export interface WorkflowHookView {
+  id: string;
+  workspace_id: string;
+  workflow_id: string;
+  name: string;
+  /** Where the sender posts: this service's origin + this path. */
+  path: string;
+  paused: boolean;
+  /** Who its runs run as. */
+  created_by: string;
+  secret_rotated_at: string;
+  created_at: string;
+  updated_at: string;
+}
+/** A hook with its secret: answered once, when created or when its secret is rotated. */
+export type WorkflowHookWithSecret = WorkflowHookView & { secret: string };
+
+const hookPath = (id: string) => `/api/v1/hooks/${id}`;
+const associated = (id: string) => `hook:${id}`;
+
+const toView = (r: WorkflowHookRow): WorkflowHookView => ({
+  id: r.id,
+  workspace_id: r.workspace_id,
+  workflow_id: r.workflow_id,
+  name: r.name,
+  path: hookPath(r.id),
+  paused: r.paused,
+  created_by: r.created_by,
+  secret_rotated_at: r.secret_rotated_at.toISOString(),
+  created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
+});
+
+const noSecrets = () => new ServiceError('SERVICE_UNAVAILABLE', 'Hook secrets cannot be stored', 'set SECRETS_KEY');
+const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
+
+const ofWorkflow = (db: Db, workspaceId: string, workflowId: string) =>
+  db.selectFrom('platform.workflow_hooks').selectAll().where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId);
+
+async function hookRow(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookRow> {
+  await getWorkflow(db, workspaceId, workflowId);
+  const row = isUuid(hookId) ? await ofWorkflow(db, workspaceId, workflowId).where('id', '=', hookId).executeTakeFirst() : undefined;
+  if (!row) throw notFound('Hook');
+  return row;
+}
+
+export async function listHooks(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowHookView[]> {
+  await getWorkflow(db, workspaceId, workflowId);
+  const rows = await ofWorkflow(db, workspaceId, workflowId).orderBy('id').limit(page.limit).offset(page.offset).execute();
+  return rows.map(toView);
+}
+
+export async function getHook(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookView> {
+  return toView(await hookRow(db, workspaceId, workflowId, hookId));
+}
+
+export async function createHook(
+  db: Db,
+  secrets: SecretSealer | undefined,
+  workspaceId: string,
+  workflowId: string,
+  h: v.InferOutput<typeof CreateHookSchema>,
+  createdBy: string,
+): Promise<WorkflowHookWithSecret> {
+  if (!secrets) throw noSecrets();
+  const workflow = await getWorkflow(db, workspaceId, workflowId);
+  const id = newId();
+  const secret = newSecret();
+  const row = await db
+    .insertInto('platform.workflow_hooks')
+    .values({
+      id,
+      workspace_id: workspaceId,
+      workflow_id: workflowId,
+      name: h.name ?? workflow.name,
+      secret_sealed: secrets.seal(secret, associated(id)),
+      paused: h.paused,
+      created_by: createdBy,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...toView(row), secret };
+}
+
+export async function updateHook(db: Db, workspaceId: string, workflowId: string, hookId: string, patch: v.InferOutput<typeof UpdateHookSchema>): Promise<WorkflowHookView> {
+  const current = await hookRow(db, workspaceId, workflowId, hookId);
+  const row = await db
+    .updateTable('platform.workflow_hooks')
+    .set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
+      updated_at: new Date(),
+    })
+    .where('id', '=', current.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toView(row);
+}
+
+/** A new secret, answered this once; the old one stops working at once. */
+export async function rotateHookSecret(db: Db, secrets: SecretSealer | undefined, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookWithSecret> {
+  if (!secrets) throw noSecrets();
+  const current = await hookRow(db, workspaceId, workflowId, hookId);
+  const secret = newSecret();
+  const row = await db
+    .updateTable('platform.workflow_hooks')
+    .set({ secret_sealed: secrets.seal(secret, associated(current.id)), secret_rotated_at: sql<Date>`now()`, updated_at: new Date() })
+    .where('id', '=', current.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { ...toView(row), secret };
+}
+
+export async function deleteHook(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookView> {
+  const current = await hookRow(db, workspaceId, workflowId, hookId);
+  await db.deleteFrom('platform.workflow_hooks').where('id', '=', current.id).execute();
+  return toView(current);
+}
+
+/** How far a Stripe-style signature's timestamp may be from now. */
+const SIGNATURE_TOLERANCE_S = 300;
+
+const hmacHex = (secret: string, data: Buffer) => createHmac('sha256', secret).update(data).digest();
+const sameHex = (expected: Buffer, given: string) => {
+  if (!/^[0-9a-f]{64}$/i.test(given)) return false;
+  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
+};
+
+/** Whether the request's signature headers sign `body` with `secret` (see the module comment for the two styles). */
+export function verifySignature(secret: string, body: Buffer, header: (name: string) => string | undefined, now = Date.now()): boolean {
+  const github = header('x-hub-signature-256') ?? header('x-signature-256');
+  if (github !== undefined) {
+    const m = /^sha256=([0-9a-fA-F]{64})$/.exec(github.trim());
+    return m !== null && sameHex(hmacHex(secret, body), m[1] as string);
+  }
+  const stripe = header('stripe-signature');
+  if (stripe !== undefined) {
+    const parts = stripe.split(',').map((p) => p.trim().split('='));
+    const t = parts.find(([k]) => k === 't')?.[1];
+    if (!t || !/^\d{1,12}$/.test(t) || Math.abs(now / 1000 - Number(t)) > SIGNATURE_TOLERANCE_S) return false;
+    const expected = hmacHex(secret, Buffer.concat([Buffer.from(`${t}.`), body]));
+    return parts.some(([k, sig]) => k === 'v1' && sig !== undefined && sameHex(expected, sig));
+  }
+  return false;
+}
+
+/** The delivery id a sender gave (GitHub's, a generic one, or an idempotency key); undefined when none. */
+function deliveryIdOf(header: (name: string) => string | undefined): string | undefined {
+  const id = (header('x-github-delivery') ?? header('x-delivery-id') ?? header('idempotency-key'))?.trim();
+  if (id === undefined || id === '') return undefined;
+  if (!/^[\x20-\x7e]{1,200}$/.test(id)) throw validationError('the delivery id header: at most 200 printable ASCII characters');
+  return id;
+}
+
+/** `$input` of a delivery: its JSON, or its form fields (a repeated field as a list); 415 for anything else. */
+function inputOf(body: Buffer, contentType: string | undefined): unknown {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === 'application/json' || type.endsWith('+json')) {
+    if (body.length === 0) return null;
+    try {
+      return JSON.parse(body.toString('utf8'));
+    } catch {
+      throw validationError('the body is not JSON');
+    }
+  }
+  if (type === 'application/x-www-form-urlencoded') {
+    const fields: Record<string, string | string[]> = Object.create(null);
+    for (const [k, val] of new URLSearchParams(body.toString('utf8'))) {
+      const had = fields[k];
+      fields[k] = had === undefined ? val : Array.isArray(had) ? [...had, val] : [had, val];
+    }
+    return { ...fields };
+  }
+  throw new ServiceError('UNSUPPORTED_MEDIA_TYPE', 'A hook takes JSON or form-encoded bodies', `got ${type || 'no Content-Type'}`);
+}
+
+export interface HookDelivery {
+  hookId: string;
+  body: Buffer;
+  contentType: string | undefined;
+  header: (name: string) => string | undefined;
+  /** Called once the delivery is verified, before anything is recorded (the workspace's rate limit). */
+  admit?: (workspaceId: string) => void;
+}
+
+export interface DeliveryResult {
+  run_id: string;
+  status: 'queued';
+  /** True when this delivery id was seen before: the run is the first delivery's. */
+  duplicate: boolean;
+  /** For the audit entry. */
+  workspaceId: string;
+  workflowId: string;
+  deliveryId: string | undefined;
+}
+
+/**
+ * deliver_workflow_hook: verifies the delivery against its hook, then (once per delivery id) records the run queued as
+ * the hook's creator with the body as `$input`, and queues it. 401 for anything not signed by a live hook's secret.
+ */
+export async function deliverHook(deps: WorkflowJobDeps & { secrets: SecretSealer | undefined; config: { WORKFLOW_WORKSPACE_QUEUED_MAX: number } }, d: HookDelivery): Promise<DeliveryResult> {
+  const { db } = deps;
+  const hook = isUuid(d.hookId)
+    ? await db
+        .selectFrom('platform.workflow_hooks as h')
+        .innerJoin('platform.workflows as w', 'w.id', 'h.workflow_id')
+        .innerJoin('platform.workspaces as ws', 'ws.id', 'h.workspace_id')
+        .selectAll('h')
+        .where('h.id', '=', d.hookId)
+        .where('w.deleted_at', 'is', null)
+        .where('ws.deleted_at', 'is', null)
+        .executeTakeFirst()
+    : undefined;
+  // One answer for no hook, a paused hook, no secrets key and a bad signature: the URL tells nobody anything.
+  let secret: string | undefined;
+  try {
+    secret = hook && !hook.paused && deps.secrets ? deps.secrets.open(hook.secret_sealed, associated(hook.id)) : undefined;
+  } catch {
+    secret = undefined;
+  }
+  if (!hook || secret === undefined || !verifySignature(secret, d.body, d.header)) {
+    throw unauthorized('The delivery is not signed by this hook\'s secret');
+  }
+  d.admit?.(hook.workspace_id);
+  const deliveryId = deliveryIdOf(d.header);
+  const input = inputOf(d.body, d.contentType);
+  const base = { workspaceId: hook.workspace_id, workflowId: hook.workflow_id, deliveryId };
+
+  const outcome = await db.transaction().execute(async (tx) => {
+    if (deliveryId !== undefined) {
+      // A redelivery of a delivery already recorded answers its run (a concurrent one is caught by the insert below).
+      const seen = await tx
+        .selectFrom('platform.workflow_hook_deliveries')
+        .select('run_id')
+        .where('hook_id', '=', hook.id)
+        .where('delivery_id', '=', deliveryId)
+        .executeTakeFirst();
+      if (seen) return { runId: seen.run_id, duplicate: true };
+    }
+    if ((await countQueuedRuns(tx, hook.workspace_id)) >= deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX) {
+      throw new ServiceError('TOO_MANY_REQUESTS', 'The workspace has too many workflow runs queued', 'retry the delivery later');
+    }
+    const runId = await queueRun(tx, {
+      workflow: { id: hook.workflow_id, workspace_id: hook.workspace_id },
+      input,
+      executedBy: hook.created_by,
+      trigger: 'webhook',
+      triggerId: hook.id,
+    });
+    if (deliveryId !== undefined) {
+      const inserted = await tx
+        .insertInto('platform.workflow_hook_deliveries')
+        .values({ hook_id: hook.id, delivery_id: deliveryId, run_id: runId })
+        .onConflict((oc) => oc.doNothing())
+        .returning('run_id')
+        .executeTakeFirst();
+      // A concurrent delivery with this id won: this transaction's run is dropped with it (rollback).
+      if (!inserted) throw new DuplicateDelivery();
+    }
+    return { runId, duplicate: false };
+  }).catch(async (err) => {
+    if (!(err instanceof DuplicateDelivery)) throw err;
+    const first = await db
+      .selectFrom('platform.workflow_hook_deliveries')
+      .select('run_id')
+      .where('hook_id', '=', hook.id)
+      .where('delivery_id', '=', deliveryId as string)
+      .executeTakeFirstOrThrow();
+    return { runId: first.run_id, duplicate: true };
+  });
+  if (!outcome.duplicate) await enqueueRun(deps, outcome.runId);
+  return { run_id: outcome.runId, status: 'queued', duplicate: outcome.duplicate, ...base };
+}
+
+class DuplicateDelivery extends Error {}
+
+/** Deliveries remembered longer than `olderThanMs` are forgotten (a redelivery after that runs again). */
+export async function pruneHookDeliveries(db: Db, olderThanMs: number): Promise<number> {
+  const r = await db
+    .deleteFrom('platform.workflow_hook_deliveries')
+    .where('received_at', '<', sql<Date>`now() - ${Math.max(0, Math.floor(olderThanMs))} * interval '1 millisecond'`)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
