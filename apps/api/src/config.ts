@@ -108,6 +108,11 @@ export const ConfigSchema = v.object({
   // Inbound workflow hooks: the largest delivery body, and how long delivery ids are remembered (redeliveries).
   HOOK_MAX_BODY_BYTES: int(1024 * 1024, 1024, 64 * 1024 * 1024),
   HOOK_DELIVERY_RETENTION_MS: int(7 * 24 * 3600_000, 60_000, 365 * 24 * 3600_000),
+  // Event triggers: attempts of an event before it is dead, the first retry's delay (doubled each time), and the
+  // events one trigger accepts per minute (the loop guard).
+  TRIGGER_MAX_ATTEMPTS: int(5, 1, 100),
+  TRIGGER_RETRY_DELAY_MS: int(10_000, 100, 3_600_000),
+  TRIGGER_MAX_EVENTS_PER_MINUTE: int(60, 1, 100_000),
   MAX_FILE_BYTES: int(1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
   STORAGE_BACKEND: v.optional(v.picklist(['fs', 's3'], 'STORAGE_BACKEND must be fs or s3'), 'fs'),
   STORAGE_DIR: opt,

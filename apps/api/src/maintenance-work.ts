@@ -9,7 +9,7 @@ import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
-import { fireDueSchedules, pruneHookDeliveries, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
+import { dispatchWorkflowEvents, fireDueSchedules, pruneHookDeliveries, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
 import { uploadRequestTimeoutMs } from './http-timeouts.js';
 import type { Services } from './services.js';
@@ -39,6 +39,12 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       name: 'workflow schedules',
       intervalMs: c.SCHEDULE_TICK_MS,
       run: async () => (await fireDueSchedules(s)).length,
+    },
+    {
+      // Events of workflow triggers: settled as their runs end, dispatched as runs when due.
+      name: 'workflow events',
+      intervalMs: c.SCHEDULE_TICK_MS,
+      run: async () => (await dispatchWorkflowEvents(s)).length,
     },
     {
       name: 'hook deliveries',

@@ -80,6 +80,7 @@ beforeAll(async () => {
     await must('schedule', h.call('POST', `/api/v1/workflows/${real.workflowId}/schedules`, { ...inWs, body: { cron: '0 3 * * *', paused: true } }))
   ).body.id;
   real.hookId = (await must('hook', h.call('POST', `/api/v1/workflows/${real.workflowId}/hooks`, { ...inWs, body: { paused: true } }))).body.id;
+  real.triggerId = (await must('trigger', h.call('POST', `/api/v1/workflows/${real.workflowId}/triggers`, { ...inWs, body: { event: 'file_uploaded', paused: true } }))).body.id;
   real.docId = (await must('document', h.call('POST', `/api/v1/workspaces/${ws.id}/documents`, { ...inWs, body: { title: 'd', doc_type: 'note', status: 'draft', content: '# hi' } }))).body.id;
   real.fileId = (await must('file', h.call('POST', `/api/v1/workspaces/${ws.id}/files`, { ...inWs, body: { filename: 'a.txt', content: b64('hello') } }))).body.id;
   real.chartId = (await must('chart', h.call('POST', '/api/v1/pinned-charts', { ...inWs, body: { title: 'c', sql_query: 'SELECT 1', chart_type: 'bar' } }))).body.id;

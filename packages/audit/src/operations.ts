@@ -135,6 +135,13 @@ export const OPERATIONS = {
   delete_workflow_hook: { resource: 'workflow_hook', mutates: true },
   rotate_workflow_hook_secret: { resource: 'workflow_hook', mutates: true },
   deliver_workflow_hook: { resource: 'workflow_hook', mutates: true },
+  list_workflow_triggers: { resource: 'workflow_trigger', mutates: false },
+  get_workflow_trigger: { resource: 'workflow_trigger', mutates: false },
+  create_workflow_trigger: { resource: 'workflow_trigger', mutates: true },
+  update_workflow_trigger: { resource: 'workflow_trigger', mutates: true },
+  delete_workflow_trigger: { resource: 'workflow_trigger', mutates: true },
+  list_workflow_trigger_events: { resource: 'workflow_trigger', mutates: false },
+  replay_workflow_trigger_event: { resource: 'workflow_trigger', mutates: true },
   // embeddings
   generate_column_embeddings: { resource: 'embedding', mutates: true },
   get_column_embedding_status: { resource: 'embedding', mutates: false },

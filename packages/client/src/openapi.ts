@@ -1474,6 +1474,112 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workflows/{workflowId}/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Event triggers of a workflow
+         * @description Event triggers of a workflow
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["list_workflow_triggers"];
+        put?: never;
+        /**
+         * Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed, name?, paused? }; each event is the run's $input, runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS
+         * @description Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed, name?, paused? }; each event is the run's $input, runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["create_workflow_trigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/triggers/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event trigger of a workflow
+         * @description One event trigger of a workflow
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["get_workflow_trigger"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a trigger and its events (workflow editors); their runs stay in the run history
+         * @description Delete a trigger and its events (workflow editors); their runs stay in the run history
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        delete: operations["delete_workflow_trigger"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename or pause a trigger (workflow editors); a paused trigger records no new events and holds its pending ones
+         * @description Rename or pause a trigger (workflow editors); a paused trigger records no new events and holds its pending ones
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        patch: operations["update_workflow_trigger"];
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/triggers/{triggerId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events of a trigger, newest first, with their delivery state; `status=dead` lists the dead letters
+         * @description Events of a trigger, newest first, with their delivery state; `status=dead` lists the dead letters
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["list_workflow_trigger_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/triggers/{triggerId}/events/{eventId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a dead event (workflow editors): pending again with fresh attempts; 409 for an event that is not dead
+         * @description Replay a dead event (workflow editors): pending again with fresh attempts; 409 for an event that is not dead
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["replay_workflow_trigger_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{id}/files": {
         parameters: {
             query?: never;
@@ -2837,6 +2943,47 @@ export interface components {
             /** @constant */
             status: "queued";
             duplicate: boolean;
+        };
+        WorkflowTrigger: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workspace_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+            name: string;
+            /** @enum {string} */
+            event: "file_uploaded" | "document_changed" | "row_inserted" | "row_updated" | "row_deleted";
+            table_name: string | null;
+            paused: boolean;
+            /** Format: uuid */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WorkflowEvent: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            trigger_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+            event: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "pending" | "running" | "succeeded" | "dead";
+            attempts: number;
+            /** Format: date-time */
+            next_attempt_at: string;
+            run_id: string | null;
+            last_error: unknown;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         WorkflowRunQueued: {
             /** Format: uuid */
@@ -7445,6 +7592,264 @@ export interface operations {
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    list_workflow_triggers: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowTrigger"][];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    create_workflow_trigger: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** @enum {string} */
+                    event: "file_uploaded" | "document_changed";
+                    /** @default false */
+                    paused?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowTrigger"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    get_workflow_trigger: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowTrigger"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    delete_workflow_trigger: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    update_workflow_trigger: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    paused?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowTrigger"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    list_workflow_trigger_events: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                status?: "pending" | "running" | "succeeded" | "dead";
+            };
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowEvent"][];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    replay_workflow_trigger_event: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path: {
+                workflowId: string;
+                triggerId: string;
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowEvent"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

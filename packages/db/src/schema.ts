@@ -243,6 +243,39 @@ export interface WorkflowHookDeliveriesTable {
   received_at: CreatedAt;
 }
 
+export type WorkflowTriggerEvent = 'file_uploaded' | 'document_changed' | 'row_inserted' | 'row_updated' | 'row_deleted';
+
+/** An event trigger of a workflow (migration 0015); its runs run as its creator. */
+export interface WorkflowTriggersTable {
+  id: string;
+  workspace_id: string;
+  workflow_id: string;
+  name: string;
+  event: WorkflowTriggerEvent;
+  /** Row events: the table's logical name. */
+  table_name: string | null;
+  paused: ColumnType<boolean, boolean | undefined, boolean>;
+  created_by: string;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** One event for one trigger (the outbox), and how its delivery goes. */
+export interface WorkflowEventsTable {
+  id: string;
+  trigger_id: string;
+  workspace_id: string;
+  workflow_id: string;
+  event: ColumnType<unknown, string, string>;
+  status: 'pending' | 'running' | 'succeeded' | 'dead';
+  attempts: ColumnType<number, number | undefined, number>;
+  next_attempt_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  run_id: string | null;
+  last_error: ColumnType<unknown, string | null | undefined, string | null>;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface WorkflowRunsTable {
   id: string;
   workflow_id: string;
@@ -486,6 +519,8 @@ export interface Database {
   'platform.workflow_schedules': WorkflowSchedulesTable;
   'platform.workflow_hooks': WorkflowHooksTable;
   'platform.workflow_hook_deliveries': WorkflowHookDeliveriesTable;
+  'platform.workflow_triggers': WorkflowTriggersTable;
+  'platform.workflow_events': WorkflowEventsTable;
   'platform.files': FilesTable;
   'platform.documents': DocumentsTable;
   'platform.document_versions': DocumentVersionsTable;
@@ -520,6 +555,8 @@ export type EffectVersionRow = Selectable<EffectVersionsTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type WorkflowScheduleRow = Selectable<WorkflowSchedulesTable>;
 export type WorkflowHookRow = Selectable<WorkflowHooksTable>;
+export type WorkflowTriggerRow = Selectable<WorkflowTriggersTable>;
+export type WorkflowEventRow = Selectable<WorkflowEventsTable>;
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type FileRow = Selectable<FilesTable>;
 export type DocumentRow = Selectable<DocumentsTable>;

@@ -30,6 +30,11 @@ export interface Upload {
   createdBy: string | null;
   /** Reads the body: hands the bytes to `put` and returns what it answered, with the other fields as received. */
   receive(put: PutUpload): Promise<{ blob: PutResult; fields: FileFields }>;
+  /**
+   * Runs in the transaction that writes the file's record (what must exist exactly when the file does: the events of
+   * workflow triggers); throwing here writes neither and removes the bytes.
+   */
+  recorded?(file: FileView, tx: Db): Promise<void>;
   /** Runs once the record is in (audit, embedding); throwing here still removes the bytes. */
   onStored?(file: FileView): Promise<void> | void;
 }
@@ -42,7 +47,7 @@ export async function storeUpload(deps: UploadDeps, upload: Upload): Promise<Fil
       return written;
     });
     const checked = checkFileFields(fields, deps.rules);
-    const file = await insertFile(deps.db, {
+    const record = (db: Db) => insertFile(db, {
       id: newId(),
       workspaceId: upload.workspaceId,
       filename: checked.filename,
@@ -53,6 +58,14 @@ export async function storeUpload(deps: UploadDeps, upload: Upload): Promise<Fil
       metadata: checked.metadata,
       createdBy: upload.createdBy,
     });
+    const { recorded } = upload;
+    const file = recorded
+      ? await deps.db.transaction().execute(async (tx) => {
+          const f = await record(tx);
+          await recorded(f, tx);
+          return f;
+        })
+      : await record(deps.db);
     await upload.onStored?.(file);
     return file;
   } catch (err) {

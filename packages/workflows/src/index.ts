@@ -47,3 +47,20 @@ export {
   type WorkflowHookView,
   type WorkflowHookWithSecret,
 } from './hooks.js';
+export {
+  createTrigger,
+  CreateTriggerSchema,
+  deleteTrigger,
+  dispatchWorkflowEvents,
+  emitWorkflowEvents,
+  getTrigger,
+  listEvents,
+  listTriggers,
+  replayEvent,
+  type TriggerConfig,
+  updateTrigger,
+  UpdateTriggerSchema,
+  type WorkflowEventView,
+  type WorkflowTriggerView,
+  type WorkspaceEvent,
+} from './triggers.js';

@@ -12,6 +12,7 @@ import {
 } from '@wds/storage';
 import { receiveJsonUpload, receiveMultipartUpload } from '@wds/uploads';
 import { autoEmbedFile, extractFileText, forgetFile } from '@wds/semantic-search';
+import { emitWorkflowEvents } from '@wds/workflows';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
 import { File, FileText } from '../http/views/index.js';
@@ -34,6 +35,9 @@ const DOWNLOAD_HEADERS = {
  * Stores an upload (bytes, then record: @wds/storage storeUpload), audited and then embedded when the workspace
  * embeds its files automatically.
  */
+/** What a file_uploaded event says of the file (its metadata; the run reads the bytes with a File input step). */
+const fileEvent = (f: FileView) => ({ id: f.id, filename: f.filename, content_type: f.content_type, size: f.size, sha256: f.sha256, metadata: f.metadata, created_at: f.created_at });
+
 async function store(ctx: HandlerCtx<unknown, unknown>, receive: Upload['receive']) {
   const { services } = ctx;
   const onStored = async (file: FileView) => {
@@ -50,7 +54,16 @@ async function store(ctx: HandlerCtx<unknown, unknown>, receive: Upload['receive
       // Answer now and drop the connection: the rest of the body is not read.
       onTooLarge: () => ctx.transport.setHeader('Connection', 'close'),
     },
-    { workspaceId: ctx.access.workspace.id, createdBy: ctx.principal.user.id, receive, onStored },
+    {
+      workspaceId: ctx.access.workspace.id,
+      createdBy: ctx.principal.user.id,
+      receive,
+      // Workflow triggers on uploads: their events are written with the file's record.
+      recorded: async (file, tx) => {
+        await emitWorkflowEvents(tx, services.config, { workspaceId: file.workspace_id, type: 'file_uploaded', data: { file: fileEvent(file) } });
+      },
+      onStored,
+    },
   );
 }
 

@@ -291,6 +291,37 @@ export const WorkflowHookWithSecret = v.object({ ...WorkflowHook.entries, secret
 /** deliver_workflow_hook (202): the run queued for the delivery, or the first one's for a redelivery. */
 export const HookDelivered = v.object({ run_id: Uuid, status: v.literal('queued'), duplicate: v.boolean() });
 
+/** An event trigger of a workflow: it runs the workflow, as its creator, with each event as `$input`. */
+export const WorkflowTrigger = v.object({
+  id: Uuid,
+  workspace_id: Uuid,
+  workflow_id: Uuid,
+  name: v.string(),
+  event: v.picklist(['file_uploaded', 'document_changed', 'row_inserted', 'row_updated', 'row_deleted']),
+  /** Row events: the table. */
+  table_name: v.nullable(v.string()),
+  paused: v.boolean(),
+  created_by: Uuid,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** One event of a trigger and its delivery: pending → running → succeeded, or retried, or dead (replayable). */
+export const WorkflowEvent = v.object({
+  id: Uuid,
+  trigger_id: Uuid,
+  workflow_id: Uuid,
+  /** The run's `$input`: `{ type, workspace_id, occurred_at, … }`. */
+  event: JsonObject,
+  status: v.picklist(['pending', 'running', 'succeeded', 'dead']),
+  attempts: NonNegative,
+  next_attempt_at: Timestamp,
+  run_id: v.nullable(Uuid),
+  /** Why the latest attempt failed (the run's error, or the loop guard); null otherwise. */
+  last_error: v.unknown(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
 /** execute_workflow without waiting (202): the queued run. */
 export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, status: v.literal('queued') });
 /** One run with its input and output (any JSON; null when there is none). */
