@@ -2,7 +2,7 @@
 // the job queue; a run can be cancelled queued (it never starts) or running (the steps not yet started never start),
 // also from another process; a queued run whose job was lost is queued again by the sweep; nobody reaches another
 // workspace's runs.
-import { queueRun, requeueStaleRuns } from '@wds/workflows';
+import { claimQueuedRun, queueRun, requeueRun, requeueStaleRuns } from '@wds/workflows';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness, eventually } from './support.js';
 
@@ -89,6 +89,14 @@ describe('async execute', () => {
     const ofRun = audit.body.filter((e: any) => e.details?.run_id === a.body.run_id);
     expect(ofRun.map((e: any) => e.details.status).sort()).toEqual(['queued', 'succeeded']);
     expect(ofRun.every((e: any) => e.user_id === owner.id)).toBe(true);
+  });
+
+  it('anonymous callers may run an open workflow, but not asynchronously (they could not read the run)', async () => {
+    const wf = await workflow([double], { allow_anonymous_execute: true });
+    const waited = await h.call('POST', `/api/v1/workflows/${wf}/execute`, { workspace: ws.id, body: { n: 1 } });
+    expect(waited.status).toBe(200);
+    const refused = await h.call('POST', `/api/v1/workflows/${wf}/execute?async=true`, { workspace: ws.id, body: { n: 1 } });
+    expect(refused.status).toBe(401);
   });
 
   it('a failing run is recorded failed with the step, like a waiting one; a bad async value is 400', async () => {
@@ -217,6 +225,16 @@ describe('a workspace cannot fill the shared queue', () => {
 });
 
 describe('queued runs survive a lost job, and may not outlive their user', () => {
+  it('a run given back to the queue after a cancel was asked ends cancelled instead of waiting again', async () => {
+    const wf = await workflow([double]);
+    const runId = await queueRun(h.services.db, { workflow: { id: wf, workspace_id: ws.id }, input: {}, executedBy: owner.id, trigger: 'async' });
+    // Claimed by a process, cancelled before it started a step, then given back (no place in its workspace).
+    expect(await claimQueuedRun(h.services.db, runId, '00000000-0000-4000-8000-0000000000aa')).toBeDefined();
+    expect((await cancel(wf, runId)).body).toMatchObject({ status: 'running', cancel_requested_at: expect.any(String) });
+    await requeueRun(h.services.db, runId);
+    expect((await run(wf, runId)).body).toMatchObject({ status: 'cancelled', error: { kind: 'cancelled' } });
+  });
+
   it('a queued run without a job (its process died before queuing it) is queued again by the sweep', async () => {
     const wf = await workflow([double]);
     // Recorded as a request would, but never put on the queue.

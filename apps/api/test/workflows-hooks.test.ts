@@ -72,6 +72,13 @@ describe('webhooks', () => {
     expect(await again.json()).toEqual({ run_id: answer.run_id, status: 'queued', duplicate: true });
     expect((await runsOf()).length).toBe(before);
 
+    // Replayed by someone who saw it, with another delivery id (or none): the same signature, the same delivery.
+    const replayed = await deliver(path, body, { 'x-hub-signature-256': sign(secret, body), 'x-github-delivery': 'forged-2' });
+    expect(await replayed.json()).toEqual({ run_id: answer.run_id, status: 'queued', duplicate: true });
+    const bare = await deliver(path, body, { 'x-hub-signature-256': sign(secret, body) });
+    expect(((await bare.json()) as any).run_id).toBe(answer.run_id);
+    expect((await runsOf()).length).toBe(before);
+
     // Audited: the delivery (no user: the hook's URL is the credential) and the run's end as its user.
     const audit = (await call('GET', '/api/v1/audit-logs?action=deliver_workflow_hook')).body;
     expect(audit.map((e: any) => e.details.run_id)).toContain(answer.run_id);
@@ -185,6 +192,23 @@ describe('webhooks', () => {
       expect(r.status, `${method} ${path}`).toBe(404);
       expect(JSON.stringify(r.body)).not.toContain(hook.id);
     }
+  });
+
+  it('a hook changed by another editor runs as that editor; one whose owner is no longer an editor runs nothing', async () => {
+    const second = await h.user('second-admin');
+    await h.addMember(owner.token, ws.id, second.email, 'admin');
+    const { body: hook } = await call('POST', hooks(), {});
+    const rotated = await h.call('POST', `${hooks()}/${hook.id}/rotate-secret`, { token: second.token, workspace: ws.id });
+    expect(rotated.body.created_by).toBe(second.id);
+    // Demoted to member: still in the workspace, no longer a workflow editor (admins, while no editor group is set).
+    const members = (await h.call('GET', `/api/v1/workspaces/${ws.id}/members`, { token: owner.token })).body;
+    const m = members.find((x: any) => x.user_id === second.id);
+    expect((await h.call('PATCH', `/api/v1/workspaces/${ws.id}/members/${m.id}`, { token: owner.token, body: { role: 'member' } })).status).toBe(200);
+    const res = await deliver(hook.path, '{}', { 'x-hub-signature-256': sign(rotated.body.secret, '{}') });
+    expect(res.status).toBe(202);
+    const run = await ended(((await res.json()) as any).run_id);
+    expect(run).toMatchObject({ status: 'failed', executed_by: second.id, error: { kind: 'forbidden' }, steps: [] });
+    expect(run.error.message).toMatch(/no longer a workflow editor/);
   });
 
   it('a delivery to a hook whose creator left queues a run that runs nothing and says why', async () => {

@@ -56,6 +56,12 @@ describe('schedules: managing them', () => {
     expect(resumed.body).toMatchObject({ paused: false, cron: '30 6 * * *' });
     expect(new Date(resumed.body.next_run_at).getUTCHours()).toBe(6);
 
+    // Changed by another editor, it runs as that editor from then on.
+    const second = await h.user('second-admin');
+    await h.addMember(owner.token, ws.id, second.email, 'admin');
+    const taken = await h.call('PATCH', `${schedules()}/${id}`, { token: second.token, workspace: ws.id, body: { input: { report: 'mine' } } });
+    expect(taken.body).toMatchObject({ created_by: second.id, input: { report: 'mine' } });
+
     expect((await call('DELETE', `${schedules()}/${id}`)).status).toBe(204);
     expect((await call('GET', `${schedules()}/${id}`)).status).toBe(404);
     const audit = (await call('GET', '/api/v1/audit-logs?limit=1000')).body.map((e: any) => e.action);
@@ -195,5 +201,8 @@ describe('schedules: firing', () => {
     expect((await call('DELETE', `/api/v1/workflows/${w2.body.id}`)).status).toBe(204);
     await sleep(1_100);
     expect(await fireDueSchedules(h.services)).toEqual([]);
+    // …and it is paused, so later rounds do not keep finding it.
+    const row = await h.services.db.selectFrom('platform.workflow_schedules').select('paused').where('id', '=', s2.body.id).executeTakeFirstOrThrow();
+    expect(row.paused).toBe(true);
   });
 });

@@ -1422,8 +1422,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename or pause a webhook (workflow editors); a paused hook answers deliveries 401
-         * @description Rename or pause a webhook (workflow editors); a paused hook answers deliveries 401
+         * Rename or pause a webhook (workflow editors; its deliveries then run as the changer); a paused hook answers deliveries 401
+         * @description Rename or pause a webhook (workflow editors; its deliveries then run as the changer); a paused hook answers deliveries 401
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
@@ -1440,8 +1440,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once
-         * @description A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once
+         * A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once; its deliveries then run as the rotator
+         * @description A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once; its deliveries then run as the rotator
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */

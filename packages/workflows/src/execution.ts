@@ -13,6 +13,7 @@ import { runCacheOf } from '@wds/stfs';
 import { cachedSteps } from './cached.js';
 import { RunHeartbeat } from './liveness.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
+import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
 import { claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
 
@@ -88,16 +89,17 @@ export class WorkflowExecutions {
       await failQueuedRun(db, runId, { kind, message });
       return undefined;
     };
-    const workspace = await findLiveWorkspace(db, row.workspace_id);
-    if (!workspace) return refuse('not_found', 'The workspace was deleted before the run started');
-    const workflow = await getWorkflow(db, workspace.id, row.workflow_id).catch(() => undefined);
-    if (!workflow) return refuse('not_found', 'The workflow was deleted before the run started');
-    if (row.executed_by !== null) {
-      const member = await resolveAccess(db, { userId: row.executed_by, scopedWorkspaceId: null }, workspace.id).catch(() => undefined);
-      if (!member) return refuse('forbidden', 'The user it runs as is no longer a member of the workspace');
-    } else if (!workflow.allow_anonymous_execute) {
-      return refuse('forbidden', 'The workflow no longer allows anonymous execution');
+    // Whether it may still run, as whom: a failure to find out (the database away) is not an answer, so the run goes
+    // back to the queue and the job is tried again; an answer of no ends the run failed with why.
+    let checked: Awaited<ReturnType<typeof this.mayRun>>;
+    try {
+      checked = await this.mayRun(row);
+    } catch (err) {
+      await requeueRun(db, runId).catch(() => undefined);
+      throw err;
     }
+    if ('refused' in checked) return refuse(checked.refused.kind, checked.refused.message);
+    const { workspace, workflow } = checked;
     let release: () => void;
     try {
       release = await this.#gate.acquire(workspace.id);
@@ -123,10 +125,48 @@ export class WorkflowExecutions {
           },
         },
         { runId },
-      );
+      ).catch(async (err: unknown) => {
+        // It could not start (its steps could not be read, say): failed with why, not left for the sweep to call
+        // interrupted. A run that got as far as recording its end is not touched.
+        this.#deps.logger.error({ err, run_id: runId }, 'a queued workflow run could not start');
+        await failQueuedRun(db, runId, { kind: 'internal', message: 'The run could not start' }).catch(() => undefined);
+        throw err;
+      });
     } finally {
       release();
     }
+  }
+
+  /**
+   * Whether a claimed run may run now: its workspace and workflow live; its user still a member — and, for a run its
+   * user did not start by hand (a schedule, a hook, an event), still a workflow editor: automation runs as its owner,
+   * who must keep the right to set it up — or, anonymous, the workflow still open to anonymous execution.
+   */
+  async mayRun(row: { workspace_id: string; workflow_id: string; executed_by: string | null; trigger: string }) {
+    const { db } = this.#deps;
+    const refused = (kind: string, message: string) => ({ refused: { kind, message } }) as const;
+    const workspace = await findLiveWorkspace(db, row.workspace_id);
+    if (!workspace) return refused('not_found', 'The workspace was deleted before the run started');
+    const workflow = await getWorkflow(db, workspace.id, row.workflow_id).catch((err: unknown) => {
+      if ((err as { code?: string }).code === 'NOT_FOUND') return undefined;
+      throw err;
+    });
+    if (!workflow) return refused('not_found', 'The workflow was deleted before the run started');
+    if (row.executed_by !== null) {
+      const member = await resolveAccess(db, { userId: row.executed_by, scopedWorkspaceId: null }, workspace.id).catch((err: unknown) => {
+        if (['NOT_FOUND', 'FORBIDDEN'].includes((err as { code?: string }).code ?? '')) return undefined;
+        throw err;
+      });
+      if (!member) return refused('forbidden', 'The user it runs as is no longer a member of the workspace');
+      if (row.trigger !== 'async' && row.trigger !== 'request') {
+        const group = workspace.workflow_editor_policy_group_id;
+        const editor = group ? await isInGroup(db, workspace.id, group, row.executed_by) : member.role === 'admin';
+        if (!editor) return refused('forbidden', 'The user it runs as is no longer a workflow editor (automation runs as its owner, who must be one)');
+      }
+    } else if (!workflow.allow_anonymous_execute) {
+      return refused('forbidden', 'The workflow no longer allows anonymous execution');
+    }
+    return { workspace, workflow };
   }
 
   /** Stops a run in progress in this process before its next step (a cancel asked here); false when none is. */
@@ -150,6 +190,11 @@ export class WorkflowExecutions {
     const cancel = new AbortController();
     this.#running.set(runId, cancel);
     this.#beats.track(runId, progress, () => cancel.abort());
+    if (claimed) {
+      // A cancel asked between its claim and now reached no process yet: read it here, before any step starts.
+      const asked = await db.selectFrom('platform.workflow_runs').select('cancel_requested_at').where('id', '=', runId).executeTakeFirst();
+      if (asked?.cancel_requested_at) cancel.abort();
+    }
     try {
       let result: ExecutionResult;
       try {

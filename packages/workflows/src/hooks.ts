@@ -7,7 +7,7 @@
  * verified delivery's JSON or form body is `$input` of a run queued as the hook's creator; a delivery id
  * (`X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key`) seen before answers the first run instead of a second.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Db, isUuid, newId, sql, type WorkflowHookRow } from '@wds/db';
 import { notFound, ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
@@ -32,7 +32,7 @@ export interface WorkflowHookView {
   /** Where the sender posts: this service's origin + this path. */
   path: string;
   paused: boolean;
-  /** Who its runs run as. */
+  /** Who its runs run as: its creator, or whoever changed it last. */
   created_by: string;
   secret_rotated_at: string;
   created_at: string;
@@ -108,13 +108,22 @@ export async function createHook(
   return { ...toView(row), secret };
 }
 
-export async function updateHook(db: Db, workspaceId: string, workflowId: string, hookId: string, patch: v.InferOutput<typeof UpdateHookSchema>): Promise<WorkflowHookView> {
+/** Renames or pauses a hook; whoever changes it is from then on the user its deliveries run as. */
+export async function updateHook(
+  db: Db,
+  workspaceId: string,
+  workflowId: string,
+  hookId: string,
+  patch: v.InferOutput<typeof UpdateHookSchema>,
+  changedBy: string,
+): Promise<WorkflowHookView> {
   const current = await hookRow(db, workspaceId, workflowId, hookId);
   const row = await db
     .updateTable('platform.workflow_hooks')
     .set({
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
+      created_by: changedBy,
       updated_at: new Date(),
     })
     .where('id', '=', current.id)
@@ -123,14 +132,21 @@ export async function updateHook(db: Db, workspaceId: string, workflowId: string
   return toView(row);
 }
 
-/** A new secret, answered this once; the old one stops working at once. */
-export async function rotateHookSecret(db: Db, secrets: SecretSealer | undefined, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookWithSecret> {
+/** A new secret, answered this once; the old one stops working at once; the hook runs as the one who rotated it. */
+export async function rotateHookSecret(
+  db: Db,
+  secrets: SecretSealer | undefined,
+  workspaceId: string,
+  workflowId: string,
+  hookId: string,
+  changedBy: string,
+): Promise<WorkflowHookWithSecret> {
   if (!secrets) throw noSecrets();
   const current = await hookRow(db, workspaceId, workflowId, hookId);
   const secret = newSecret();
   const row = await db
     .updateTable('platform.workflow_hooks')
-    .set({ secret_sealed: secrets.seal(secret, associated(current.id)), secret_rotated_at: sql<Date>`now()`, updated_at: new Date() })
+    .set({ secret_sealed: secrets.seal(secret, associated(current.id)), secret_rotated_at: sql<Date>`now()`, created_by: changedBy, updated_at: new Date() })
     .where('id', '=', current.id)
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -142,6 +158,9 @@ export async function deleteHook(db: Db, workspaceId: string, workflowId: string
   await db.deleteFrom('platform.workflow_hooks').where('id', '=', current.id).execute();
   return toView(current);
 }
+
+/** What an unknown hook's deliveries are checked with: never a hook's secret. */
+const DUMMY_SECRET = randomBytes(32).toString('hex');
 
 /** How far a Stripe-style signature's timestamp may be from now. */
 const SIGNATURE_TOLERANCE_S = 300;
@@ -193,7 +212,9 @@ function inputOf(body: Buffer, contentType: string | undefined): unknown {
     const fields: Record<string, string | string[]> = Object.create(null);
     for (const [k, val] of new URLSearchParams(body.toString('utf8'))) {
       const had = fields[k];
-      fields[k] = had === undefined ? val : Array.isArray(had) ? [...had, val] : [had, val];
+      if (had === undefined) fields[k] = val;
+      else if (Array.isArray(had)) had.push(val);
+      else fields[k] = [had, val];
     }
     return { ...fields };
   }
@@ -244,56 +265,57 @@ export async function deliverHook(deps: WorkflowJobDeps & { secrets: SecretSeale
   } catch {
     secret = undefined;
   }
-  if (!hook || secret === undefined || !verifySignature(secret, d.body, d.header)) {
+  // Without a live hook the body is still hashed, so the time of the answer does not tell whether the hook exists.
+  const verified = verifySignature(secret ?? DUMMY_SECRET, d.body, d.header);
+  if (!hook || secret === undefined || !verified) {
     throw unauthorized('The delivery is not signed by this hook\'s secret');
   }
   d.admit?.(hook.workspace_id);
+  // A delivery is known by its sender's id, and by its signature: a signed delivery replayed (by someone who saw it)
+  // with another or no delivery id is the same delivery. (A Stripe signature carries its time: a new one each send.)
   const deliveryId = deliveryIdOf(d.header);
+  const signatureKey = `sig:${createHash('sha256').update(d.header('x-hub-signature-256') ?? d.header('x-signature-256') ?? d.header('stripe-signature') ?? '').digest('hex')}`;
   const input = inputOf(d.body, d.contentType);
   const base = { workspaceId: hook.workspace_id, workflowId: hook.workflow_id, deliveryId };
 
-  const outcome = await db.transaction().execute(async (tx) => {
-    if (deliveryId !== undefined) {
-      // A redelivery of a delivery already recorded answers its run (a concurrent one is caught by the insert below).
-      const seen = await tx
-        .selectFrom('platform.workflow_hook_deliveries')
-        .select('run_id')
-        .where('hook_id', '=', hook.id)
-        .where('delivery_id', '=', deliveryId)
-        .executeTakeFirst();
+  const keys = deliveryId !== undefined ? [deliveryId, signatureKey] : [signatureKey];
+  const firstRun = (q: Db) =>
+    q.selectFrom('platform.workflow_hook_deliveries').select('run_id').where('hook_id', '=', hook.id).where('delivery_id', 'in', keys).executeTakeFirst();
+
+  const outcome = await db
+    .transaction()
+    .execute(async (tx) => {
+      // A delivery already recorded (by its id or its signature) answers its run; a concurrent copy is caught below.
+      const seen = await firstRun(tx);
       if (seen) return { runId: seen.run_id, duplicate: true };
-    }
-    if ((await countQueuedRuns(tx, hook.workspace_id)) >= deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX) {
-      throw new ServiceError('TOO_MANY_REQUESTS', 'The workspace has too many workflow runs queued', 'retry the delivery later');
-    }
-    const runId = await queueRun(tx, {
-      workflow: { id: hook.workflow_id, workspace_id: hook.workspace_id },
-      input,
-      executedBy: hook.created_by,
-      trigger: 'webhook',
-      triggerId: hook.id,
+      if ((await countQueuedRuns(tx, hook.workspace_id)) >= deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX) {
+        throw new ServiceError('TOO_MANY_REQUESTS', 'The workspace has too many workflow runs queued', 'retry the delivery later');
+      }
+      const runId = await queueRun(tx, {
+        workflow: { id: hook.workflow_id, workspace_id: hook.workspace_id },
+        input,
+        executedBy: hook.created_by,
+        trigger: 'webhook',
+        triggerId: hook.id,
+      });
+      for (const key of keys) {
+        const inserted = await tx
+          .insertInto('platform.workflow_hook_deliveries')
+          .values({ hook_id: hook.id, delivery_id: key, run_id: runId })
+          .onConflict((oc) => oc.doNothing())
+          .returning('run_id')
+          .executeTakeFirst();
+        // A concurrent copy won: this transaction's run is dropped with it (rollback).
+        if (!inserted) throw new DuplicateDelivery();
+      }
+      return { runId, duplicate: false };
+    })
+    .catch(async (err) => {
+      if (!(err instanceof DuplicateDelivery)) throw err;
+      const first = await firstRun(db);
+      if (!first) throw err;
+      return { runId: first.run_id, duplicate: true };
     });
-    if (deliveryId !== undefined) {
-      const inserted = await tx
-        .insertInto('platform.workflow_hook_deliveries')
-        .values({ hook_id: hook.id, delivery_id: deliveryId, run_id: runId })
-        .onConflict((oc) => oc.doNothing())
-        .returning('run_id')
-        .executeTakeFirst();
-      // A concurrent delivery with this id won: this transaction's run is dropped with it (rollback).
-      if (!inserted) throw new DuplicateDelivery();
-    }
-    return { runId, duplicate: false };
-  }).catch(async (err) => {
-    if (!(err instanceof DuplicateDelivery)) throw err;
-    const first = await db
-      .selectFrom('platform.workflow_hook_deliveries')
-      .select('run_id')
-      .where('hook_id', '=', hook.id)
-      .where('delivery_id', '=', deliveryId as string)
-      .executeTakeFirstOrThrow();
-    return { runId: first.run_id, duplicate: true };
-  });
   if (!outcome.duplicate) await enqueueRun(deps, outcome.runId);
   return { run_id: outcome.runId, status: 'queued', duplicate: outcome.duplicate, ...base };
 }

@@ -54,7 +54,7 @@ export interface WorkflowScheduleView {
   timezone: string;
   input: unknown;
   paused: boolean;
-  /** Who it runs as. */
+  /** Who it runs as: its creator, or whoever changed it last. */
   created_by: string;
   /** The next tick it fires at; null while paused. */
   next_run_at: string | null;
@@ -173,7 +173,7 @@ export async function createSchedule(
   return toView(row);
 }
 
-/** PATCH: a new expression or zone, or a resume, starts again from the first tick after now. */
+/** PATCH: a new expression or zone, or a resume, starts again from the first tick after now; it runs as its changer. */
 export async function updateSchedule(
   db: Db,
   config: Pick<ScheduleConfig, 'SCHEDULE_MIN_INTERVAL_MS'>,
@@ -181,6 +181,8 @@ export async function updateSchedule(
   workflowId: string,
   scheduleId: string,
   patch: UpdateSchedule,
+  /** Who changes it: from now on the user it runs as (an editor cannot make another's schedule run their way). */
+  changedBy: string,
 ): Promise<WorkflowScheduleView> {
   const current = await scheduleRow(db, workspaceId, workflowId, scheduleId);
   const cron = patch.cron ?? current.cron;
@@ -194,6 +196,7 @@ export async function updateSchedule(
       ...(patch.input !== undefined ? { input: JSON.stringify(patch.input ?? null) } : {}),
       ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
       ...(next ? { cron, timezone, next_run_at: next } : {}),
+      created_by: changedBy,
       updated_at: new Date(),
     })
     .where('id', '=', current.id)
@@ -213,9 +216,9 @@ const ROUND = 100;
 
 /**
  * Fires the due schedules once: for each (locked, so another process skips it), a queued run as its creator with
- * its audit entry, and `next_run_at` moved past now — in one transaction; then the runs are queued. Schedules of
- * deleted workflows or workspaces do not fire. A workspace at its queued-run cap skips the tick (logged). Returns
- * the runs queued.
+ * its audit entry, and `next_run_at` moved past now (as the database tells the time) — in one transaction; then the
+ * runs are queued. Schedules of deleted workflows or workspaces, and those whose expression no longer parses, are
+ * paused instead. A workspace at its queued-run cap skips the tick (logged). Returns the runs queued.
  */
 export async function fireDueSchedules(deps: WorkflowJobDeps & { config: ScheduleConfig }): Promise<string[]> {
   const queued: string[] = [];
@@ -225,18 +228,33 @@ export async function fireDueSchedules(deps: WorkflowJobDeps & { config: Schedul
       .innerJoin('platform.workflows as w', 'w.id', 's.workflow_id')
       .innerJoin('platform.workspaces as ws', 'ws.id', 's.workspace_id')
       .selectAll('s')
+      .select([sql<Date>`now()`.as('db_now'), sql<boolean>`w.deleted_at IS NOT NULL OR ws.deleted_at IS NOT NULL`.as('gone')])
       .where('s.paused', '=', false)
       .where('s.next_run_at', '<=', sql<Date>`now()`)
-      .where('w.deleted_at', 'is', null)
-      .where('ws.deleted_at', 'is', null)
       .orderBy('s.next_run_at')
       .limit(ROUND)
       .forUpdate('s')
       .skipLocked()
       .execute();
-    const now = new Date();
     for (const s of due) {
-      const next = nextTick(s, now);
+      // The schedule of a deleted workflow or workspace pauses, so rounds do not keep finding it.
+      if (s.gone) {
+        await tx.updateTable('platform.workflow_schedules').set({ paused: true }).where('id', '=', s.id).execute();
+        continue;
+      }
+      // The database's clock decides what is due, so it also decides what comes next: strictly after the tick fired
+      // and after now as the database sees it (a process whose clock is behind must not fire the same tick again).
+      const after = s.db_now > s.next_run_at ? s.db_now : s.next_run_at;
+      let next: Date | undefined;
+      try {
+        next = nextTick(s, after);
+      } catch (err) {
+        // An expression that stopped parsing (a library or time zone data change) pauses its schedule, not the round.
+        deps.logger.warn({ schedule_id: s.id, err: (err as Error).message }, 'schedule paused: its expression no longer parses');
+        await tx.updateTable('platform.workflow_schedules').set({ paused: true }).where('id', '=', s.id).execute();
+        continue;
+      }
+      const now = s.db_now;
       const tick = s.next_run_at;
       let runId: string | null = null;
       if ((await countQueuedRuns(tx, s.workspace_id)) >= deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX) {

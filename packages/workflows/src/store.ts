@@ -298,11 +298,20 @@ export async function claimQueuedRun(db: Db, runId: string, owner: string = INST
     .executeTakeFirst();
 }
 
-/** Gives a claimed run back to the queue (its process could not run it now); another attempt claims it again. */
+/**
+ * Gives a claimed run back to the queue (its process could not run it now); another attempt claims it again. A run
+ * asked to cancel meanwhile ends `cancelled` instead (it never started).
+ */
 export async function requeueRun(db: Db, runId: string): Promise<void> {
   await db
     .updateTable('platform.workflow_runs')
-    .set({ status: 'queued', owner: null, heartbeat_at: null })
+    .set({
+      status: sql`CASE WHEN cancel_requested_at IS NULL THEN 'queued' ELSE 'cancelled' END`,
+      error: sql`CASE WHEN cancel_requested_at IS NULL THEN error ELSE ${JSON.stringify({ step: 'run', kind: 'cancelled', message: 'Cancelled before it started' })}::jsonb END`,
+      finished_at: sql`CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE now() END`,
+      owner: null,
+      heartbeat_at: null,
+    })
     .where('id', '=', runId)
     .where('status', '=', 'running')
     .execute();

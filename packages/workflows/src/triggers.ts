@@ -130,11 +130,24 @@ export async function createTrigger(
   return toView(row);
 }
 
-export async function updateTrigger(db: Db, workspaceId: string, workflowId: string, triggerId: string, patch: v.InferOutput<typeof UpdateTriggerSchema>): Promise<WorkflowTriggerView> {
+/** Renames or pauses a trigger; whoever changes it is from then on the user its runs run as. */
+export async function updateTrigger(
+  db: Db,
+  workspaceId: string,
+  workflowId: string,
+  triggerId: string,
+  patch: v.InferOutput<typeof UpdateTriggerSchema>,
+  changedBy: string,
+): Promise<WorkflowTriggerView> {
   const current = await triggerRow(db, workspaceId, workflowId, triggerId);
   const row = await db
     .updateTable('platform.workflow_triggers')
-    .set({ ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.paused !== undefined ? { paused: patch.paused } : {}), updated_at: new Date() })
+    .set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
+      created_by: changedBy,
+      updated_at: new Date(),
+    })
     .where('id', '=', current.id)
     .returningAll()
     .executeTakeFirstOrThrow();

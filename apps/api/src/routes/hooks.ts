@@ -80,11 +80,11 @@ export const hookRoutes = [
     path: `${base}/:hookId`,
     operation: 'update_workflow_hook',
     response: WorkflowHook,
-    summary: 'Rename or pause a webhook (workflow editors); a paused hook answers deliveries 401',
+    summary: 'Rename or pause a webhook (workflow editors; its deliveries then run as the changer); a paused hook answers deliveries 401',
     body: UpdateHookSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const hook = await updateHook(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '', ctx.body);
+      const hook = await updateHook(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '', ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: hook.workflow_id, changed: Object.keys(ctx.body) } });
       return hook;
     },
@@ -95,11 +95,11 @@ export const hookRoutes = [
     path: `${base}/:hookId/rotate-secret`,
     operation: 'rotate_workflow_hook_secret',
     response: WorkflowHookWithSecret,
-    summary: 'A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once',
+    summary: 'A new signing secret for a webhook (workflow editors), shown this once; the old one stops working at once; its deliveries then run as the rotator',
     openapi: { errors: [503] },
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const hook = await rotateHookSecret(ctx.db, ctx.services.secrets, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '');
+      const hook = await rotateHookSecret(ctx.db, ctx.services.secrets, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '', ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: hook.workflow_id } });
       return hook;
     },

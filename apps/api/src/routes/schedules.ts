@@ -65,7 +65,7 @@ export const scheduleRoutes = [
     body: UpdateScheduleSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const schedule = await updateSchedule(ctx.db, ctx.services.config, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.scheduleId ?? '', ctx.body);
+      const schedule = await updateSchedule(ctx.db, ctx.services.config, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.scheduleId ?? '', ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: schedule.workflow_id, changed: Object.keys(ctx.body) } });
       return schedule;
     },

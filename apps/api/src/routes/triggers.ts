@@ -66,7 +66,7 @@ export const triggerRoutes = [
     body: UpdateTriggerSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const trigger = await updateTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '', ctx.body);
+      const trigger = await updateTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '', ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: trigger.workflow_id, changed: Object.keys(ctx.body) } });
       return trigger;
     },

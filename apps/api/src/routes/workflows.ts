@@ -16,6 +16,7 @@ import {
   updateWorkflow,
   UpdateWorkflowSchema,
 } from '@wds/workflows';
+import { unauthorized } from '@wds/errors';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { Workflow, WorkflowRun, WorkflowRunQueued, WorkflowRunSummary } from '../http/views/index.js';
@@ -147,6 +148,8 @@ export const workflowRoutes = [
       };
       const preferAsync = /(^|[\s,;])respond-async([\s,;]|$)/i.test(transport.header('prefer') ?? '');
       if (preferAsync || ctx.query.async === 'true' || ctx.query.async === '1') {
+        // Only members can read the run it starts, and a run queued is work for everyone's queue: signed in only.
+        if (!principal) throw unauthorized('Asynchronous execution needs a signed-in member');
         const runId = await queueWorkflowAs(services, request);
         const headers: Record<string, string> = { 'x-workflow-run-id': runId, location: `/api/v1/workflows/${workflowId}/runs/${runId}` };
         if (preferAsync) headers['preference-applied'] = 'respond-async';
