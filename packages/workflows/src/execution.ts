@@ -75,9 +75,8 @@ export class WorkflowExecutions {
   }
 
   /**
-   * Runs a queued run (a job of the workflow-runs queue): claims it, checks that it may still run — its workspace and
-   * workflow live, its user still a member (or the workflow still open to anonymous execution) — and runs it as that
-   * user. Undefined when there was nothing to run (cancelled, or claimed elsewhere); a run that may not run any more
+   * Runs a queued run (a job of the workflow-runs queue): claims it, checks that it may still run (mayRun), and runs
+   * it as its user. Undefined when there was nothing to run (cancelled, or claimed elsewhere); a run that may not run any more
    * ends `failed` with why. When the workspace has no free place it goes back to the queue and this throws (the job
    * is tried again later).
    */
@@ -190,12 +189,12 @@ export class WorkflowExecutions {
     const cancel = new AbortController();
     this.#running.set(runId, cancel);
     this.#beats.track(runId, progress, () => cancel.abort());
-    if (claimed) {
-      // A cancel asked between its claim and now reached no process yet: read it here, before any step starts.
-      const asked = await db.selectFrom('platform.workflow_runs').select('cancel_requested_at').where('id', '=', runId).executeTakeFirst();
-      if (asked?.cancel_requested_at) cancel.abort();
-    }
     try {
+      if (claimed) {
+        // A cancel asked between its claim and now reached no process yet: read it here, before any step starts.
+        const asked = await db.selectFrom('platform.workflow_runs').select('cancel_requested_at').where('id', '=', runId).executeTakeFirst();
+        if (asked?.cancel_requested_at) cancel.abort();
+      }
       let result: ExecutionResult;
       try {
         result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId, steps: progress, signal: cancel.signal });
