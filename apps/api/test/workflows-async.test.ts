@@ -136,6 +136,10 @@ describe('cancel', () => {
     expect((await run(wf, second)).body).toMatchObject({ status: 'cancelled', steps: [] });
 
     // An ended run cannot be cancelled: 409.
+    // The run list filters by state.
+    const cancelledRuns = (await h.call('GET', `/api/v1/workflows/${wf}/runs?status=cancelled`, { token: owner.token, workspace: ws.id })).body;
+    expect(cancelledRuns.map((r: any) => r.id).sort()).toEqual([first, second].sort());
+    expect((await h.call('GET', `/api/v1/workflows/${wf}/runs?status=sleeping`, { token: owner.token, workspace: ws.id })).status).toBe(400);
     const again = await cancel(wf, first);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('CONFLICT');

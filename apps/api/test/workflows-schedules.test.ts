@@ -131,7 +131,8 @@ describe('schedules: firing', () => {
     }
     expect((await call('PATCH', `${schedules()}/${s.body.id}`, { paused: true })).status).toBe(200);
 
-    const runs = (await call('GET', `/api/v1/workflows/${wf}/runs?limit=100`)).body.filter((r: any) => r.trigger_id === s.body.id);
+    const runs = (await call('GET', `/api/v1/workflows/${wf}/runs?limit=100&trigger=schedule&trigger_id=${s.body.id}`)).body;
+    expect(runs.every((r: any) => r.trigger_id === s.body.id)).toBe(true);
     const fired = (await call('GET', '/api/v1/audit-logs?action=execute_workflow&limit=1000')).body.filter(
       (e: any) => e.details?.schedule_id === s.body.id && e.details.status === 'queued',
     );

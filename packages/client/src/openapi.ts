@@ -1248,8 +1248,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Runs of a workflow, newest first (status, per-step records, timings; without input and output)
-         * @description Runs of a workflow, newest first (status, per-step records, timings; without input and output)
+         * Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them
+         * @description Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
@@ -7041,6 +7041,9 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                trigger?: "request" | "async" | "schedule" | "webhook" | "event";
+                trigger_id?: string;
             };
             header: {
                 /** @description The workspace of the call */

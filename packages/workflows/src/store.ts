@@ -222,13 +222,25 @@ export async function finishRun(
 }
 
 /** Runs of a live workflow, newest first, without their input and output (the run itself has them). */
-export async function listRuns(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowRunSummaryView[]> {
+export async function listRuns(
+  db: Db,
+  workspaceId: string,
+  workflowId: string,
+  page: {
+    limit: number;
+    offset: number;
+    /** Only runs in this state, started by this kind of trigger, or by this schedule, hook or trigger. */
+    status?: WorkflowRunStatus | undefined;
+    trigger?: WorkflowRunTrigger | undefined;
+    trigger_id?: string | undefined;
+  },
+): Promise<WorkflowRunSummaryView[]> {
   await getWorkflow(db, workspaceId, workflowId);
-  const rows = await db
-    .selectFrom('platform.workflow_runs')
-    .selectAll()
-    .where('workflow_id', '=', workflowId)
-    .where('workspace_id', '=', workspaceId)
+  let q = db.selectFrom('platform.workflow_runs').selectAll().where('workflow_id', '=', workflowId).where('workspace_id', '=', workspaceId);
+  if (page.status !== undefined) q = q.where('status', '=', page.status);
+  if (page.trigger !== undefined) q = q.where('trigger', '=', page.trigger);
+  if (page.trigger_id !== undefined) q = q.where('trigger_id', '=', page.trigger_id);
+  const rows = await q
     .orderBy('id', 'desc')
     .limit(page.limit)
     .offset(page.offset)

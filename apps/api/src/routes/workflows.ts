@@ -21,7 +21,7 @@ import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { Workflow, WorkflowRun, WorkflowRunQueued, WorkflowRunSummary } from '../http/views/index.js';
 import { defineRoute, workspaceAccess } from '../http/route.js';
-import { PageQuery, boolQuery } from '../http/schemas.js';
+import { PageQuery, Uuid, boolQuery, pageEntries } from '../http/schemas.js';
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
@@ -166,8 +166,13 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId/runs',
     operation: 'list_workflow_runs',
     response: v.array(WorkflowRunSummary),
-    summary: 'Runs of a workflow, newest first (status, per-step records, timings; without input and output)',
-    query: PageQuery,
+    summary: 'Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them',
+    query: v.object({
+      ...pageEntries,
+      status: v.optional(v.picklist(['queued', 'running', 'succeeded', 'failed', 'cancelled'], 'must be queued, running, succeeded, failed or cancelled')),
+      trigger: v.optional(v.picklist(['request', 'async', 'schedule', 'webhook', 'event'], 'must be request, async, schedule, webhook or event')),
+      trigger_id: v.optional(Uuid),
+    }),
     handler: async ({ db, access, params, query }) =>
       listRuns(db, access.workspace.id, params.workflowId ?? '', query),
   }),
