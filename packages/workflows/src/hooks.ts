@@ -9,9 +9,10 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Db, isUuid, newId, sql, type WorkflowHookRow } from '@wds/db';
-import { notFound, ServiceError, unauthorized, validationError } from '@wds/errors';
+import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { automationRows } from './automations.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 /** Seals and opens the hooks' secrets (the service's SECRETS_KEY box); undefined when there is no key. */
@@ -60,24 +61,14 @@ const toView = (r: WorkflowHookRow): WorkflowHookView => ({
 const noSecrets = () => new ServiceError('SERVICE_UNAVAILABLE', 'Hook secrets cannot be stored', 'set SECRETS_KEY');
 const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
 
-const ofWorkflow = (db: Db, workspaceId: string, workflowId: string) =>
-  db.selectFrom('platform.workflow_hooks').selectAll().where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId);
-
-async function hookRow(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookRow> {
-  await getWorkflow(db, workspaceId, workflowId);
-  const row = isUuid(hookId) ? await ofWorkflow(db, workspaceId, workflowId).where('id', '=', hookId).executeTakeFirst() : undefined;
-  if (!row) throw notFound('Hook');
-  return row;
-}
+const hooks = automationRows('platform.workflow_hooks', 'Hook');
 
 export async function listHooks(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowHookView[]> {
-  await getWorkflow(db, workspaceId, workflowId);
-  const rows = await ofWorkflow(db, workspaceId, workflowId).orderBy('id').limit(page.limit).offset(page.offset).execute();
-  return rows.map(toView);
+  return (await hooks.list(db, workspaceId, workflowId, page)).map(toView);
 }
 
 export async function getHook(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookView> {
-  return toView(await hookRow(db, workspaceId, workflowId, hookId));
+  return toView(await hooks.get(db, workspaceId, workflowId, hookId));
 }
 
 export async function createHook(
@@ -117,19 +108,8 @@ export async function updateHook(
   patch: v.InferOutput<typeof UpdateHookSchema>,
   changedBy: string,
 ): Promise<WorkflowHookView> {
-  const current = await hookRow(db, workspaceId, workflowId, hookId);
-  const row = await db
-    .updateTable('platform.workflow_hooks')
-    .set({
-      ...(patch.name !== undefined ? { name: patch.name } : {}),
-      ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
-      created_by: changedBy,
-      updated_at: new Date(),
-    })
-    .where('id', '=', current.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return toView(row);
+  const current = await hooks.get(db, workspaceId, workflowId, hookId);
+  return toView(await hooks.update(db, current.id, patch, changedBy));
 }
 
 /** A new secret, answered this once; the old one stops working at once; the hook runs as the one who rotated it. */
@@ -142,21 +122,14 @@ export async function rotateHookSecret(
   changedBy: string,
 ): Promise<WorkflowHookWithSecret> {
   if (!secrets) throw noSecrets();
-  const current = await hookRow(db, workspaceId, workflowId, hookId);
+  const current = await hooks.get(db, workspaceId, workflowId, hookId);
   const secret = newSecret();
-  const row = await db
-    .updateTable('platform.workflow_hooks')
-    .set({ secret_sealed: secrets.seal(secret, associated(current.id)), secret_rotated_at: sql<Date>`now()`, created_by: changedBy, updated_at: new Date() })
-    .where('id', '=', current.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await hooks.update(db, current.id, {}, changedBy, { secret_sealed: secrets.seal(secret, associated(current.id)), secret_rotated_at: sql<Date>`now()` });
   return { ...toView(row), secret };
 }
 
 export async function deleteHook(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookView> {
-  const current = await hookRow(db, workspaceId, workflowId, hookId);
-  await db.deleteFrom('platform.workflow_hooks').where('id', '=', current.id).execute();
-  return toView(current);
+  return toView(await hooks.remove(db, workspaceId, workflowId, hookId));
 }
 
 /** What an unknown hook's deliveries are checked with: never a hook's secret. */

@@ -6,11 +6,12 @@
  * transaction, so a tick fires once however many processes ask. Ticks missed while no process ran are coalesced into
  * that one run (docs/automation.md). The run then goes through the workflow-runs queue like an async execute.
  */
-import { type Db, isUuid, newId, sql, type WorkflowScheduleRow } from '@wds/db';
-import { notFound, validationError } from '@wds/errors';
+import { type Db, newId, sql, type WorkflowScheduleRow } from '@wds/db';
+import { validationError } from '@wds/errors';
 import { Cron } from 'croner';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { automationRows } from './automations.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 /** How often the due schedules are asked for, and the shortest interval a schedule may have. */
@@ -124,24 +125,14 @@ function nextTick(row: Pick<WorkflowScheduleRow, 'cron' | 'timezone'>, after: Da
   return new Cron(row.cron, { timezone: row.timezone, paused: true }).nextRun(after) ?? undefined;
 }
 
-const ofWorkflow = (db: Db, workspaceId: string, workflowId: string) =>
-  db.selectFrom('platform.workflow_schedules').selectAll().where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId);
+const schedules = automationRows('platform.workflow_schedules', 'Schedule');
 
 export async function listSchedules(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowScheduleView[]> {
-  await getWorkflow(db, workspaceId, workflowId);
-  const rows = await ofWorkflow(db, workspaceId, workflowId).orderBy('id').limit(page.limit).offset(page.offset).execute();
-  return rows.map(toView);
-}
-
-async function scheduleRow(db: Db, workspaceId: string, workflowId: string, scheduleId: string): Promise<WorkflowScheduleRow> {
-  await getWorkflow(db, workspaceId, workflowId);
-  const row = isUuid(scheduleId) ? await ofWorkflow(db, workspaceId, workflowId).where('id', '=', scheduleId).executeTakeFirst() : undefined;
-  if (!row) throw notFound('Schedule');
-  return row;
+  return (await schedules.list(db, workspaceId, workflowId, page)).map(toView);
 }
 
 export async function getSchedule(db: Db, workspaceId: string, workflowId: string, scheduleId: string): Promise<WorkflowScheduleView> {
-  return toView(await scheduleRow(db, workspaceId, workflowId, scheduleId));
+  return toView(await schedules.get(db, workspaceId, workflowId, scheduleId));
 }
 
 export async function createSchedule(
@@ -184,31 +175,20 @@ export async function updateSchedule(
   /** Who changes it: from now on the user it runs as (an editor cannot make another's schedule run their way). */
   changedBy: string,
 ): Promise<WorkflowScheduleView> {
-  const current = await scheduleRow(db, workspaceId, workflowId, scheduleId);
+  const current = await schedules.get(db, workspaceId, workflowId, scheduleId);
   const cron = patch.cron ?? current.cron;
   const timezone = patch.timezone ?? current.timezone;
   const retimed = patch.cron !== undefined || patch.timezone !== undefined || (patch.paused === false && current.paused);
   const next = retimed ? checkSchedule(cron, timezone, config.SCHEDULE_MIN_INTERVAL_MS) : undefined;
-  const row = await db
-    .updateTable('platform.workflow_schedules')
-    .set({
-      ...(patch.name !== undefined ? { name: patch.name } : {}),
-      ...(patch.input !== undefined ? { input: JSON.stringify(patch.input ?? null) } : {}),
-      ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
-      ...(next ? { cron, timezone, next_run_at: next } : {}),
-      created_by: changedBy,
-      updated_at: new Date(),
-    })
-    .where('id', '=', current.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await schedules.update(db, current.id, patch, changedBy, {
+    ...(patch.input !== undefined ? { input: JSON.stringify(patch.input ?? null) } : {}),
+    ...(next ? { cron, timezone, next_run_at: next } : {}),
+  });
   return toView(row);
 }
 
 export async function deleteSchedule(db: Db, workspaceId: string, workflowId: string, scheduleId: string): Promise<WorkflowScheduleView> {
-  const current = await scheduleRow(db, workspaceId, workflowId, scheduleId);
-  await db.deleteFrom('platform.workflow_schedules').where('id', '=', current.id).execute();
-  return toView(current);
+  return toView(await schedules.remove(db, workspaceId, workflowId, scheduleId));
 }
 
 /** How many due schedules one round fires at most (the next round takes the rest). */
@@ -244,7 +224,7 @@ export async function fireDueSchedules(deps: WorkflowJobDeps & { config: Schedul
       }
       // The database's clock decides what is due, so it also decides what comes next: strictly after the tick fired
       // and after now as the database sees it (a process whose clock is behind must not fire the same tick again).
-      const after = s.db_now > s.next_run_at ? s.db_now : s.next_run_at;
+      const after = new Date(Math.max(s.db_now.getTime(), s.next_run_at.getTime()));
       let next: Date | undefined;
       try {
         next = nextTick(s, after);

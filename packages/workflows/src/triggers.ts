@@ -14,6 +14,7 @@ import { type Db, isUuid, newId, sql, type WorkflowEventRow, type WorkflowTrigge
 import { conflict, notFound } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { automationRows } from './automations.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 export interface TriggerConfig {
@@ -95,23 +96,14 @@ const toEventView = (r: WorkflowEventRow): WorkflowEventView => ({
   updated_at: r.updated_at.toISOString(),
 });
 
-const ofWorkflow = (db: Db, workspaceId: string, workflowId: string) =>
-  db.selectFrom('platform.workflow_triggers').selectAll().where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId);
-
-async function triggerRow(db: Db, workspaceId: string, workflowId: string, triggerId: string): Promise<WorkflowTriggerRow> {
-  await getWorkflow(db, workspaceId, workflowId);
-  const row = isUuid(triggerId) ? await ofWorkflow(db, workspaceId, workflowId).where('id', '=', triggerId).executeTakeFirst() : undefined;
-  if (!row) throw notFound('Trigger');
-  return row;
-}
+const triggers = automationRows('platform.workflow_triggers', 'Trigger');
 
 export async function listTriggers(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowTriggerView[]> {
-  await getWorkflow(db, workspaceId, workflowId);
-  return (await ofWorkflow(db, workspaceId, workflowId).orderBy('id').limit(page.limit).offset(page.offset).execute()).map(toView);
+  return (await triggers.list(db, workspaceId, workflowId, page)).map(toView);
 }
 
 export async function getTrigger(db: Db, workspaceId: string, workflowId: string, triggerId: string): Promise<WorkflowTriggerView> {
-  return toView(await triggerRow(db, workspaceId, workflowId, triggerId));
+  return toView(await triggers.get(db, workspaceId, workflowId, triggerId));
 }
 
 export async function createTrigger(
@@ -139,26 +131,13 @@ export async function updateTrigger(
   patch: v.InferOutput<typeof UpdateTriggerSchema>,
   changedBy: string,
 ): Promise<WorkflowTriggerView> {
-  const current = await triggerRow(db, workspaceId, workflowId, triggerId);
-  const row = await db
-    .updateTable('platform.workflow_triggers')
-    .set({
-      ...(patch.name !== undefined ? { name: patch.name } : {}),
-      ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
-      created_by: changedBy,
-      updated_at: new Date(),
-    })
-    .where('id', '=', current.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return toView(row);
+  const current = await triggers.get(db, workspaceId, workflowId, triggerId);
+  return toView(await triggers.update(db, current.id, patch, changedBy));
 }
 
 /** Deletes a trigger and its events (their runs stay in the run history). */
 export async function deleteTrigger(db: Db, workspaceId: string, workflowId: string, triggerId: string): Promise<WorkflowTriggerView> {
-  const current = await triggerRow(db, workspaceId, workflowId, triggerId);
-  await db.deleteFrom('platform.workflow_triggers').where('id', '=', current.id).execute();
-  return toView(current);
+  return toView(await triggers.remove(db, workspaceId, workflowId, triggerId));
 }
 
 /** A trigger's events, newest first; `status` keeps those in one state (`dead`: the dead letters). */
@@ -169,7 +148,7 @@ export async function listEvents(
   triggerId: string,
   page: { limit: number; offset: number; status?: WorkflowEventRow['status'] | undefined },
 ): Promise<WorkflowEventView[]> {
-  const t = await triggerRow(db, workspaceId, workflowId, triggerId);
+  const t = await triggers.get(db, workspaceId, workflowId, triggerId);
   let q = db.selectFrom('platform.workflow_events').selectAll().where('trigger_id', '=', t.id);
   if (page.status !== undefined) q = q.where('status', '=', page.status);
   return (await q.orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()).map(toEventView);
@@ -177,7 +156,7 @@ export async function listEvents(
 
 /** Replays a dead event: pending again, its attempts counted afresh. 409 for an event that is not dead. */
 export async function replayEvent(db: Db, workspaceId: string, workflowId: string, triggerId: string, eventId: string): Promise<WorkflowEventView> {
-  const t = await triggerRow(db, workspaceId, workflowId, triggerId);
+  const t = await triggers.get(db, workspaceId, workflowId, triggerId);
   const row = isUuid(eventId)
     ? await db
         .updateTable('platform.workflow_events')
