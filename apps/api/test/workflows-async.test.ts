@@ -196,6 +196,32 @@ describe('cancel', () => {
 });
 
 describe('a workspace cannot fill the shared queue', () => {
+  it('a workspace with a backlog does not hold up another workspace\'s next run', async () => {
+    // The other workspace and its workflow first, so that queuing its run is one call.
+    const other = await h.user('fair');
+    const theirs = await h.workspace(other.token, 'Light');
+    const s = await h.call('POST', '/api/v1/stfs', { token: other.token, workspace: theirs.id, body: { name: 'one', version: '1', runtime: 'javascript', code: b64('return 1;') } });
+    const w = await h.call('POST', '/api/v1/workflows', {
+      token: other.token,
+      workspace: theirs.id,
+      body: { name: 'w', stf_steps: [{ stf_version_id: s.body.version.id, input_mappings: [] }] },
+    });
+    const wf = await workflow([slow]);
+    const queue = async () => (await h.call('POST', `/api/v1/workflows/${wf}/execute?async=true`, { token: owner.token, workspace: ws.id, body: { n: 1 } })).body.run_id;
+    const a1 = await queue();
+    await eventually(async () => (await run(wf, a1)).body.status === 'running', 10_000);
+    const a2 = await queue();
+    const a3 = await queue();
+    // Queued last, while the first of the backlog still runs (it takes 900 ms): its run goes before the backlog's.
+    const b1 = (await h.call('POST', `/api/v1/workflows/${w.body.id}/execute?async=true`, { token: other.token, workspace: theirs.id, body: {} })).body.run_id;
+    expect((await run(wf, a1)).body.status).toBe('running');
+    const theirRun = async () => (await h.call('GET', `/api/v1/workflows/${w.body.id}/runs/${b1}`, { token: other.token, workspace: theirs.id })).body;
+    await eventually(async () => (await theirRun()).status === 'succeeded', 20_000);
+    const done = await Promise.all([a2, a3].map((id) => ended(wf, id)));
+    // One run at a time in this process: the light workspace's started before the backlog's second.
+    expect(Date.parse((await theirRun()).started_at)).toBeLessThan(Date.parse(done[0].started_at));
+  });
+
   it('beyond WORKFLOW_WORKSPACE_QUEUED_MAX queued runs, one more is 429 with nothing recorded; other workspaces queue on', async () => {
     const wf = await workflow([slow]);
     const ids: string[] = [];

@@ -109,10 +109,13 @@ export class BackgroundJobs {
     }
   }
 
-  /** Queues a job (starting the queue first); with a key, not while another with that key waits or runs. Returns whether one was queued. */
-  async enqueue(name: string, data: object, singletonKey?: string): Promise<boolean> {
+  /**
+   * Queues a job (starting the queue first); with a key, not while another with that key waits or runs; a higher
+   * `priority` is taken first. Returns whether one was queued.
+   */
+  async enqueue(name: string, data: object, singletonKey?: string, opts: { priority?: number } = {}): Promise<boolean> {
     await this.start();
-    const id = await this.#queue.enqueue(name, data, singletonKey ? { singletonKey } : {});
+    const id = await this.#queue.enqueue(name, data, { ...(singletonKey ? { singletonKey } : {}), ...opts });
     return id !== null;
   }
 

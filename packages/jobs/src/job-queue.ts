@@ -279,7 +279,7 @@ export class JobQueue {
     let expired = 0;
     const sent =
       key === undefined
-        ? await boss.send(name, envelope, { id })
+        ? await boss.send(name, envelope, { id, ...(opts.priority !== undefined ? { priority: opts.priority } : {}) })
         : await inTransaction(this.#pool!, async (db) => {
             await lockKey(db, this.#schema, name, key);
             // A job whose process died does not hold the key until maintenance comes by: expire it now.
@@ -287,7 +287,7 @@ export class JobQueue {
             for (const deadId of dead) await boss.fail(name, deadId, PG_BOSS_TIMEOUT_OUTPUT, { db });
             expired = dead.length;
             if (await findPendingJob(db, this.#schema, name, key)) return undefined;
-            return boss.send(name, envelope, { id, singletonKey: key, db });
+            return boss.send(name, envelope, { id, singletonKey: key, db, ...(opts.priority !== undefined ? { priority: opts.priority } : {}) });
           });
     if (sent === undefined) {
       if (expired > 0) this.#workers.get(name)?.wake(); // its retry is due now

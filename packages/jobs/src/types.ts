@@ -78,6 +78,8 @@ export interface EnqueueOptions {
    * queued job, or into `failed`, and then a new job is queued).
    */
   singletonKey?: string;
+  /** Higher runs first (pg-boss orders waiting jobs by priority, then age); default 0. */
+  priority?: number;
 }
 
 export type JobState = 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';

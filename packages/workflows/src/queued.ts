@@ -54,10 +54,21 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
   return runId;
 }
 
-/** Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept). */
-export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger'>, runId: string): Promise<void> {
+/**
+ * Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept).
+ * Its priority is minus the runs its workspace has queued or running, so a workspace with a backlog does not hold up
+ * the next run of one without (the queue takes higher priorities first, then the oldest).
+ */
+export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger' | 'db'>, runId: string): Promise<void> {
   try {
-    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, `run:${runId}`);
+    const { n } = await deps.db
+      .selectFrom('platform.workflow_runs as q')
+      .innerJoin('platform.workflow_runs as r', 'r.workspace_id', 'q.workspace_id')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('r.id', '=', runId)
+      .where('q.status', 'in', ['queued', 'running'])
+      .executeTakeFirstOrThrow();
+    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, `run:${runId}`, { priority: -Math.min(Number(n), 1_000_000) });
   } catch (err) {
     deps.logger.warn({ run_id: runId, err: (err as Error).message }, 'queuing a workflow run failed; the sweep queues it again');
   }
