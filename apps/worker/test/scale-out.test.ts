@@ -155,6 +155,10 @@ beforeAll(async () => {
     // Schedules: every-2-second ticks allowed, asked for every 200 ms by each process with background work.
     SCHEDULE_MIN_INTERVAL_MS: '1000',
     SCHEDULE_TICK_MS: '200',
+    // Liveness quick enough for a test: beats every 500 ms, a run without one for 2 s is interrupted, sweeps each 1 s.
+    RUN_HEARTBEAT_INTERVAL_MS: '500',
+    RUN_STALE_AFTER_MS: '2000',
+    MAINTENANCE_INTERVAL_MS: '1000',
   };
   // The first process applies the migrations; the second starts on a migrated database. The worker comes later.
   api1 = await startApi();
@@ -285,6 +289,42 @@ describe('two API processes and a worker on one database and one S3 store', () =
       second.child.kill('SIGTERM');
       await exited(second);
     }
+  });
+
+  it('a worker killed (-9) mid-run: the next worker fails its run as interrupted, and queued runs go on', async () => {
+    const stf = await call(api1, 'POST', '/api/v1/stfs', {
+      token,
+      workspace: ws,
+      body: {
+        name: 'slow',
+        version: '1',
+        runtime: 'javascript',
+        code: Buffer.from('const until = Date.now() + 4000; while (Date.now() < until) {} return 1;').toString('base64'),
+      },
+    });
+    const wf = await call(api1, 'POST', '/api/v1/workflows', {
+      token,
+      workspace: ws,
+      body: { name: 'slow', stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] },
+    });
+    const runOf = async (id: string) => (await call(api2, 'GET', `/api/v1/workflows/${wf.body.id}/runs/${id}`, { token, workspace: ws })).body;
+    const started = (await call(api1, 'POST', `/api/v1/workflows/${wf.body.id}/execute?async=true`, { token, workspace: ws, body: {} })).body.run_id;
+    await until(async () => ((await runOf(started)).status === 'running' ? true : undefined), 30_000, 'the worker to start the run');
+    worker.child.kill('SIGKILL');
+    await exited(worker);
+    // Queued while no worker is up: it waits for the next one.
+    const waiting = (await call(api2, 'POST', `/api/v1/workflows/${wf.body.id}/execute?async=true`, { token, workspace: ws, body: {} })).body.run_id;
+    worker = await startWorker();
+    const interrupted = await until(async () => {
+      const r = await runOf(started);
+      return r.status === 'running' ? undefined : r;
+    }, 30_000, 'the sweep to settle the killed run');
+    expect(interrupted).toMatchObject({ status: 'failed', error: { step: 'run', kind: 'interrupted' } });
+    const after = await until(async () => {
+      const r = await runOf(waiting);
+      return r.status === 'queued' || r.status === 'running' ? undefined : r;
+    }, 30_000, 'the new worker to run the queued run');
+    expect(after.status).toBe('succeeded');
   });
 
   it('an API key revoked through one process is refused by the other (cache invalidation)', async () => {
