@@ -2940,8 +2940,8 @@ export interface components {
         HookDelivered: {
             /** Format: uuid */
             run_id: string;
-            /** @constant */
-            status: "queued";
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
             duplicate: boolean;
         };
         WorkflowTrigger: {

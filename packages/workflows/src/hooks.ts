@@ -8,7 +8,7 @@
  * (`X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key`) seen before answers the first run instead of a second.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { type Db, isUuid, newId, sql, type WorkflowHookRow } from '@wds/db';
+import { type Db, isUuid, newId, sql, type WorkflowHookRow, type WorkflowRunStatus } from '@wds/db';
 import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
@@ -205,7 +205,8 @@ export interface HookDelivery {
 
 export interface DeliveryResult {
   run_id: string;
-  status: 'queued';
+  /** `queued` for a new delivery; for a duplicate, where the first delivery's run is now. */
+  status: WorkflowRunStatus;
   /** True when this delivery id was seen before: the run is the first delivery's. */
   duplicate: boolean;
   /** For the audit entry. */
@@ -290,7 +291,10 @@ export async function deliverHook(deps: WorkflowJobDeps & { secrets: SecretSeale
       return { runId: first.run_id, duplicate: true };
     });
   if (!outcome.duplicate) await enqueueRun(deps, outcome.runId);
-  return { run_id: outcome.runId, status: 'queued', duplicate: outcome.duplicate, ...base };
+  const status = outcome.duplicate
+    ? ((await db.selectFrom('platform.workflow_runs').select('status').where('id', '=', outcome.runId).executeTakeFirst())?.status ?? 'queued')
+    : 'queued';
+  return { run_id: outcome.runId, status, duplicate: outcome.duplicate, ...base };
 }
 
 class DuplicateDelivery extends Error {}

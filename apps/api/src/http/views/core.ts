@@ -289,7 +289,12 @@ export const WorkflowHook = v.object({
 /** create_workflow_hook, rotate_workflow_hook_secret: the hook with its signing secret, answered this once. */
 export const WorkflowHookWithSecret = v.object({ ...WorkflowHook.entries, secret: v.string() });
 /** deliver_workflow_hook (202): the run queued for the delivery, or the first one's for a redelivery. */
-export const HookDelivered = v.object({ run_id: Uuid, status: v.literal('queued'), duplicate: v.boolean() });
+export const HookDelivered = v.object({
+  run_id: Uuid,
+  /** `queued` for a new delivery; for a duplicate, where the first delivery's run is now. */
+  status: v.picklist(['queued', 'running', 'succeeded', 'failed', 'cancelled']),
+  duplicate: v.boolean(),
+});
 
 /** An event trigger of a workflow: it runs the workflow, as its creator, with each event as `$input`. */
 export const WorkflowTrigger = v.object({
