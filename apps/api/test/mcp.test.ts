@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ERROR_STATUS } from '@wds/errors';
 import { routes } from '../src/app.js';
 import { exclusionOf } from '../src/mcp/tools.js';
-import { Harness, describe, expect, test } from './support.js';
+import { Harness, describe, eventually, expect, test } from './support.js';
 
 /**
  * The MCP interface end to end: the SDK's own client over Streamable HTTP against the app served on 127.0.0.1.
@@ -265,6 +265,16 @@ describe('mcp', () => {
     const runId = run._meta?.headers?.['x-workflow-run-id'];
     expect(runId).toBeTruthy();
     expect((await ok('get_workflow_run', { workflowId: wf.id, runId })).structuredContent).toMatchObject({ id: runId, status: 'succeeded' });
+    // Without waiting: the run id at once, the run through the queue, then cancel of an ended run is a CONFLICT.
+    const queued = (await ok('execute_workflow', { workflowId: wf.id, input: { n: 5 }, async: true })).structuredContent;
+    expect(queued).toMatchObject({ status: 'queued', workflow_id: wf.id });
+    let later: any;
+    await eventually(async () => {
+      later = (await ok('get_workflow_run', { workflowId: wf.id, runId: queued.run_id })).structuredContent;
+      return later.status === 'succeeded';
+    }, 20_000);
+    expect(later).toMatchObject({ trigger: 'async', output: { n: 10 } });
+    expect(codeOf(await c.call('cancel_workflow_run', { workflowId: wf.id, runId: queued.run_id }))).toBe('CONFLICT');
 
     const doc = (await ok('create_document', { title: 'Plan', doc_type: 'plan', status: 'draft', content: '# Plan\n\n## Budget\n\nTBD\n' })).structuredContent;
     const replaced = await ok('replace_document_section', { docId: doc.id, heading: 'Budget', content: '100 EUR' });
