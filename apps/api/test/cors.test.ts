@@ -57,7 +57,7 @@ describe('preflight', () => {
       expect(got['access-control-allow-origin']).toBe(APP);
       expect(got.vary).toMatch(/\bOrigin\b/);
       expect(got['access-control-allow-methods']).toBe('GET, POST, PUT, PATCH, DELETE');
-      for (const name of ['Authorization', 'X-Workspace-ID', 'Content-Type', 'Range', 'X-Request-Id']) expect(got['access-control-allow-headers']).toContain(name);
+      for (const name of ['Authorization', 'X-Workspace-ID', 'Content-Type', 'Range', 'X-Request-Id', 'Prefer']) expect(got['access-control-allow-headers']).toContain(name);
       expect(got['access-control-max-age']).toBe('7200');
       expect(got['access-control-allow-credentials']).toBeUndefined();
     }
@@ -107,7 +107,7 @@ describe('actual responses', () => {
       ...init,
       headers: { authorization: `Bearer ${owner.token}`, ...(origin ? { origin } : {}), ...(init.headers as Record<string, string>) },
     });
-  const EXPOSED = ['X-Request-Id', 'X-Workflow-Run-Id', 'Content-Disposition', 'Content-Range', 'Accept-Ranges', 'Retry-After'];
+  const EXPOSED = ['X-Request-Id', 'X-Workflow-Run-Id', 'Location', 'Preference-Applied', 'Content-Disposition', 'Content-Range', 'Accept-Ranges', 'Retry-After'];
 
   it('success and error responses carry the origin and the exposed headers', async () => {
     const ok = await call(h.app, `/api/v1/workspaces/${ws.id}/sql`, APP, {

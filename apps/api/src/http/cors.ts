@@ -6,7 +6,8 @@ export type CorsOrigins = '*' | readonly string[];
 
 /**
  * Request headers a browser page may send: credentials (Bearer JWTs, API keys, session tokens), the workspace, JSON
- * bodies, byte ranges of downloads, the caller's request id, and MCP's session headers. Not X-Admin-Token: the
+ * bodies, byte ranges of downloads, the caller's request id, `Prefer` (async workflow execution), and MCP's session
+ * headers. Not X-Admin-Token: the
  * admin interface is for operators' tools, never for a page (its preflight does not allow the header).
  */
 export const CORS_ALLOW_HEADERS = [
@@ -15,6 +16,7 @@ export const CORS_ALLOW_HEADERS = [
   'X-Workspace-ID',
   'X-Request-Id',
   'Range',
+  'Prefer',
   'Mcp-Session-Id',
   'Mcp-Protocol-Version',
   'Last-Event-ID',
@@ -27,6 +29,8 @@ export const CORS_ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE';
 export const CORS_EXPOSE_HEADERS = [
   'X-Request-Id',
   'X-Workflow-Run-Id',
+  'Location',
+  'Preference-Applied',
   'Content-Disposition',
   'Content-Range',
   'Accept-Ranges',
