@@ -92,6 +92,22 @@ describe('event triggers', () => {
     expect(audit.length).toBe(1);
   });
 
+  it('an event whose run someone cancelled is dead at once, not retried', async () => {
+    const wf = await workflowOf('const until = Date.now() + 800; while (Date.now() < until) {} return 1;');
+    const t = (await call('POST', triggers(wf), { event: 'file_uploaded' })).body;
+    await upload('cancel-me.txt');
+    let runId: string | undefined;
+    await eventually(async () => {
+      await dispatch();
+      runId = (await call('GET', `${triggers(wf)}/${t.id}/events`)).body[0]?.run_id ?? undefined;
+      return runId !== undefined;
+    }, 10_000);
+    await eventually(async () => ['running', 'queued'].includes((await call('GET', `/api/v1/workflows/${wf}/runs/${runId}`)).body.status), 10_000);
+    expect((await call('POST', `/api/v1/workflows/${wf}/runs/${runId}/cancel`)).status).toBe(200);
+    const events = await settle(wf, t.id, (e) => e[0].status === 'dead');
+    expect(events[0]).toMatchObject({ status: 'dead', attempts: 1, last_error: { kind: 'cancelled' } });
+  });
+
   it('the loop guard: beyond TRIGGER_MAX_EVENTS_PER_MINUTE a trigger\'s events are dead at once', async () => {
     const wf = await workflowOf('return 1;');
     const t = (await call('POST', triggers(wf), { event: 'document_changed' })).body;

@@ -3,8 +3,8 @@
  * its workspace: a file uploaded, a document created, changed or deleted. The change writes one event per matching
  * trigger in its own transaction (emitWorkflowEvents: an outbox, so an event exists exactly when its change does). A
  * dispatcher in every process with background work (dispatchWorkflowEvents, each tick) follows the events:
- *   pending (due) → a run queued (trigger `event`), the event `running` → its run succeeded: `succeeded`; failed or
- *   cancelled: `pending` again after a growing delay, or `dead` after the last attempt (visible, replayable).
+ *   pending (due) → a run queued (trigger `event`), the event `running` → its run succeeded: `succeeded`; failed:
+ *   `pending` again after a growing delay, or `dead` after the last attempt; cancelled: `dead` (visible, replayable).
  * Rows are locked (FOR UPDATE SKIP LOCKED) while they move, so any number of processes dispatch each event once per
  * attempt. Delivery is at least once: a run that did its work and then failed to record it is tried again.
  * Loop guard: a trigger accepts at most TRIGGER_MAX_EVENTS_PER_MINUTE events; beyond that its events are recorded
@@ -250,7 +250,8 @@ export async function dispatchWorkflowEvents(deps: WorkflowJobDeps & { config: T
         await tx.updateTable('platform.workflow_events').set({ status: 'succeeded', updated_at: sql<Date>`now()` }).where('id', '=', e.id).execute();
         continue;
       }
-      const dead = e.attempts >= config.TRIGGER_MAX_ATTEMPTS;
+      // A run someone cancelled is not tried again: its event is dead (and can be replayed).
+      const dead = e.run_status === 'cancelled' || e.attempts >= config.TRIGGER_MAX_ATTEMPTS;
       const delayMs = config.TRIGGER_RETRY_DELAY_MS * 2 ** Math.max(0, e.attempts - 1);
       await tx
         .updateTable('platform.workflow_events')
