@@ -56,6 +56,13 @@ describe('GET /stf-libraries/{name}/types', () => {
         expect(r.body, asked).toContain(`declare module "${asked}" {`);
       }
     }
+    // The scoped name also as it is written, unencoded.
+    for (const name of NAMES) {
+      const r = await h.call('GET', `/api/v1/stf-libraries/@d6e-ai/${name}/types`, { token: owner.token });
+      expect(r.status, name).toBe(200);
+      expect(r.body, name).toContain(`declare module "@d6e-ai/${name}" {`);
+    }
+    expect((await h.call('GET', '/api/v1/stf-libraries/@d6e-ai/lodash/types', { token: owner.token })).status).toBe(404);
     const font = await h.call('GET', `/api/v1/stf-libraries/${encodeURIComponent('@d6e-ai/mplus-1p-regular')}/types`, { token: owner.token });
     expect(font.body).toContain('const bytes: Uint8Array;');
   });

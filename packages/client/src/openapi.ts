@@ -1066,6 +1066,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/stf-libraries/@d6e-ai/{name}/types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * TypeScript declarations of a library by its origin-platform name written as it is (`@d6e-ai/docx`): `declare module "@d6e-ai/<name>"` blocks
+         * @description TypeScript declarations of a library by its origin-platform name written as it is (`@d6e-ai/docx`): `declare module "@d6e-ai/<name>"` blocks
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT. Operation (audit, MCP): `get_stf_library_types`.
+         */
+        get: operations["get_stf_library_types_scoped"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/effects": {
         parameters: {
             query?: never;
@@ -6265,6 +6287,35 @@ export interface operations {
         };
     };
     get_stf_library_types: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The declarations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    get_stf_library_types_scoped: {
         parameters: {
             query?: never;
             header?: never;

@@ -8,8 +8,8 @@ import { StfLibrary } from '../http/views/index.js';
  * The libraries STF code of the javascript runtime may import by package name (DECISIONS §6), and their type
  * declarations for editors. Any signed-in user; not workspace-scoped (the libraries are the same everywhere).
  * Each library has two names, its own (`docx`) and the origin platform's (`@d6e-ai/docx`): the list gives the
- * first as `name` and the second in `aliases`, and the types are served for either (the scoped name URL-encoded in the
- * path: /api/v1/stf-libraries/%40d6e-ai%2Fdocx/types).
+ * first as `name` and the second in `aliases`, and the types are served for either: the scoped name as it is
+ * (/api/v1/stf-libraries/@d6e-ai/docx/types) or URL-encoded (/api/v1/stf-libraries/%40d6e-ai%2Fdocx/types).
  */
 const typesResponse = (name: string): Response => {
   const types = bundledLibraryTypes(name);
@@ -37,5 +37,18 @@ export const stfLibraryRoutes = [
     auth: 'user',
     openapi: { responses: { '200': { description: 'The declarations', content: { 'text/plain': { schema: { type: 'string' } } } } } },
     handler: async ({ params }) => typesResponse(params.name ?? ''),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/v1/stf-libraries/@d6e-ai/:name/types',
+    operation: 'get_stf_library_types',
+    summary: 'TypeScript declarations of a library by its origin-platform name written as it is (`@d6e-ai/docx`): `declare module "@d6e-ai/<name>"` blocks',
+    auth: 'user',
+    mcp: { exclude: 'the unencoded spelling of get_stf_library_types for the scoped name, which MCP takes as an argument' },
+    openapi: {
+      operationId: 'get_stf_library_types_scoped',
+      responses: { '200': { description: 'The declarations', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+    handler: async ({ params }) => typesResponse(`@d6e-ai/${params.name ?? ''}`),
   }),
 ];
