@@ -252,7 +252,8 @@ export async function deliverHook(deps: WorkflowJobDeps & { secrets: SecretSeale
   const input = inputOf(d.body, d.contentType);
   const base = { workspaceId: hook.workspace_id, workflowId: hook.workflow_id, deliveryId };
 
-  const keys = deliveryId !== undefined ? [deliveryId, signatureKey] : [signatureKey];
+  // Each kind of key in a namespace of its own: a sender's id never reads as a signature's.
+  const keys = deliveryId !== undefined ? [`id:${deliveryId}`, signatureKey] : [signatureKey];
   const firstRun = (q: Db) =>
     q.selectFrom('platform.workflow_hook_deliveries').select('run_id').where('hook_id', '=', hook.id).where('delivery_id', 'in', keys).executeTakeFirst();
 
