@@ -183,6 +183,30 @@ export interface WorkspaceEvent {
   data: Record<string, unknown>;
 }
 
+/** The file_uploaded event of an upload: what identifies the file (a run reads its bytes by id). */
+export function fileUploaded(f: {
+  id: string;
+  workspace_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  metadata: unknown;
+  created_at: string;
+}): WorkspaceEvent {
+  const { id, filename, content_type, size, sha256, metadata, created_at } = f;
+  return { workspaceId: f.workspace_id, type: 'file_uploaded', data: { file: { id, filename, content_type, size, sha256, metadata, created_at } } };
+}
+
+/** The document_changed event of a document created, updated (a section replaced too) or deleted: what it is now. */
+export function documentChanged(
+  action: 'created' | 'updated' | 'deleted',
+  d: { id: string; workspace_id: string; title: string; doc_type: string; status: string; version: number },
+): WorkspaceEvent {
+  const { id, title, doc_type, status, version } = d;
+  return { workspaceId: d.workspace_id, type: 'document_changed', data: { action, document: { id, title, doc_type, status, version } } };
+}
+
 /**
  * Writes the event for every live trigger of its workspace and type, in the caller's transaction (the change's own):
  * it exists exactly when the change does. A trigger over its events-per-minute budget gets it dead (the loop guard).

@@ -17,6 +17,7 @@ import {
   type WorkflowExecutionDeps,
   type WorkflowView,
 } from '../src/index.js';
+import { TEST_CONFIG } from './config.js';
 
 type StfRuntime = NonNullable<StfRunnerDeps['runtimes']['javascript']>;
 type StfRunRequest = Parameters<StfRuntime['run']>[0];
@@ -50,21 +51,7 @@ function depsOf(over: Partial<WorkflowExecutionDeps> = {}): WorkflowExecutionDep
     outbound: new OutboundGuard(),
     blobs: { get: () => Promise.reject(new Error('no blobs here')) },
     logger: { warn: (_o, msg) => logged.push(msg), error: (_o, msg) => logged.push(msg) },
-    config: {
-      SQL_STATEMENT_TIMEOUT_MS: 1_000,
-      SQL_MAX_ROWS: 10,
-      STF_TIMEOUT_MS: 1_000,
-      STF_DOCKER_TIMEOUT_MS: 1_000,
-      STF_DOCKER_MEMORY_MB: 64,
-      STF_MAX_CODE_BYTES: 1_000,
-      RUN_HEARTBEAT_INTERVAL_MS: 60_000,
-      WORKFLOW_WORKSPACE_CONCURRENCY: 2,
-      WORKFLOW_WORKSPACE_QUEUE: 2,
-      WORKFLOW_QUEUE_TIMEOUT_MS: 1_000,
-      WORKFLOW_JOB_CONCURRENCY: 2,
-      WORKFLOW_WORKSPACE_QUEUED_MAX: 100,
-      RUN_STALE_AFTER_MS: 60_000,
-    },
+    config: TEST_CONFIG,
     ...over,
   };
 }

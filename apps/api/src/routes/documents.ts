@@ -8,7 +8,7 @@ import {
   softDeleteDocument,
   updateDocument,
 } from '@wds/documents';
-import { emitWorkflowEvents } from '@wds/workflows';
+import { documentChanged, emitWorkflowEvents } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import type { HandlerCtx } from '../http/route.js';
@@ -16,21 +16,9 @@ import { defineRoute } from '../http/route.js';
 import { Document, DocumentSummary, DocumentVersion } from '../http/views/index.js';
 import { intQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
-/**
- * A document_changed event for the workspace's workflow triggers, written in the change's own transaction (the
- * route's): what the document is now, and what happened to it.
- */
-function documentChanged(
-  ctx: HandlerCtx<unknown, unknown>,
-  action: 'created' | 'updated' | 'deleted',
-  doc: { id: string; title: string; doc_type: string; status: string; version: number },
-): Promise<number> {
-  return emitWorkflowEvents(ctx.db, ctx.services.config, {
-    workspaceId: ctx.access.workspace.id,
-    type: 'document_changed',
-    data: { action, document: { id: doc.id, title: doc.title, doc_type: doc.doc_type, status: doc.status, version: doc.version } },
-  });
-}
+/** The document_changed event of a change, written in the change's own transaction (the route's). */
+const changed = (ctx: HandlerCtx<unknown, unknown>, action: 'created' | 'updated' | 'deleted', doc: Parameters<typeof documentChanged>[1]) =>
+  emitWorkflowEvents(ctx.db, ctx.services.config, documentChanged(action, doc));
 
 const base = '/api/v1/workspaces/:id/documents';
 // Documents are workspace content, not access state: nothing cached goes stale when they change.
@@ -129,7 +117,7 @@ export const documentRoutes = [
       await assertWorkflowEditor(ctx);
       const doc = await createDocument(ctx.db, ctx.access.workspace.id, { ...ctx.body, createdBy: ctx.principal.user.id });
       ctx.audit({ resourceId: doc.id, details: { title: doc.title, doc_type: doc.doc_type, status: doc.status, version: doc.version } });
-      await documentChanged(ctx, 'created', doc);
+      await changed(ctx, 'created', doc);
       return doc;
     },
   }),
@@ -163,7 +151,7 @@ export const documentRoutes = [
         resourceId: document.id,
         details: { changed: Object.keys(ctx.body), version: document.version, version_added: versionAdded },
       });
-      await documentChanged(ctx, 'updated', document);
+      await changed(ctx, 'updated', document);
       return document;
     },
   }),
@@ -178,7 +166,7 @@ export const documentRoutes = [
       await assertWorkflowEditor(ctx);
       const doc = await softDeleteDocument(ctx.db, ctx.access.workspace.id, ctx.params.docId ?? '');
       ctx.audit({ resourceId: doc.id, details: { title: doc.title } });
-      await documentChanged(ctx, 'deleted', doc);
+      await changed(ctx, 'deleted', doc);
     },
   }),
   defineRoute({
@@ -224,7 +212,7 @@ export const documentRoutes = [
         resourceId: document.id,
         details: { changed: ['content'], by: b.heading !== undefined ? 'heading' : 'old_text', version: document.version, version_added: versionAdded },
       });
-      await documentChanged(ctx, 'updated', document);
+      await changed(ctx, 'updated', document);
       return document;
     },
   }),

@@ -12,7 +12,7 @@ import {
 } from '@wds/storage';
 import { receiveJsonUpload, receiveMultipartUpload } from '@wds/uploads';
 import { autoEmbedFile, extractFileText, forgetFile } from '@wds/semantic-search';
-import { emitWorkflowEvents } from '@wds/workflows';
+import { emitWorkflowEvents, fileUploaded } from '@wds/workflows';
 import { assertStorageEditor } from '../http/permissions.js';
 import { defineRoute, type HandlerCtx } from '../http/route.js';
 import { File, FileText } from '../http/views/index.js';
@@ -35,9 +35,6 @@ const DOWNLOAD_HEADERS = {
  * Stores an upload (bytes, then record: @wds/storage storeUpload), audited and then embedded when the workspace
  * embeds its files automatically.
  */
-/** What a file_uploaded event says of the file (its metadata; the run reads the bytes with a File input step). */
-const fileEvent = (f: FileView) => ({ id: f.id, filename: f.filename, content_type: f.content_type, size: f.size, sha256: f.sha256, metadata: f.metadata, created_at: f.created_at });
-
 async function store(ctx: HandlerCtx<unknown, unknown>, receive: Upload['receive']) {
   const { services } = ctx;
   const onStored = async (file: FileView) => {
@@ -60,7 +57,7 @@ async function store(ctx: HandlerCtx<unknown, unknown>, receive: Upload['receive
       receive,
       // Workflow triggers on uploads: their events are written with the file's record.
       recorded: async (file, tx) => {
-        await emitWorkflowEvents(tx, services.config, { workspaceId: file.workspace_id, type: 'file_uploaded', data: { file: fileEvent(file) } });
+        await emitWorkflowEvents(tx, services.config, fileUploaded(file));
       },
       onStored,
     },
