@@ -260,6 +260,23 @@ export interface WorkflowTriggersTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+/** Rows a statement changed in a workspace table (migration 0016): one batch per statement, realtime's and row triggers' source. */
+export interface RowChangesTable {
+  id: Generated<string>;
+  batch: string;
+  workspace_id: string;
+  /** The table's logical name when the statement ran. */
+  table_name: string;
+  op: 'insert' | 'update' | 'delete';
+  /** The row as written (insert, update). */
+  row: unknown;
+  /** The row before (update, delete). */
+  old: unknown;
+  /** A live row trigger waited for it when it was captured; cleared once dispatched. */
+  needs_dispatch: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: CreatedAt;
+}
+
 /** One event for one trigger (the outbox), and how its delivery goes. */
 export interface WorkflowEventsTable {
   id: string;
@@ -521,6 +538,7 @@ export interface Database {
   'platform.workflow_hook_deliveries': WorkflowHookDeliveriesTable;
   'platform.workflow_triggers': WorkflowTriggersTable;
   'platform.workflow_events': WorkflowEventsTable;
+  'platform.row_changes': RowChangesTable;
   'platform.files': FilesTable;
   'platform.documents': DocumentsTable;
   'platform.document_versions': DocumentVersionsTable;

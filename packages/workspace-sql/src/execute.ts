@@ -1,7 +1,7 @@
 import { AUDIT_INSERT, auditValuesSql } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
-import type { Subject } from '@wds/policy-engine';
+import { type Subject, decide } from '@wds/policy-engine';
 import {
   MAX_SHAPED_SQL_CHARS,
   ROW_CHECK_COLUMN,
@@ -34,6 +34,7 @@ import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
 import { forgetPrepared, runCappedRead } from './capped-read.js';
+import { installRowCapture, visibleRowsStatement } from './row-capture.js';
 
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
@@ -467,12 +468,45 @@ export class WorkspaceSql {
     try {
       await WorkspaceSql.begin(lease.client, { statementTimeoutMs: timeoutMs, maxRows: 0 });
       await lease.client.query('SET LOCAL search_path = public'); // where extensions' types live (pgvector)
+      // The service's own bookkeeping (an embedding column) is no row change of the workspace's: not captured.
+      await lease.client.query("SET LOCAL wds.row_capture = 'off'");
       for (const s of statements) await lease.client.query(s.text, s.values);
       await lease.client.query('COMMIT');
     } catch (err) {
       broken = isConnectionError(err);
       if (!broken) await lease.client.query('ROLLBACK').catch(() => (broken = true));
       throw err;
+    } finally {
+      lease.release(broken);
+    }
+  }
+
+  /**
+   * Which of `images` (rows of `table` as row capture recorded them, each the JSON text of one) `caller` may select, and as what: for each one
+   * their select policy admits, its index in `images` and the row as a read of the table would show it (the same
+   * columns and value types). None when the table is gone or no policy lets them read it. Evaluated by PostgreSQL,
+   * on a read-only connection of the workspace's role, with the filter the rewriter would use (row-capture.ts).
+   */
+  async visibleRows(caller: SqlCaller, table: string, images: string[]): Promise<{ index: number; row: Record<string, unknown> }[]> {
+    if (images.length === 0) return [];
+    const ctx = await this.context(caller, [table]);
+    if (!ctx.catalog.has(table)) return [];
+    const d = decide({ policies: ctx.policies, groups: ctx.groups, subject: caller.subject, table, operation: 'select' });
+    if (!d.allowed) return [];
+    const text = await visibleRowsStatement(caller.workspaceId, table, d.filter, caller.subject.userId);
+    const lease = await this.pools.acquire(caller.workspaceId);
+    let broken = false;
+    try {
+      // The images stay JSON text from the outbox to here: a numeric's scale or a large int8 survives.
+      const r = await lease.client.query({ text, values: [`[${images.join(',')}]`], rowMode: 'array', types: userValueTypes });
+      const names = r.fields.slice(1).map((f) => f.name);
+      return (r.rows as unknown[][]).map((values) => ({
+        index: Number(values[0]) - 1,
+        row: Object.fromEntries(names.map((name, i) => [name, values[i + 1]])),
+      }));
+    } catch (err) {
+      broken = isConnectionError(err);
+      throw mapDatabaseError(err, { statementTimeoutMs: this.sessionTimeoutMs, maxRows: images.length });
     } finally {
       lease.release(broken);
     }
@@ -563,6 +597,8 @@ export class WorkspaceSql {
     if (a.kind !== 'select' && !a.returning) {
       // Nothing to show: the rows (our row checks) are counted, never kept.
       const affected = await runCountingRows(client, executed);
+      // A table a DDL statement created gets its row capture in the same transaction (row-capture.ts).
+      if (a.kind === 'ddl') await installRowCapture(client);
       if (!cursor) await client.query('COMMIT');
       return { ...base, affected_rows: a.kind === 'ddl' ? 0 : affected };
     }

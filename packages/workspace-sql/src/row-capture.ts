@@ -1,0 +1,57 @@
+import { type Filter, compileFilter } from '@wds/policy-engine';
+import { loadParser, parseOne, physicalName, printVerified } from '@wds/sql-rewriter';
+import type pg from 'pg';
+
+/**
+ * Row capture (migration 0016_row_changes): the triggers every workspace table carries, and the one question asked of
+ * a captured row — would this subject's select policy let them see it, and as what.
+ */
+
+/** The capture triggers of a table, as the migration names them. */
+const TRIGGERS = [
+  ['wds_capture_insert', 'INSERT', 'REFERENCING NEW TABLE AS wds_new_rows'],
+  ['wds_capture_update', 'UPDATE', 'REFERENCING OLD TABLE AS wds_old_rows NEW TABLE AS wds_new_rows'],
+  ['wds_capture_delete', 'DELETE', 'REFERENCING OLD TABLE AS wds_old_rows'],
+] as const;
+
+const PHYSICAL = /^ws_[0-9a-f_]{36}_[a-z0-9_]+$/;
+
+/**
+ * Gives every table of the connection's workspace role that lacks them the capture triggers. Runs as the workspace
+ * role in the transaction of a DDL statement (before its COMMIT), so a table exists exactly with its triggers: no
+ * write to it can go uncaptured. One catalog query when nothing is missing (most DDL).
+ */
+export async function installRowCapture(client: pg.ClientBase): Promise<number> {
+  // The session's search_path is pg_catalog alone: unqualified operators are the built-in ones.
+  const { rows } = await client.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_catalog.pg_class c
+      WHERE c.relnamespace = 'user_data'::pg_catalog.regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+        AND c.relowner = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER)
+        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = 'wds_capture_insert')`,
+  );
+  for (const { relname } of rows) {
+    if (!PHYSICAL.test(relname)) continue; // only our own names, which need no quoting beyond the double quotes
+    for (const [name, event, referencing] of TRIGGERS) {
+      await client.query(
+        `CREATE TRIGGER ${name} AFTER ${event} ON user_data."${relname}" ${referencing} FOR EACH STATEMENT EXECUTE FUNCTION user_data.wds_capture_rows()`,
+      );
+    }
+  }
+  return rows.length;
+}
+
+/**
+ * The statement that applies a select filter to captured rows: `$1` a JSON array of row images (as `to_jsonb` of the
+ * table's rows wrote them), the answer one row per image the filter admits — its position in `$1` (1-based) first,
+ * then the table's columns, typed as the table types them. The filter is compiled exactly as the rewriter compiles it
+ * for a read of the table (compileFilter), printed and checked to parse back to the same tree.
+ */
+export async function visibleRowsStatement(workspaceId: string, table: string, filter: Filter | null, userId: string | null): Promise<string> {
+  await loadParser();
+  const physical = physicalName(workspaceId, table);
+  const parsed = parseOne(
+    `SELECT o.i, t.* FROM pg_catalog.jsonb_array_elements($1::pg_catalog.jsonb) WITH ORDINALITY AS o(e, i), LATERAL pg_catalog.jsonb_populate_record(NULL::user_data."${physical}", o.e) AS t WHERE true`,
+  );
+  (parsed.stmt as { SelectStmt: { whereClause: unknown } }).SelectStmt.whereClause = compileFilter(filter, { qualifier: 't', userId });
+  return printVerified(parsed.tree);
+}

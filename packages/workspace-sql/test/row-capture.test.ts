@@ -1,0 +1,189 @@
+import '@wds/testkit';
+import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDatabase } from '@wds/testkit';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { WorkspaceConnector, WorkspaceSql } from '../src/index.js';
+
+let pool: pg.Pool;
+let url: string;
+let sql: WorkspaceSql;
+let destroy: () => Promise<void>;
+const A = newId();
+const B = newId();
+const owner = newId();
+const reader = newId();
+
+beforeAll(async () => {
+  url = await createDatabase(inject('pgServerUrl'), { prefix: 'rowcap' });
+  const { db, pool: p } = createDb(url, { max: 4 });
+  await migrateToLatest(db);
+  await db.insertInto('platform.users').values([{ id: owner, email: `${owner}@x.io`, name: 'o' }, { id: reader, email: `${reader}@x.io`, name: 'r' }]).execute();
+  await db.insertInto('platform.workspaces').values([{ id: A, name: 'a' }, { id: B, name: 'b' }]).execute();
+  pool = p;
+  sql = new WorkspaceSql(pool, { databaseUrl: url });
+  destroy = () => db.destroy();
+});
+afterAll(async () => {
+  await sql.close();
+  await destroy();
+});
+
+const admin = (workspaceId: string) => ({ workspaceId, ddlGroupId: null, isAdmin: true, subject: { kind: 'user' as const, userId: owner } });
+const as = (workspaceId: string, userId: string) => ({ workspaceId, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId } });
+const limits = { statementTimeoutMs: 5000, maxRows: 100 };
+
+interface Change {
+  batch: string;
+  table_name: string;
+  op: string;
+  row: Record<string, unknown> | null;
+  old: Record<string, unknown> | null;
+}
+const ownerGroups = new Map<string, string>();
+/** Every operation on `table` for the owner. */
+async function allowAll(workspaceId: string, table: string): Promise<void> {
+  let group = ownerGroups.get(workspaceId);
+  if (!group) {
+    group = newId();
+    ownerGroups.set(workspaceId, group);
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, workspaceId, 'owner', [owner]]);
+  }
+  for (const op of ['select', 'insert', 'update', 'delete']) {
+    await pool.query(
+      `INSERT INTO platform.policies (id, workspace_id, policy_group_id, name, mode, table_name, operation) VALUES ($1, $2, $3, $4, 'allow', $5, $6)`,
+      [newId(), workspaceId, group, `${table}-${op}`, table, op],
+    );
+  }
+}
+/** CREATE TABLE with every right for the owner. */
+async function table(workspaceId: string, name: string, columns: string): Promise<void> {
+  await sql.execute(admin(workspaceId), `CREATE TABLE ${name} (${columns})`, limits);
+  await allowAll(workspaceId, name);
+}
+
+const changes = async (workspaceId: string, table: string): Promise<Change[]> =>
+  (
+    await pool.query<Change>('SELECT batch, table_name, op, row, old FROM platform.row_changes WHERE workspace_id = $1 AND table_name = $2 ORDER BY id', [
+      workspaceId,
+      table,
+    ])
+  ).rows;
+
+describe('row capture', () => {
+  it('records what every statement changed, under the logical name, and notifies its batch at commit', async () => {
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    const batches: string[] = [];
+    listener.on('notification', (n) => n.channel === 'wds_row_changes' && n.payload && batches.push(n.payload));
+    await listener.query('LISTEN wds_row_changes');
+    try {
+      await table(A, 'items', 'name text, qty int');
+      await sql.execute(admin(A), "INSERT INTO items (name, qty) VALUES ('a', 1), ('b', 2)", limits);
+      await sql.execute(admin(A), "UPDATE items SET qty = qty + 10 WHERE name = 'a'", limits);
+      await sql.execute(admin(A), "DELETE FROM items WHERE name = 'b'", limits);
+      await sql.execute(admin(A), "UPDATE items SET qty = 0 WHERE name = 'nobody'", limits); // no row: no batch
+      const c = await changes(A, 'items');
+      expect(c.map((x) => [x.op, x.row?.name ?? null, x.row?.qty ?? null, x.old?.qty ?? null])).toEqual([
+        ['insert', 'a', 1, null],
+        ['insert', 'b', 2, null],
+        ['update', 'a', 11, 1],
+        ['delete', null, null, 2], // a soft delete (the table has deleted_at)
+      ]);
+      expect(c[0]?.row).toMatchObject({ id: expect.any(String), created_at: expect.any(String), deleted_at: null });
+      await expect.poll(() => batches.length).toBe(3);
+      expect(new Set(batches)).toEqual(new Set(c.map((x) => String(x.batch))));
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('a statement that rolls back leaves nothing; an STF session is captured when it commits', async () => {
+    await table(A, 'notes', 'body text');
+    const failing = await sql.openSession(admin(A), limits);
+    await failing.query("INSERT INTO notes (body) VALUES ('rolled back')");
+    await failing.end(false);
+    await expect(sql.execute(admin(A), "INSERT INTO notes (body) VALUES ('x'), (NULL::int::text || 1/0)", limits)).rejects.toThrow();
+    expect(await changes(A, 'notes')).toEqual([]);
+    const session = await sql.openSession(admin(A), limits);
+    await session.query("INSERT INTO notes (body) VALUES ('kept')");
+    await session.end(true);
+    expect((await changes(A, 'notes')).map((c) => c.row?.body)).toEqual(['kept']);
+  });
+
+  it("the service's own writes are not captured; a renamed table is captured under its new name", async () => {
+    await table(A, 'docs', 'title text');
+    await allowAll(A, 'papers');
+    await sql.writeAsWorkspace(A, [{ text: `INSERT INTO user_data.ws_${A.replace(/-/g, '_')}_docs (title) VALUES ('service')` }]);
+    expect(await changes(A, 'docs')).toEqual([]);
+    await sql.execute(admin(A), 'ALTER TABLE docs RENAME TO papers', limits);
+    await sql.execute(admin(A), "INSERT INTO papers (title) VALUES ('after')", limits);
+    expect((await changes(A, 'papers')).map((c) => c.row?.title)).toEqual(['after']);
+  });
+
+  it("an update never fails for the table's id: one of another type, or none", async () => {
+    await table(A, 'odd', 'id jsonb, v int');
+    await sql.execute(admin(A), `INSERT INTO odd (id, v) VALUES ('{"k":1}', 1), ('{"k":1}', 2)`, limits);
+    await sql.execute(admin(A), 'UPDATE odd SET v = v + 1', limits);
+    const updates = (await changes(A, 'odd')).filter((c) => c.op === 'update');
+    expect(updates.map((c) => c.row?.v).sort()).toEqual([2, 3]);
+    await sql.execute(admin(A), 'ALTER TABLE odd DROP COLUMN id', limits);
+    await expect(sql.execute(admin(A), 'UPDATE odd SET v = 0', limits)).resolves.toMatchObject({ affected_rows: 2 });
+  });
+
+  it('a raw session of the workspace role cannot write the outbox, call the function, or capture under a name not its own', async () => {
+    const client = await new WorkspaceConnector(pool, { databaseUrl: url, budget: { maxRowBytes: 1 << 20, maxResponseBytes: 1 << 22 } }).connect(A);
+    try {
+      await client.query('BEGIN READ WRITE');
+      await expect(client.query("INSERT INTO platform.row_changes (batch, workspace_id, table_name, op) VALUES (1, $1, 'x', 'insert')", [B])).rejects.toMatchObject({
+        code: '42501',
+      });
+      await client.query('ROLLBACK');
+      await expect(client.query('SELECT user_data.wds_capture_rows()')).rejects.toThrow(/trigger/);
+      await client.query('BEGIN READ WRITE');
+      // A table outside the workspace's names (or spelling B's), with the capture trigger: nothing is recorded.
+      const bPrefixed = `ws_${B.replace(/-/g, '_')}_stolen`;
+      for (const t of ['loose', bPrefixed]) {
+        await client.query(`CREATE TABLE user_data."${t}" (id uuid DEFAULT gen_random_uuid(), v text)`);
+        await client.query(
+          `CREATE TRIGGER wds_capture_insert AFTER INSERT ON user_data."${t}" REFERENCING NEW TABLE AS wds_new_rows FOR EACH STATEMENT EXECUTE FUNCTION user_data.wds_capture_rows()`,
+        );
+        await client.query(`INSERT INTO user_data."${t}" (v) VALUES ('x')`);
+      }
+      await client.query('COMMIT');
+      const { rows } = await pool.query("SELECT count(*)::int AS n FROM platform.row_changes WHERE table_name IN ('loose', 'stolen', $1)", [bPrefixed]);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+describe("visibleRows: a subject's select policy over captured rows", () => {
+  it('admits exactly the rows a read would show, with the same columns and values', async () => {
+    await table(B, 'orders', 'owner uuid, amount numeric, note text, at timestamptz');
+    const group = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, B, 'readers', [reader]]);
+    await pool.query(
+      `INSERT INTO platform.policies (id, workspace_id, name, policy_group_id, mode, table_name, operation, condition)
+       VALUES ($1, $2, 'own', $3, 'allow', 'orders', 'select', '{"owner": {"$eq": "$user_id"}}'),
+              ($4, $2, 'no-secret', $3, 'deny', 'orders', 'select', '{"note": {"$eq": "secret"}}')`,
+      [newId(), B, group, newId()],
+    );
+    await sql.execute(
+      admin(B),
+      `INSERT INTO orders (owner, amount, note, at) VALUES ('${reader}', 12.50, 'mine', '2026-01-02T03:04:05Z'), ('${owner}', 99, 'theirs', now()), ('${reader}', 1, 'secret', now())`,
+      limits,
+    );
+    const { rows: texts } = await pool.query<{ t: string }>("SELECT row::text AS t FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'orders' ORDER BY id", [B]);
+    const images = texts.map((r) => r.t);
+    const visible = await sql.visibleRows(as(B, reader), 'orders', images);
+    expect(visible.map((v) => v.index)).toEqual([0]);
+    const read = await sql.execute(as(B, reader), 'SELECT * FROM orders', limits);
+    expect(read.rows).toEqual([visible[0]?.row]);
+    expect(visible[0]?.row).toMatchObject({ amount: '12.50', at: '2026-01-02T03:04:05.000Z', note: 'mine' });
+    // A member in no group (no select policy at all), a table that is gone: nothing.
+    expect(await sql.visibleRows(as(B, newId()), 'orders', images)).toEqual([]);
+    expect(await sql.visibleRows(as(B, reader), 'no_such_table', images)).toEqual([]);
+  });
+});
