@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { ChannelListener } from './listener.js';
 
 export const CHANNEL = 'wds_invalidate';
 
@@ -15,19 +15,29 @@ type Listener = (topic: string) => void;
  */
 export class InvalidationBus {
   private readonly listeners = new Set<Listener>();
-  private client: pg.Client | undefined;
-  private stopped = false;
-  private connected = false;
+  private readonly listener: ChannelListener;
   /** Bumped on every invalidation: a value read before an invalidation must not be cached after it. */
   generation = 0;
 
-  constructor(
-    private readonly connectionString: string | undefined,
-    private readonly log: (msg: string, err?: unknown) => void = () => {},
-  ) {}
+  constructor(connectionString: string | undefined, log: (msg: string, err?: unknown) => void = () => {}) {
+    this.listener = new ChannelListener(connectionString, CHANNEL, {
+      name: 'wds-cache-bus',
+      onMessage: (topic) => this.invalidate(topic),
+      // A value read while nobody listened may predate a change whose message went out then: not to be cached.
+      onUp: (again) => {
+        this.invalidate('*');
+        if (again) log('cache invalidation listener reconnected');
+      },
+      // Whatever happens while nobody listens is unknown: forget everything.
+      onDown: (err) => {
+        this.invalidate('*');
+        log('cache invalidation listener lost; caches are bypassed until it reconnects', err);
+      },
+    });
+  }
 
   get healthy(): boolean {
-    return this.connected && !this.stopped;
+    return this.listener.healthy;
   }
 
   /** SQL that publishes a topic from inside a transaction (delivered on commit). */
@@ -46,58 +56,11 @@ export class InvalidationBus {
     for (const l of this.listeners) l(topic);
   }
 
-  async start(): Promise<void> {
-    if (!this.connectionString || this.stopped) return;
-    // TCP keep-alive: a half-open connection (a peer that vanished without a FIN) errors out instead of looking healthy.
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'wds-cache-bus', keepAlive: true });
-    client.on('notification', (m) => m.channel === CHANNEL && m.payload && this.invalidate(m.payload));
-    client.on('error', (err) => this.lost(client, err));
-    client.on('end', () => this.lost(client));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
-    } catch (err) {
-      await client.end().catch(() => {});
-      throw err;
-    }
-    if (this.stopped) {
-      await client.end().catch(() => {});
-      return;
-    }
-    this.client = client;
-    this.connected = true;
-    // A value read while nobody listened may predate a change whose message went out then: not to be cached.
-    this.invalidate('*');
+  start(): Promise<void> {
+    return this.listener.start();
   }
 
-  private lost(client: pg.Client, err?: unknown): void {
-    if (this.client !== client) return;
-    this.client = undefined;
-    this.connected = false;
-    client.end().catch(() => {});
-    // Whatever happened while nobody listened is unknown: forget everything.
-    this.invalidate('*');
-    if (this.stopped) return;
-    this.log('cache invalidation listener lost; caches are bypassed until it reconnects', err);
-    this.reconnect(200);
-  }
-
-  /** Tries again every second for as long as it takes (a database restart, a network outage). */
-  private reconnect(delayMs: number): void {
-    setTimeout(() => {
-      if (this.stopped) return;
-      this.start().then(
-        () => this.connected && this.log('cache invalidation listener reconnected'),
-        () => this.reconnect(1000),
-      );
-    }, delayMs).unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    const client = this.client;
-    this.client = undefined;
-    this.connected = false;
-    await client?.end().catch(() => {});
+  stop(): Promise<void> {
+    return this.listener.stop();
   }
 }
