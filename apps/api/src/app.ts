@@ -35,6 +35,7 @@ import { stfRoutes } from './routes/stfs.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { hookRoutes } from './routes/hooks.js';
+import { realtimeRoutes } from './routes/realtime.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import type { Services } from './services.js';
@@ -59,6 +60,7 @@ export const routes: readonly AnyRoute[] = [
   ...scheduleRoutes,
   ...hookRoutes,
   ...triggerRoutes,
+  ...realtimeRoutes,
   ...fileRoutes,
   ...documentRoutes,
   ...embeddingRoutes,

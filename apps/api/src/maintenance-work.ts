@@ -9,7 +9,7 @@ import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
-import { dispatchWorkflowEvents, fireDueSchedules, pruneHookDeliveries, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
+import { dispatchWorkflowEvents, fireDueSchedules, pruneHookDeliveries, pruneRowChanges, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
 import { uploadRequestTimeoutMs } from './http-timeouts.js';
 import type { Services } from './services.js';
@@ -41,7 +41,8 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       run: async () => (await fireDueSchedules(s)).length,
     },
     {
-      // Events of workflow triggers: settled as their runs end, dispatched as runs when due.
+      // Events of workflow triggers (row events from the captured row changes first): settled as their runs end,
+      // dispatched as runs when due.
       name: 'workflow events',
       intervalMs: c.SCHEDULE_TICK_MS,
       run: async () => (await dispatchWorkflowEvents(s)).length,
@@ -50,6 +51,12 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       name: 'hook deliveries',
       intervalMs: c.MAINTENANCE_INTERVAL_MS,
       run: () => pruneHookDeliveries(s.db, c.HOOK_DELIVERY_RETENTION_MS),
+    },
+    {
+      // Captured row changes no row trigger waits for (any more), once realtime has had them.
+      name: 'row changes',
+      intervalMs: c.MAINTENANCE_INTERVAL_MS,
+      run: () => pruneRowChanges(s.db, c.ROW_CHANGE_RETENTION_MS),
     },
     ...embeddingSweeps(s, c.MAINTENANCE_INTERVAL_MS),
   ];

@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { ServerType } from '@hono/node-server';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
@@ -6,11 +7,13 @@ import { applyUploadTimeouts } from './http-timeouts.js';
 import { drainable } from './http-drain.js';
 import { listen, listenerUrl, serveMetrics } from './listen.js';
 import { openServices, startBackgroundWork, shutdownStep } from './services-setup.js';
+import { type RunningRealtime, startRealtime } from './realtime.js';
 import type { Services } from './services.js';
 
 export interface RunningServer {
   url: string;
   services: Services;
+  realtime: RunningRealtime;
   close(): Promise<void>;
 }
 
@@ -45,6 +48,16 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     await opened.close();
     throw err;
   }
+  let realtime: RunningRealtime;
+  try {
+    realtime = await startRealtime(services, server as Server);
+  } catch (err) {
+    server.close();
+    await metricsServer?.close();
+    await background?.stop();
+    await opened.close();
+    throw err;
+  }
   applyUploadTimeouts(server, config);
   const drain = drainable(server);
   const url = listenerUrl(server, config.HOST);
@@ -54,7 +67,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      // Stop accepting, let in-flight requests finish (bounded), then the jobs, then release the database.
+      // Stop accepting, let in-flight requests finish (bounded), then the jobs, then release the database. WebSockets
+      // (upgraded: no longer requests) are closed first.
+      await shutdownStep(logger, 'realtime', () => realtime.close());
       await shutdownStep(logger, 'HTTP drain', () => drain(config.SHUTDOWN_TIMEOUT_MS), config.SHUTDOWN_TIMEOUT_MS + 5_000);
       if (metricsServer) {
         const m = metricsServer;
@@ -63,5 +78,5 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       await background?.stop();
       await opened.close();
     })());
-  return { url, services, close };
+  return { url, services, realtime, close };
 }

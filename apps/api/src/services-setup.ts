@@ -134,6 +134,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
   const metrics = new Metrics();
   const services: Services = {
     db,
+    databaseUrl,
     pool,
     jobs: new BackgroundJobs({ connectionString: databaseUrl, pollIntervalMs: config.JOB_POLL_INTERVAL_MS, logger, work: opts.runJobs }),
     embeddings: await createEmbeddings(config, db, { pool, logger, metrics }),

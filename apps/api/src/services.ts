@@ -20,6 +20,8 @@ import type { Logger } from './logger.js';
 /** Everything a route needs, built once at start-up (and once per test file). */
 export interface Services {
   db: Db;
+  /** The service's database (the embedded one's URL when DATABASE_URL is unset): dedicated LISTEN connections. */
+  databaseUrl: string;
   /** The pool under `db`, for queries with hand-built SQL (vector search). */
   pool: pg.Pool;
   /** Runs workspace SQL through the rewriter and policies. */

@@ -99,6 +99,7 @@ describe('mcp', () => {
       [
         'POST /api/v1/auth/token',
         'POST /api/v1/hooks/:hookId',
+        'GET /ws',
         'GET /api/v1/stf-libraries/@d6e-ai/:name/types',
         'POST /api/v1/workspaces/:id/files/multipart',
         'POST /admin/v1/users',

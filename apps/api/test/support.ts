@@ -15,6 +15,8 @@ import type { AnyRoute } from '../src/http/route.js';
 import { createLogger } from '../src/logger.js';
 import { type OpenedServices, openServices } from '../src/services-setup.js';
 import type { Services } from '../src/services.js';
+import { type RunningRealtime, startRealtime } from '../src/realtime.js';
+import type { Server } from 'node:http';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 export const JWT_SECRET = 'test-jwt-secret-0123456789abcdefghijklmnop';
@@ -83,18 +85,28 @@ export class Harness {
   private server: { close(cb: () => void): void; closeAllConnections?(): void } | undefined;
   private listening: Promise<string> | undefined;
 
-  /** Serves the app on 127.0.0.1 (a real HTTP server, for clients that need a URL), once; its base URL. */
+  /** Serves the app on 127.0.0.1 (a real HTTP server, for clients that need a URL) with realtime (`/ws`), once; its base URL. */
   listen(): Promise<string> {
     this.listening ??= import('@hono/node-server').then(
       ({ serve }) =>
-        new Promise((resolve) => {
-          this.server = serve({ fetch: this.app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => resolve(`http://127.0.0.1:${info.port}`));
+        new Promise((resolve, reject) => {
+          const server = serve({ fetch: this.app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => {
+            startRealtime(this.services, server as Server).then((r) => {
+              this.realtime = r;
+              resolve(`http://127.0.0.1:${info.port}`);
+            }, reject);
+          });
+          this.server = server;
         }),
     );
     return this.listening;
   }
 
+  /** The realtime hub of `listen()`'s server. */
+  realtime: RunningRealtime | undefined;
+
   async close() {
+    await this.realtime?.close();
     if (this.server) {
       const closed = new Promise<void>((resolve) => this.server?.close(() => resolve()));
       this.server.closeAllConnections?.();

@@ -1,8 +1,10 @@
 // Issue 19: event triggers. An upload or a document change writes an event per trigger in its own transaction; the
 // dispatcher (asked here the way every process's ticker asks) turns due events into runs as the trigger's creator,
 // retries a failing one with a growing delay, dead-letters it after the last attempt, and a dead event replays; a
-// trigger cannot run away (the loop guard); another workspace reaches nothing.
-import { dispatchWorkflowEvents } from '@wds/workflows';
+// trigger cannot run away (the loop guard); another workspace reaches nothing. Row events: a statement's captured rows
+// (the SQL endpoint, an STF's sql()) become one event per row the trigger's owner may select.
+import { sql as kysql } from '@wds/db';
+import { dispatchRowChanges, dispatchWorkflowEvents, pruneRowChanges } from '@wds/workflows';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness, eventually } from './support.js';
 
@@ -119,13 +121,12 @@ describe('event triggers', () => {
     for (const e of guarded) expect(e.last_error.kind).toBe('loop_guard');
   });
 
-  it('an upload that fails leaves no event; row events are not offered yet; editors only; another workspace sees nothing', async () => {
+  it('an upload that fails leaves no event; editors only; another workspace sees nothing', async () => {
     const wf = await workflowOf('return 1;');
     const t = (await call('POST', triggers(wf), { event: 'file_uploaded' })).body;
     const bad = await call('POST', `/api/v1/workspaces/${ws.id}/files`, { filename: '', content: b64('x') });
     expect(bad.status).toBe(400);
     expect((await call('GET', `${triggers(wf)}/${t.id}/events`)).body).toEqual([]);
-    expect((await call('POST', triggers(wf), { event: 'row_inserted' })).status).toBe(400);
 
     const member = await h.user('member');
     await h.addMember(owner.token, ws.id, member.email, 'member');
@@ -147,5 +148,196 @@ describe('event triggers', () => {
     await h.call('POST', `/api/v1/workspaces/${theirs.id}/files`, { token: stranger.token, workspace: theirs.id, body: { filename: 'x.txt', content: b64('x') } });
     await dispatch();
     expect((await call('GET', `${triggers(wf)}/${t.id}/events`)).body).toEqual([]);
+  });
+});
+
+describe('row event triggers', () => {
+  const instantRun = async (code: string) => {
+    const stf = await call('POST', '/api/v1/stfs', { name: 'writer', version: '1', runtime: 'javascript', code: b64(code) });
+    const r = await call('POST', '/api/v1/stfs/instant-run', { stf_version_id: stf.body.version.id, input: {} });
+    expect(r.body, JSON.stringify(r.body)).toMatchObject({ success: true });
+  };
+  const output = async (wf: string, runId: string) => (await call('GET', `/api/v1/workflows/${wf}/runs/${runId}`)).body.output;
+
+  it('validation: row events need a table, other events take none', async () => {
+    const wf = await workflowOf('return 1;');
+    for (const body of [
+      { event: 'row_inserted' },
+      { event: 'row_deleted', table_name: 'Not-A-Table' },
+      { event: 'row_updated', table_name: 'x'.repeat(24) },
+      { event: 'file_uploaded', table_name: 'items' },
+      { event: 'document_changed', table_name: 'items' },
+    ]) {
+      const r = await call('POST', triggers(wf), body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.code).toBe('VALIDATION_ERROR');
+    }
+    const ok = await call('POST', triggers(wf), { event: 'row_updated', table_name: 'items' });
+    expect(ok.status).toBe(201);
+    expect(ok.body).toMatchObject({ event: 'row_updated', table_name: 'items', name: 'row_updated items' });
+    expect((await call('GET', `${triggers(wf)}/${ok.body.id}`)).body.table_name).toBe('items');
+  });
+
+  it('an INSERT through the SQL endpoint and one through an STF\'s sql() each run the workflow with the row', async () => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE items (owner_id uuid, title text, amount numeric)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['items']);
+    const wf = await workflowOf('return { type: $input.type, table: $input.table_name, title: $input.row.title, has_old: "old" in $input };');
+    const t = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'items' })).body;
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO items (owner_id, title, amount) VALUES ('${owner.id}', 'by sql', 12345678901234567890.125)`);
+    await instantRun(`sql("INSERT INTO items (owner_id, title) VALUES ('" + $caller + "', 'by stf')"); return 1;`);
+    const events = await settle(wf, t.id, (e) => e.length === 2 && e.every((x: any) => x.status === 'succeeded'));
+    const bySql = events.find((e: any) => e.event.row.title === 'by sql');
+    expect(bySql.event).toMatchObject({ type: 'row_inserted', workspace_id: ws.id, table_name: 'items', row: { owner_id: owner.id, title: 'by sql' } });
+    expect(typeof bySql.event.occurred_at).toBe('string');
+    expect(bySql.event).not.toHaveProperty('old');
+    // The row as a read of the table shows it: the numeric keeps its digits.
+    const read = (await h.sqlOk(owner.token, ws.id, "SELECT * FROM items WHERE title = 'by sql'")).rows[0];
+    expect(bySql.event.row).toEqual(read);
+    expect(String(bySql.event.row.amount)).toBe('12345678901234567890.125');
+    expect(events.map((e: any) => e.event.row.title).sort()).toEqual(['by sql', 'by stf']);
+    for (const e of events) {
+      const run = (await call('GET', `/api/v1/workflows/${wf}/runs/${e.run_id}`)).body;
+      expect(run).toMatchObject({ trigger: 'event', trigger_id: t.id, executed_by: owner.id, output: { type: 'row_inserted', table: 'items', title: e.event.row.title, has_old: false } });
+    }
+  });
+
+  it('an update has the row and the old row; a DELETE (a soft delete) has the row as it was', async () => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE stock (sku text, qty int)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['stock']);
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO stock (sku, qty) VALUES ('a', 1)");
+    const wf = await workflowOf('return { type: $input.type, qty: $input.row.qty, old: $input.old ? $input.old.qty : null };');
+    const updated = (await call('POST', triggers(wf), { event: 'row_updated', table_name: 'stock' })).body;
+    const deleted = (await call('POST', triggers(wf), { event: 'row_deleted', table_name: 'stock' })).body;
+    await h.sqlOk(owner.token, ws.id, "UPDATE stock SET qty = 2 WHERE sku = 'a'");
+    await h.sqlOk(owner.token, ws.id, "DELETE FROM stock WHERE sku = 'a'");
+    const [u] = await settle(wf, updated.id, (e) => e.length === 1 && e[0].status === 'succeeded');
+    expect(u.event).toMatchObject({ type: 'row_updated', table_name: 'stock', row: { sku: 'a', qty: 2 }, old: { sku: 'a', qty: 1 } });
+    expect(await output(wf, u.run_id)).toEqual({ type: 'row_updated', qty: 2, old: 1 });
+    const [d] = await settle(wf, deleted.id, (e) => e.length === 1 && e[0].status === 'succeeded');
+    expect(d.event).toMatchObject({ type: 'row_deleted', table_name: 'stock', row: { sku: 'a', qty: 2, deleted_at: null } });
+    expect(d.event).not.toHaveProperty('old');
+    // The soft delete was a delete, not another update.
+    expect((await call('GET', `${triggers(wf)}/${updated.id}/events`)).body.length).toBe(1);
+  });
+
+  it("only rows the trigger's owner may select are events; another workspace's table of the same name is not theirs", async () => {
+    const boss = await h.user('boss');
+    const theirs = await h.workspace(boss.token, 'Policies');
+    const as = (method: string, path: string, body?: unknown) => call(method, path, body, boss.token, theirs.id);
+    await h.sqlOk(boss.token, theirs.id, 'CREATE TABLE tickets (owner_id uuid, title text)');
+    const g = await h.group(boss.token, theirs.id, { name: 'own', user_ids: [boss.id] });
+    await h.policy(boss.token, theirs.id, { policy_group_id: g, table_name: 'tickets', operation: 'select', condition: { owner_id: '$user_id' } });
+    await h.policy(boss.token, theirs.id, { policy_group_id: g, table_name: 'tickets', operation: 'insert' });
+    const stf = await as('POST', '/api/v1/stfs', { name: 's', version: '1', runtime: 'javascript', code: b64('return $input.row.title;') });
+    const wf = (await as('POST', '/api/v1/workflows', { name: 'w', stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] })).body.id;
+    const t = (await as('POST', triggers(wf), { event: 'row_inserted', table_name: 'tickets' })).body;
+    const other = '00000000-0000-4000-8000-000000000001';
+    await h.sqlOk(boss.token, theirs.id, `INSERT INTO tickets (owner_id, title) VALUES ('${boss.id}', 'mine'), ('${other}', 'not mine')`);
+    // The same logical name in our workspace (the owner's, with a trigger of its own there): never the boss's events.
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE tickets (owner_id uuid, title text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['tickets']);
+    const ours = await workflowOf('return 1;');
+    const ourTrigger = (await call('POST', triggers(ours), { event: 'row_inserted', table_name: 'tickets' })).body;
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO tickets (owner_id, title) VALUES ('${boss.id}', 'elsewhere')`);
+
+    let events: any[] = [];
+    await eventually(async () => {
+      await dispatch();
+      events = (await as('GET', `${triggers(wf)}/${t.id}/events`)).body;
+      const left = await h.services.db
+        .selectFrom('platform.row_changes')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('needs_dispatch', '=', true)
+        .executeTakeFirstOrThrow();
+      return Number(left.n) === 0 && events.length === 1 && events[0].status === 'succeeded';
+    }, 20_000);
+    expect(events[0].event).toMatchObject({ type: 'row_inserted', workspace_id: theirs.id, table_name: 'tickets', row: { owner_id: boss.id, title: 'mine' } });
+    expect((await as('GET', `/api/v1/workflows/${wf}/runs/${events[0].run_id}`)).body.output).toBe('mine');
+    const oursEvents = (await call('GET', `${triggers(ours)}/${ourTrigger.id}/events`)).body;
+    expect(oursEvents.map((e: any) => e.event.row.title)).toEqual(['elsewhere']);
+  });
+
+  it('a failing run of a row event is retried, dead after the last attempt, and replays', async () => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE jobs (name text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['jobs']);
+    const wf = await workflowOf('throw new Error("cannot handle " + $input.row.name);');
+    const t = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'jobs' })).body;
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO jobs (name) VALUES ('j1')");
+    const [dead] = await settle(wf, t.id, (e) => e.length === 1 && e[0].status === 'dead');
+    expect(dead).toMatchObject({ attempts: 3, event: { row: { name: 'j1' } }, last_error: { kind: 'runtime' } });
+    expect((await call('POST', `${triggers(wf)}/${t.id}/events/${dead.id}/replay`)).body).toMatchObject({ status: 'pending', attempts: 0 });
+    await settle(wf, t.id, (e) => e[0].status === 'dead' && e[0].attempts === 3);
+  });
+
+  it('changes whose policies cannot be read now are tried again later (dead after an hour), without holding back the others', async () => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE flaky (v int)');
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE steady (v int)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['flaky', 'steady']);
+    const wf = await workflowOf('return $input.row.v;');
+    const onFlaky = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'flaky' })).body;
+    const onSteady = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'steady' })).body;
+    await h.sqlOk(owner.token, ws.id, 'INSERT INTO flaky (v) VALUES (1)');
+    await h.sqlOk(owner.token, ws.id, 'INSERT INTO steady (v) VALUES (2)');
+    const real = h.services.sql;
+    const warnings: object[] = [];
+    const deps = { db: h.services.db, config: h.services.config, logger: { warn: (o: object) => warnings.push(o) } };
+    await dispatchRowChanges({
+      ...deps,
+      sql: {
+        visibleRows: async (caller, table, images) => {
+          if (table === 'flaky') throw new Error('database away');
+          return real.visibleRows(caller, table, images);
+        },
+      },
+    });
+    expect(warnings).toEqual([expect.objectContaining({ table: 'flaky', err: 'database away' })]);
+    expect((await call('GET', `${triggers(wf)}/${onSteady.id}/events`)).body.map((e: any) => e.event.row.v)).toEqual([2]);
+    expect((await call('GET', `${triggers(wf)}/${onFlaky.id}/events`)).body).toEqual([]);
+    // Not tried again at once (30 s later): the next round passes it by.
+    const flakyChange = () => h.services.pool.query("SELECT needs_dispatch, dispatch_after FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'flaky'", [ws.id]);
+    expect((await flakyChange()).rows).toEqual([{ needs_dispatch: true, dispatch_after: expect.any(Date) }]);
+    await dispatchRowChanges({ ...deps, sql: real });
+    expect((await call('GET', `${triggers(wf)}/${onFlaky.id}/events`)).body).toEqual([]);
+    // Its time comes (moved here by hand): dispatched.
+    await h.services.pool.query("UPDATE platform.row_changes SET dispatch_after = now() WHERE workspace_id = $1 AND table_name = 'flaky'", [ws.id]);
+    await dispatchRowChanges({ ...deps, sql: real });
+    expect((await call('GET', `${triggers(wf)}/${onFlaky.id}/events`)).body.map((e: any) => e.event.row.v)).toEqual([1]);
+    expect((await call('GET', `${triggers(wf)}/${onSteady.id}/events`)).body.length).toBe(1);
+
+    // A change still failing after an hour: its trigger gets a dead event without the row (nobody could check it).
+    await h.sqlOk(owner.token, ws.id, 'INSERT INTO flaky (v) VALUES (3)');
+    await h.services.pool.query(
+      "UPDATE platform.row_changes SET created_at = now() - interval '2 hours' WHERE workspace_id = $1 AND table_name = 'flaky' AND needs_dispatch",
+      [ws.id],
+    );
+    await dispatchRowChanges({ ...deps, sql: { visibleRows: async () => Promise.reject(new Error('still away')) } });
+    const events = (await call('GET', `${triggers(wf)}/${onFlaky.id}/events?status=dead`)).body;
+    expect(events).toEqual([expect.objectContaining({ event: expect.objectContaining({ type: 'row_inserted', table_name: 'flaky', row: null }), last_error: { kind: 'policy_check', message: 'still away' } })]);
+    expect((await flakyChange()).rows.every((r) => r.needs_dispatch === false)).toBe(true);
+  });
+
+  it('pruneRowChanges removes old changes no trigger waits for, and keeps the rest', async () => {
+    const db = h.services.db;
+    const workspace = '00000000-0000-4000-8000-0000000000aa';
+    const add = async (needs: boolean, ageMs: number) =>
+      (
+        await db
+          .insertInto('platform.row_changes')
+          .values({ batch: '1', workspace_id: workspace, table_name: 'gone', op: 'insert', row: JSON.stringify({ a: 1 }), old: null, needs_dispatch: needs, created_at: kysql<Date>`now() - ${ageMs} * interval '1 millisecond'` })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      ).id;
+    const oldFlagged = await add(true, 3_600_000);
+    const oldDone = await add(false, 3_600_000);
+    const fresh = await add(false, 0);
+    expect(await pruneRowChanges(db, 60_000)).toBeGreaterThanOrEqual(1);
+    const left = (await db.selectFrom('platform.row_changes').select('id').where('workspace_id', '=', workspace).execute()).map((r) => r.id);
+    expect(left.sort()).toEqual([oldFlagged, fresh].sort());
+    expect(left).not.toContain(oldDone);
+    // A flagged change of a table without triggers is marked dispatched by the next round (no event), then pruned.
+    await dispatch();
+    expect((await db.selectFrom('platform.row_changes').select('needs_dispatch').where('id', '=', oldFlagged).executeTakeFirstOrThrow()).needs_dispatch).toBe(false);
+    await pruneRowChanges(db, 60_000);
+    expect((await db.selectFrom('platform.row_changes').select('id').where('workspace_id', '=', workspace).execute()).map((r) => r.id)).toEqual([fresh]);
   });
 });

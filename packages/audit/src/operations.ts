@@ -142,6 +142,8 @@ export const OPERATIONS = {
   delete_workflow_trigger: { resource: 'workflow_trigger', mutates: true },
   list_workflow_trigger_events: { resource: 'workflow_trigger', mutates: false },
   replay_workflow_trigger_event: { resource: 'workflow_trigger', mutates: true },
+  // realtime: a WebSocket opened on GET /ws (audited when it opens)
+  subscribe_realtime: { resource: 'realtime', mutates: false },
   // embeddings
   generate_column_embeddings: { resource: 'embedding', mutates: true },
   get_column_embedding_status: { resource: 'embedding', mutates: false },

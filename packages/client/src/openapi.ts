@@ -1512,8 +1512,8 @@ export interface paths {
         get: operations["list_workflow_triggers"];
         put?: never;
         /**
-         * Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed, name?, paused? }; each event is the run's $input, runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS
-         * @description Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed, name?, paused? }; each event is the run's $input, runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS
+         * Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed | row_inserted | row_updated | row_deleted, table_name? (required for row events, refused otherwise), name?, paused? }; each event is the run's $input (row events: one per row the creator may select), runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS
+         * @description Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed | row_inserted | row_updated | row_deleted, table_name? (required for row events, refused otherwise), name?, paused? }; each event is the run's $input (row events: one per row the creator may select), runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
@@ -1596,6 +1596,28 @@ export interface paths {
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
         post: operations["replay_workflow_trigger_event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime row changes over a WebSocket (Upgrade: websocket). Credential: Authorization or `?token=`; workspace: X-Workspace-ID or `?workspace_id=`; optional `?tables=a,b`. Messages: `connected`, `RowInserted`/`RowUpdated` (`data.table_name`, `data.row`), `RowDeleted` (`data.id`), `pong`, `subscribed`, `error`; each row only to subscribers whose select policies admit it (docs/automation.md)
+         * @description Realtime row changes over a WebSocket (Upgrade: websocket). Credential: Authorization or `?token=`; workspace: X-Workspace-ID or `?workspace_id=`; optional `?tables=a,b`. Messages: `connected`, `RowInserted`/`RowUpdated` (`data.table_name`, `data.row`), `RowDeleted` (`data.id`), `pong`, `subscribed`, `error`; each row only to subscribers whose select policies admit it (docs/automation.md)
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["subscribe_realtime"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -7703,7 +7725,8 @@ export interface operations {
                 "application/json": {
                     name?: string;
                     /** @enum {string} */
-                    event: "file_uploaded" | "document_changed";
+                    event: "file_uploaded" | "document_changed" | "row_inserted" | "row_updated" | "row_deleted";
+                    table_name?: string;
                     /** @default false */
                     paused?: boolean;
                 };
@@ -7904,6 +7927,41 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    subscribe_realtime: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the WebSocket is open; the first message is `connected` */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

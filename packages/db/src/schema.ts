@@ -274,6 +274,8 @@ export interface RowChangesTable {
   old: unknown;
   /** A live row trigger waited for it when it was captured; cleared once dispatched. */
   needs_dispatch: ColumnType<boolean, boolean | undefined, boolean>;
+  /** After a failed policy check: not tried again before. */
+  dispatch_after: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: CreatedAt;
 }
 

@@ -9,9 +9,14 @@
  * attempt. Delivery is at least once: a run that did its work and then failed to record it is tried again.
  * Loop guard: a trigger accepts at most TRIGGER_MAX_EVENTS_PER_MINUTE events; beyond that its events are recorded
  * dead at once (`kind: "loop_guard"`), so a workflow that causes its own trigger's event cannot run away.
+ * Row events (row_inserted, row_updated, row_deleted of one table) come from row capture (migration 0016): each
+ * round first turns the captured changes a live row trigger waits for (`platform.row_changes.needs_dispatch`) into
+ * events, one per trigger and row its owner may select (dispatchRowChanges).
  */
 import { type Db, isUuid, newId, sql, type WorkflowEventRow, type WorkflowTriggerEvent, type WorkflowTriggerRow } from '@wds/db';
-import { conflict, notFound } from '@wds/errors';
+import { conflict, notFound, validationError } from '@wds/errors';
+import { isLogicalName } from '@wds/sql-rewriter';
+import type { WorkspaceSql } from '@wds/workspace-sql';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
@@ -27,13 +32,17 @@ export interface TriggerConfig {
   WORKFLOW_WORKSPACE_QUEUED_MAX: number;
 }
 
-/** The events a trigger can be created for today (row events come with the row capture). */
-const EVENTS = ['file_uploaded', 'document_changed'] as const;
+/** The events a trigger can be created for; the row events are of one table (`table_name`). */
+const EVENTS = ['file_uploaded', 'document_changed', 'row_inserted', 'row_updated', 'row_deleted'] as const;
+type RowEvent = Extract<WorkflowTriggerEvent, 'row_inserted' | 'row_updated' | 'row_deleted'>;
+const ROW_EVENTS: readonly WorkflowTriggerEvent[] = ['row_inserted', 'row_updated', 'row_deleted'];
 const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255));
 
 export const CreateTriggerSchema = v.strictObject({
   name: v.optional(Name),
   event: v.picklist(EVENTS, `must be one of ${EVENTS.join(', ')}`),
+  /** Row events: the table (its logical name); refused for the others. */
+  table_name: v.optional(v.pipe(v.string(), v.maxLength(255))),
   paused: v.optional(v.boolean(), false),
 });
 export const UpdateTriggerSchema = v.strictObject({ name: v.optional(Name), paused: v.optional(v.boolean()) });
@@ -113,10 +122,26 @@ export async function createTrigger(
   t: v.InferOutput<typeof CreateTriggerSchema>,
   createdBy: string,
 ): Promise<WorkflowTriggerView> {
+  const rowEvent = ROW_EVENTS.includes(t.event);
+  if (rowEvent && t.table_name === undefined) throw validationError(`table_name: required for ${t.event}`);
+  if (!rowEvent && t.table_name !== undefined) throw validationError(`table_name: only row events (${ROW_EVENTS.join(', ')}) are of a table`);
+  if (t.table_name !== undefined && !isLogicalName(t.table_name)) {
+    throw validationError(`table_name: ${JSON.stringify(t.table_name.slice(0, 80))} is not a table name ([a-z_][a-z0-9_]*, at most 23 characters)`);
+  }
   await getWorkflow(db, workspaceId, workflowId);
+  const tableName = t.table_name ?? null;
   const row = await db
     .insertInto('platform.workflow_triggers')
-    .values({ id: newId(), workspace_id: workspaceId, workflow_id: workflowId, name: t.name ?? t.event, event: t.event, table_name: null, paused: t.paused, created_by: createdBy })
+    .values({
+      id: newId(),
+      workspace_id: workspaceId,
+      workflow_id: workflowId,
+      name: t.name ?? (tableName ? `${t.event} ${tableName}` : t.event),
+      event: t.event,
+      table_name: tableName,
+      paused: t.paused,
+      created_by: createdBy,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toView(row);
@@ -208,55 +233,230 @@ export function documentChanged(
 }
 
 /**
+ * Writes a trigger's events (each the JSON text of a run's `$input`) with the loop guard: the trigger's events of the
+ * last minute are counted once, and each event beyond TRIGGER_MAX_EVENTS_PER_MINUTE is written dead at once.
+ */
+async function writeEvents(
+  db: Db,
+  config: Pick<TriggerConfig, 'TRIGGER_MAX_EVENTS_PER_MINUTE'>,
+  trigger: { id: string; workflow_id: string; workspace_id: string },
+  events: string[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const recent = await db
+    .selectFrom('platform.workflow_events')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('trigger_id', '=', trigger.id)
+    .where('created_at', '>', sql<Date>`now() - interval '1 minute'`)
+    .executeTakeFirstOrThrow();
+  const max = config.TRIGGER_MAX_EVENTS_PER_MINUTE;
+  const loopGuard = JSON.stringify({ kind: 'loop_guard', message: `the trigger already had ${max} events in the last minute (TRIGGER_MAX_EVENTS_PER_MINUTE)` });
+  let n = Number(recent.n);
+  const values = events.map((event) => {
+    const guarded = n++ >= max;
+    return {
+      id: newId(),
+      trigger_id: trigger.id,
+      workspace_id: trigger.workspace_id,
+      workflow_id: trigger.workflow_id,
+      event,
+      status: guarded ? ('dead' as const) : ('pending' as const),
+      ...(guarded ? { last_error: loopGuard } : {}),
+    };
+  });
+  // In slices: a statement's parameters are bounded (65535).
+  for (let i = 0; i < values.length; i += 1000) {
+    await db.insertInto('platform.workflow_events').values(values.slice(i, i + 1000)).execute();
+  }
+}
+
+/**
  * Writes the event for every live trigger of its workspace and type, in the caller's transaction (the change's own):
  * it exists exactly when the change does. A trigger over its events-per-minute budget gets it dead (the loop guard).
  */
 export async function emitWorkflowEvents(db: Db, config: Pick<TriggerConfig, 'TRIGGER_MAX_EVENTS_PER_MINUTE'>, e: WorkspaceEvent): Promise<number> {
   const triggers = await db
     .selectFrom('platform.workflow_triggers')
-    .select(['id', 'workflow_id'])
+    .select(['id', 'workflow_id', 'workspace_id'])
     .where('workspace_id', '=', e.workspaceId)
     .where('event', '=', e.type)
     .where('paused', '=', false)
     .execute();
   if (triggers.length === 0) return 0;
   const event = JSON.stringify({ type: e.type, workspace_id: e.workspaceId, occurred_at: new Date().toISOString(), ...e.data });
-  for (const t of triggers) {
-    const recent = await db
-      .selectFrom('platform.workflow_events')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('trigger_id', '=', t.id)
-      .where('created_at', '>', sql<Date>`now() - interval '1 minute'`)
-      .executeTakeFirstOrThrow();
-    const guarded = Number(recent.n) >= config.TRIGGER_MAX_EVENTS_PER_MINUTE;
-    await db
-      .insertInto('platform.workflow_events')
-      .values({
-        id: newId(),
-        trigger_id: t.id,
-        workspace_id: e.workspaceId,
-        workflow_id: t.workflow_id,
-        event,
-        status: guarded ? 'dead' : 'pending',
-        ...(guarded
-          ? { last_error: JSON.stringify({ kind: 'loop_guard', message: `the trigger already had ${config.TRIGGER_MAX_EVENTS_PER_MINUTE} events in the last minute (TRIGGER_MAX_EVENTS_PER_MINUTE)` }) }
-          : {}),
-      })
-      .execute();
-  }
+  for (const t of triggers) await writeEvents(db, config, t, [event]);
   return triggers.length;
+}
+
+/** What dispatchRowChanges needs: the database, the select policies of a trigger's owner, the loop guard. */
+export interface RowDispatchDeps {
+  db: Db;
+  sql: Pick<WorkspaceSql, 'visibleRows'>;
+  config: Pick<TriggerConfig, 'TRIGGER_MAX_EVENTS_PER_MINUTE'>;
+  logger: { warn(obj: object, msg: string): void };
+}
+
+/** How many captured row changes one round turns into events at most (the next round takes the rest). */
+const ROW_ROUND = 500;
+/** How long a change whose policy check keeps failing is tried (every 30 s) before its events are recorded dead. */
+const ROW_DISPATCH_GIVE_UP_MS = 3600_000;
+const EVENT_OF_OP = { insert: 'row_inserted', update: 'row_updated', delete: 'row_deleted' } as const satisfies Record<string, RowEvent>;
+
+/** visibleRows over images some of which may be missing (null): those are never visible; indexes into `images`. */
+async function visibleOf(
+  rows: RowDispatchDeps['sql'],
+  caller: Parameters<WorkspaceSql['visibleRows']>[0],
+  table: string,
+  images: (string | null)[],
+): Promise<{ index: number; row: Record<string, unknown> }[]> {
+  const present = images.flatMap((image, index) => (image === null ? [] : [{ image, index }]));
+  const visible = await rows.visibleRows(caller, table, present.map((p) => p.image));
+  return visible.flatMap((r) => {
+    const p = present[r.index];
+    return p ? [{ index: p.index, row: r.row }] : [];
+  });
+}
+
+/**
+ * Turns the captured row changes a live row trigger waits for (`needs_dispatch`) into workflow events, in one
+ * transaction: the changes of one statement (a batch) and table go to each live trigger of their table and event
+ * (its workflow not deleted), one event per row that the trigger's owner (`created_by`) may select — its select
+ * policy evaluated over the captured image (the new row; a delete's old row), the row as they would read it. An
+ * update's event has `old` too: the old row as they may read it, or null. The changes are then marked dispatched. A
+ * group whose policies cannot be evaluated now (the database away) is tried again 30 s later, for an hour; then each
+ * trigger gets a dead event without the row (`last_error.kind: "policy_check"`). Returns the changes dispatched.
+ */
+export async function dispatchRowChanges(deps: RowDispatchDeps): Promise<number> {
+  return deps.db.transaction().execute(async (tx) => {
+    const changes = await tx
+      .selectFrom('platform.row_changes')
+      .select(['id', 'batch', 'workspace_id', 'table_name', 'op', 'created_at'])
+      // The images stay JSON text until PostgreSQL reads them again (visibleRows): numerics keep their digits.
+      .select([sql<string | null>`"row"::text`.as('row'), sql<string | null>`"old"::text`.as('old')])
+      .where('needs_dispatch', '=', true)
+      .where((eb) => eb.or([eb('dispatch_after', 'is', null), eb('dispatch_after', '<=', sql<Date>`now()`)]))
+      .orderBy('id')
+      .limit(ROW_ROUND)
+      .forUpdate()
+      .skipLocked()
+      .execute();
+    const groups = new Map<string, typeof changes>();
+    for (const c of changes) {
+      const key = `${c.workspace_id}/${c.table_name}/${c.op}/${c.batch}`;
+      const group = groups.get(key);
+      if (group) group.push(c);
+      else groups.set(key, [c]);
+    }
+    const done: string[] = [];
+    for (const group of groups.values()) {
+      const first = group[0];
+      if (!first) continue;
+      const type = EVENT_OF_OP[first.op];
+      const triggers = await tx
+        .selectFrom('platform.workflow_triggers as t')
+        .innerJoin('platform.workflows as w', 'w.id', 't.workflow_id')
+        .select(['t.id', 't.workflow_id', 't.workspace_id', 't.created_by'])
+        .where('t.workspace_id', '=', first.workspace_id)
+        .where('t.table_name', '=', first.table_name)
+        .where('t.event', '=', type)
+        .where('t.paused', '=', false)
+        .where('w.deleted_at', 'is', null)
+        .orderBy('t.id')
+        .execute();
+      // Every owner's view is read before anything is written: a group is dispatched whole or not at all.
+      const writes: { trigger: (typeof triggers)[number]; events: string[] }[] = [];
+      try {
+        for (const t of triggers) {
+          const caller = { workspaceId: first.workspace_id, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: t.created_by } };
+          const visible = await visibleOf(deps.sql, caller, first.table_name, group.map((c) => (c.op === 'delete' ? c.old : c.row)));
+          if (visible.length === 0) continue;
+          let oldOf = new Map<number, Record<string, unknown>>();
+          if (first.op === 'update') {
+            const seen = await visibleOf(deps.sql, caller, first.table_name, visible.map((r) => group[r.index]?.old ?? null));
+            oldOf = new Map(seen.map((o) => [visible[o.index]?.index ?? -1, o.row]));
+          }
+          const events = visible.map(({ index, row }) => {
+            const c = group[index];
+            return JSON.stringify({
+              type,
+              workspace_id: first.workspace_id,
+              occurred_at: (c ?? first).created_at.toISOString(),
+              table_name: first.table_name,
+              row,
+              ...(first.op === 'update' ? { old: oldOf.get(index) ?? null } : {}),
+            });
+          });
+          writes.push({ trigger: t, events });
+        }
+      } catch (err) {
+        const message = (err as Error).message;
+        const ids = group.map((c) => c.id);
+        if (first.created_at.getTime() < Date.now() - ROW_DISPATCH_GIVE_UP_MS) {
+          // Still failing an hour on (the table's columns changed under the captured row, say): each trigger gets a
+          // dead event saying so — visible, replayable — without the row, which nobody could check its owner may see.
+          for (const t of triggers) {
+            const event = JSON.stringify({ type, workspace_id: first.workspace_id, occurred_at: first.created_at.toISOString(), table_name: first.table_name, row: null });
+            await tx
+              .insertInto('platform.workflow_events')
+              .values({ id: newId(), trigger_id: t.id, workspace_id: t.workspace_id, workflow_id: t.workflow_id, event, status: 'dead', last_error: JSON.stringify({ kind: 'policy_check', message }) })
+              .execute();
+          }
+          done.push(...ids);
+        } else {
+          // Not before a while, and the rest go on meanwhile: a failing group never holds up the others.
+          await tx.updateTable('platform.row_changes').set({ dispatch_after: sql<Date>`now() + interval '30 seconds'` }).where('id', 'in', ids).execute();
+        }
+        deps.logger.warn(
+          { workspace_id: first.workspace_id, table: first.table_name, op: first.op, batch: first.batch, err: message },
+          'row changes not dispatched: the owner\'s select policy could not be evaluated',
+        );
+        continue;
+      }
+      for (const w of writes) await writeEvents(tx, deps.config, w.trigger, w.events);
+      for (const c of group) done.push(c.id);
+    }
+    for (let i = 0; i < done.length; i += 1000) {
+      await tx.updateTable('platform.row_changes').set({ needs_dispatch: false }).where('id', 'in', done.slice(i, i + 1000)).execute();
+    }
+    return done.length;
+  });
+}
+
+/** Removes captured row changes older than `retentionMs` that no trigger waits for, up to 10000 per statement. */
+export async function pruneRowChanges(db: Db, retentionMs: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const r = await db
+      .deleteFrom('platform.row_changes')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('platform.row_changes')
+          .select('id')
+          .where('needs_dispatch', '=', false)
+          .where('created_at', '<', sql<Date>`now() - ${Math.max(0, Math.floor(retentionMs))} * interval '1 millisecond'`)
+          .limit(10_000),
+      )
+      .executeTakeFirst();
+    const n = Number(r.numDeletedRows);
+    total += n;
+    if (n < 10_000) return total;
+  }
 }
 
 /** How many events one round moves at most (the next round takes the rest). */
 const ROUND = 100;
 
 /**
- * One round of the dispatcher: settles the events whose run ended (succeeded; or failed/cancelled → retried later or
- * dead), then queues a run for each due pending event (as its trigger's creator, `$input` the event). Returns the
- * runs queued.
+ * One round of the dispatcher: turns captured row changes into events (dispatchRowChanges), settles the events whose
+ * run ended (succeeded; or failed/cancelled → retried later or dead), then queues a run for each due pending event
+ * (as its trigger's creator, `$input` the event). Returns the runs queued.
  */
-export async function dispatchWorkflowEvents(deps: WorkflowJobDeps & { config: TriggerConfig }): Promise<string[]> {
+export async function dispatchWorkflowEvents(
+  deps: WorkflowJobDeps & { config: TriggerConfig; sql: WorkflowJobDeps['sql'] & RowDispatchDeps['sql'] },
+): Promise<string[]> {
   const { config } = deps;
+  // 0. Row events: the captured changes row triggers wait for become events (due at once).
+  await dispatchRowChanges(deps);
   // 1. Settle: the runs of running events that have ended.
   await deps.db.transaction().execute(async (tx) => {
     const ended = await tx

@@ -92,7 +92,7 @@ describe('row capture', () => {
       ]);
       expect(c[0]?.row).toMatchObject({ id: expect.any(String), created_at: expect.any(String), deleted_at: null });
       await expect.poll(() => batches.length).toBe(3);
-      expect(new Set(batches)).toEqual(new Set(c.map((x) => String(x.batch))));
+      expect(new Set(batches)).toEqual(new Set(c.map((x) => `${A}:${x.batch}`)));
     } finally {
       await listener.end();
     }

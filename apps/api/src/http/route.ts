@@ -235,14 +235,17 @@ export async function workspaceAccess(
   principal: Principal,
   workspaceId: string,
 ): Promise<WorkspaceAccess> {
-  const who = { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId };
-  const access = await services.caches.access.through(
-    `${who.userId}:${who.scopedWorkspaceId ?? ''}:${workspaceId}`,
-    [`ws:${workspaceId}`],
-    () => resolveAccess(services.db, who, workspaceId),
-  );
+  const access = await cachedAccess(services, principal, workspaceId);
   transport.limitWorkspace(access.workspace.id);
   return access;
+}
+
+/** The principal's access to a workspace, from the access cache (invalidated with the workspace's `ws:<id>` topic). */
+export function cachedAccess(services: Services, principal: Principal, workspaceId: string): Promise<WorkspaceAccess> {
+  const who = { userId: principal.user.id, scopedWorkspaceId: principal.scopedWorkspaceId };
+  return services.caches.access.through(`${who.userId}:${who.scopedWorkspaceId ?? ''}:${workspaceId}`, [`ws:${workspaceId}`], () =>
+    resolveAccess(services.db, who, workspaceId),
+  );
 }
 
 function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, access?: WorkspaceAccess): string | undefined {

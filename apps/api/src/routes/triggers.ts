@@ -38,12 +38,12 @@ export const triggerRoutes = [
     status: 201,
     response: WorkflowTrigger,
     summary:
-      'Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed, name?, paused? }; each event is the run\'s $input, runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS',
+      'Run the workflow on an event of the workspace (workflow editors): { event: file_uploaded | document_changed | row_inserted | row_updated | row_deleted, table_name? (required for row events, refused otherwise), name?, paused? }; each event is the run\'s $input (row events: one per row the creator may select), runs as the creator, retried on failure and dead-lettered after TRIGGER_MAX_ATTEMPTS',
     body: CreateTriggerSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
       const trigger = await createTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.body, ctx.principal.user.id);
-      ctx.audit({ details: { workflow_id: trigger.workflow_id, event: trigger.event } });
+      ctx.audit({ details: { workflow_id: trigger.workflow_id, event: trigger.event, ...(trigger.table_name ? { table_name: trigger.table_name } : {}) } });
       return trigger;
     },
   }),

@@ -3,7 +3,7 @@ import { type Kysely, sql } from 'kysely';
 /**
  * Row capture (issue 19): every workspace table gets three statement-level AFTER triggers (insert, update, delete)
  * with transition tables, calling one function that writes the changed rows to `platform.row_changes` in the
- * statement's own transaction and, when there were any, sends `NOTIFY wds_row_changes, '<batch>'` (delivered at
+ * statement's own transaction and, when there were any, sends `NOTIFY wds_row_changes, '<workspace id>:<batch>'` (delivered at
  * commit, never for a rollback). Realtime (`GET /ws`) and row-event triggers of workflows both read that outbox:
  * whatever path changed the rows (the SQL endpoint, an STF's `sql()`) is captured alike.
  *
@@ -32,6 +32,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       row jsonb,
       old jsonb,
       needs_dispatch boolean NOT NULL DEFAULT false,
+      -- A change whose owner's policy check failed waits until then before it is tried again.
+      dispatch_after timestamptz,
       created_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE SEQUENCE platform.row_change_batches;
@@ -96,7 +98,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       END IF;
       GET DIAGNOSTICS n = ROW_COUNT;
       IF n > 0 THEN
-        PERFORM pg_notify('wds_row_changes', b::text);
+        PERFORM pg_notify('wds_row_changes', ws::text || ':' || b::text);
       END IF;
       RETURN NULL;
     END

@@ -1,0 +1,78 @@
+import type { Server } from 'node:http';
+import { recordAudit } from '@wds/audit';
+import { RealtimeHub, attachRealtime } from '@wds/realtime';
+import { authenticateBearer, cachedAccess, checkWorkspaceHeader } from './http/route.js';
+import type { Services } from './services.js';
+
+export interface RunningRealtime {
+  readonly hub: RealtimeHub;
+  close(): Promise<void>;
+}
+
+/**
+ * `GET /ws` on an API process's HTTP server (docs/automation.md, "Realtime"): the credential is the Authorization
+ * header or, for browsers (which cannot set headers on a WebSocket), the `token` query parameter; the workspace is
+ * X-Workspace-ID or `workspace_id`. The connection lives as long as the credential and the membership: both are
+ * checked again (from the invalidated caches) before each delivery.
+ */
+export async function startRealtime(services: Services, server: Server): Promise<RunningRealtime> {
+  const { config, logger } = services;
+  const hub = new RealtimeHub({
+    databaseUrl: services.databaseUrl,
+    db: services.pool,
+    sql: services.sql,
+    log: (msg, err) => logger.warn({ err }, msg),
+  });
+  await hub.start();
+  const attached = attachRealtime(server, {
+    hub,
+    path: '/ws',
+    maxBufferedBytes: config.REALTIME_MAX_BUFFER_BYTES,
+    maxConnections: config.REALTIME_MAX_CONNECTIONS,
+    heartbeatMs: config.REALTIME_HEARTBEAT_MS,
+    authenticate: async (req, url) => {
+      const token = url.searchParams.get('token');
+      const header = req.headers.authorization ?? (token ? `Bearer ${token}` : undefined);
+      const principal = await authenticateBearer(services, header);
+      const given = req.headers['x-workspace-id'];
+      const workspaceId = checkWorkspaceHeader(typeof given === 'string' ? given : (url.searchParams.get('workspace_id') ?? undefined));
+      const access = await cachedAccess(services, principal, workspaceId);
+      return {
+        workspaceId: access.workspace.id,
+        userId: principal.user.id,
+        apiKeyId: principal.apiKeyId,
+        allowed: async () => {
+          try {
+            // The credential again (revoked, expired: 401) and the membership (removed: 403/404).
+            await authenticateBearer(services, header);
+            await cachedAccess(services, principal, workspaceId);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+      };
+    },
+    onOpen: (identity, req) => {
+      const requestId = req.headers['x-request-id'];
+      recordAudit(services.db, {
+        workspaceId: identity.workspaceId,
+        userId: identity.userId,
+        apiKeyId: identity.apiKeyId,
+        action: 'subscribe_realtime',
+        resourceType: 'realtime',
+        resourceId: null,
+        requestId: typeof requestId === 'string' && /^[\w\-=]{1,255}$/.test(requestId) ? requestId : null,
+        transport: 'http',
+      }).catch((err) => logger.warn({ err }, 'audit entry of a realtime connection not written'));
+    },
+    log: (msg, err) => logger.warn({ err }, msg),
+  });
+  return {
+    hub,
+    async close() {
+      attached.close();
+      await hub.stop();
+    },
+  };
+}

@@ -1,0 +1,265 @@
+import { ChannelListener } from '@wds/cache';
+import type { SqlCaller, WorkspaceSql } from '@wds/workspace-sql';
+import type pg from 'pg';
+import type { ServerMessage } from './messages.js';
+
+/** The channel row capture notifies (migration 0016_row_changes): payload `<workspace id>:<batch>`. */
+export const ROW_CHANGES_CHANNEL = 'wds_row_changes';
+
+/** Close codes a subscriber may be ended with (RFC 6455 §7.4; 4xxx are the application's). */
+export const CLOSE = {
+  /** The server is shutting down. */
+  goingAway: 1001,
+  /** The feed was interrupted (the database connection was lost): events may have been missed; reconnect and read again. */
+  interrupted: 1012,
+  /** Messages piled up beyond the connection's buffer (REALTIME_MAX_BUFFER_BYTES), or the workspace's backlog overflowed. */
+  tooSlow: 1013,
+  /** The credential expired, or the user is no longer a member. */
+  revoked: 4403,
+} as const;
+
+/** One open subscription (a WebSocket), as the hub sees it. */
+export interface RealtimeSubscriber {
+  readonly workspaceId: string;
+  readonly userId: string;
+  /** The tables it wants (logical names); null: every table. */
+  tables: ReadonlySet<string> | null;
+  /** Whether it may still receive the workspace's events (a member; the credential alive); asked before each delivery. */
+  allowed(): Promise<boolean>;
+  send(message: ServerMessage): void;
+  close(code: number, reason: string): void;
+}
+
+export interface RealtimeHubOptions {
+  /** Where to LISTEN (the service's database); without it nothing is delivered. */
+  databaseUrl: string | undefined;
+  /** The service pool: reads the captured rows. */
+  db: pg.Pool;
+  /** Applies each recipient's select policy to the captured rows. */
+  sql: Pick<WorkspaceSql, 'visibleRows'>;
+  log?: (msg: string, err?: unknown) => void;
+  /** Notified batches a workspace may have waiting; beyond that its subscribers are closed (CLOSE.tooSlow). */
+  maxPendingBatches?: number;
+  /** Captured rows read (and checked against policies) at a time. */
+  chunkRows?: number;
+  /** Workspaces whose batches are delivered at the same time (each delivery holds a service and a workspace connection). */
+  concurrency?: number;
+}
+
+interface CapturedRow {
+  id: string;
+  table_name: string;
+  op: 'insert' | 'update' | 'delete';
+  row: string | null;
+  old: string | null;
+}
+
+/** Batches a workspace delivers before it yields its slot to the next waiting one. */
+const TURN = 20;
+
+const callerOf = (workspaceId: string, userId: string): SqlCaller => ({
+  workspaceId,
+  ddlGroupId: null,
+  isAdmin: false,
+  subject: { kind: 'user', userId },
+});
+
+/**
+ * Policy-filtered realtime. Every process LISTENs for captured batches; a batch of a workspace with subscribers in
+ * this process is read (in chunks) and, for each subscribed user, filtered by that user's select policy in
+ * PostgreSQL (WorkspaceSql.visibleRows) before anything is sent: a row they cannot select never reaches them, and
+ * what reaches them is the row as their own read would show it. An update that takes a row out of someone's view is
+ * a `RowDeleted` for them. Batches of one workspace are delivered one after another in commit order; workspaces go
+ * on independently.
+ */
+export class RealtimeHub {
+  private readonly subscribers = new Map<string, Set<RealtimeSubscriber>>();
+  private readonly pending = new Map<string, string[]>();
+  private readonly listener: ChannelListener;
+  private readonly maxPending: number;
+  private readonly chunk: number;
+  private readonly idle = new Set<() => void>();
+  /** Workspaces with batches waiting for a delivery slot, in arrival order. */
+  private readonly waiting: string[] = [];
+  private active = 0;
+  private readonly concurrency: number;
+
+  constructor(private readonly opts: RealtimeHubOptions) {
+    this.maxPending = opts.maxPendingBatches ?? 10_000;
+    this.chunk = opts.chunkRows ?? 500;
+    this.concurrency = opts.concurrency ?? 4;
+    this.listener = new ChannelListener(opts.databaseUrl, ROW_CHANGES_CHANNEL, {
+      name: 'wds-realtime',
+      onMessage: (payload) => this.notified(payload),
+      // Whatever was committed while nobody listened is unknown: every subscriber must read again.
+      onDown: (err) => {
+        opts.log?.('realtime listener lost; subscribers are closed until it reconnects', err);
+        this.closeAll(CLOSE.interrupted, 'realtime feed interrupted; reconnect and read again');
+      },
+      onUp: (again) => again && opts.log?.('realtime listener reconnected'),
+    });
+  }
+
+  /** Whether events are flowing (new subscribers are refused while not). */
+  get healthy(): boolean {
+    return this.listener.healthy;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const set of this.subscribers.values()) n += set.size;
+    return n;
+  }
+
+  start(): Promise<void> {
+    return this.listener.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.listener.stop();
+    this.closeAll(CLOSE.goingAway, 'server shutting down');
+  }
+
+  /** Adds a subscriber; the returned function removes it. */
+  add(sub: RealtimeSubscriber): () => void {
+    const set = this.subscribers.get(sub.workspaceId) ?? new Set<RealtimeSubscriber>();
+    this.subscribers.set(sub.workspaceId, set);
+    set.add(sub);
+    return () => {
+      const s = this.subscribers.get(sub.workspaceId);
+      if (!s) return;
+      s.delete(sub);
+      if (s.size === 0) this.subscribers.delete(sub.workspaceId);
+    };
+  }
+
+  /** Resolves once every batch notified so far has been delivered (tests, shutdown). */
+  settled(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((done) => this.idle.add(done));
+  }
+
+  private closeAll(code: number, reason: string): void {
+    for (const set of this.subscribers.values()) for (const s of [...set]) s.close(code, reason);
+  }
+
+  private notified(payload: string): void {
+    const at = payload.indexOf(':');
+    const workspaceId = payload.slice(0, at);
+    const batch = payload.slice(at + 1);
+    if (at < 0 || !/^\d+$/.test(batch) || !this.subscribers.has(workspaceId)) return;
+    const queue = this.pending.get(workspaceId);
+    if (queue) {
+      if (queue.length >= this.maxPending) {
+        // This process cannot keep up with the workspace: its subscribers read again rather than miss events silently.
+        this.pending.set(workspaceId, []);
+        for (const s of [...(this.subscribers.get(workspaceId) ?? [])]) s.close(CLOSE.tooSlow, 'too many changes to follow; reconnect and read again');
+        return;
+      }
+      queue.push(batch);
+      return;
+    }
+    this.pending.set(workspaceId, [batch]);
+    this.waiting.push(workspaceId);
+    this.next();
+  }
+
+  /** Starts delivering for waiting workspaces while there are free slots. */
+  private next(): void {
+    while (this.active < this.concurrency && this.waiting.length > 0) {
+      const workspaceId = this.waiting.shift() as string;
+      this.active++;
+      void this.drain(workspaceId).finally(() => {
+        this.active--;
+        this.next();
+      });
+    }
+  }
+
+  /**
+   * Delivers a workspace's batches one at a time, in the order they were notified, holding one delivery slot for at
+   * most TURN batches: a busy workspace then waits behind the others, so none starves another's realtime.
+   */
+  private async drain(workspaceId: string): Promise<void> {
+    for (let n = 0; n < TURN; n++) {
+      const batch = this.pending.get(workspaceId)?.shift();
+      if (batch === undefined) break;
+      try {
+        await this.deliver(workspaceId, batch);
+      } catch (err) {
+        this.opts.log?.('realtime delivery failed', err);
+      }
+    }
+    if ((this.pending.get(workspaceId)?.length ?? 0) > 0) {
+      this.waiting.push(workspaceId);
+      return;
+    }
+    this.pending.delete(workspaceId);
+    if (this.pending.size === 0) {
+      for (const done of this.idle) done();
+      this.idle.clear();
+    }
+  }
+
+  private async deliver(workspaceId: string, batch: string): Promise<void> {
+    let after = '0';
+    for (;;) {
+      const recipients = this.subscribers.get(workspaceId);
+      if (!recipients || recipients.size === 0) return;
+      const { rows } = await this.opts.db.query<CapturedRow>(
+        `SELECT id::text AS id, table_name, op, row::text AS row, old::text AS old FROM platform.row_changes
+          WHERE batch = $1 AND workspace_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
+        [batch, workspaceId, after, this.chunk],
+      );
+      if (rows.length === 0) return;
+      after = (rows[rows.length - 1] as CapturedRow).id;
+      await this.fanOut(workspaceId, rows, [...recipients]);
+      if (rows.length < this.chunk) return;
+    }
+  }
+
+  /** One chunk of a batch (one table, one operation) to every subscriber of its table, each by their own policy. */
+  private async fanOut(workspaceId: string, rows: CapturedRow[], recipients: RealtimeSubscriber[]): Promise<void> {
+    const table = (rows[0] as CapturedRow).table_name;
+    const byUser = new Map<string, RealtimeSubscriber[]>();
+    for (const s of recipients) {
+      if (s.tables && !s.tables.has(table)) continue;
+      if (!(await s.allowed())) {
+        s.close(CLOSE.revoked, 'no longer allowed to follow this workspace');
+        continue;
+      }
+      const list = byUser.get(s.userId);
+      if (list) list.push(s);
+      else byUser.set(s.userId, [s]);
+    }
+    for (const [userId, subs] of byUser) {
+      const messages = await this.messagesFor(callerOf(workspaceId, userId), table, rows);
+      for (const s of subs) for (const m of messages) s.send(m);
+    }
+  }
+
+  /** What one user may learn of a chunk: the rows they can select, in the batch's order. */
+  private async messagesFor(caller: SqlCaller, table: string, rows: CapturedRow[]): Promise<ServerMessage[]> {
+    const out: { index: number; message: ServerMessage }[] = [];
+    const op = (rows[0] as CapturedRow).op;
+    if (op === 'insert' || op === 'update') {
+      const withRow = rows.map((r, i) => ({ i, image: r.row })).filter((x): x is { i: number; image: string } => x.image !== null);
+      const seen = await this.opts.sql.visibleRows(caller, table, withRow.map((x) => x.image));
+      const shown = new Set<number>();
+      for (const v of seen) {
+        const i = (withRow[v.index] as { i: number }).i;
+        shown.add(i);
+        out.push({ index: i, message: { type: op === 'insert' ? 'RowInserted' : 'RowUpdated', data: { table_name: table, row: v.row } } });
+      }
+      if (op === 'insert') return out.sort((a, b) => a.index - b.index).map((x) => x.message);
+      // An update whose new row they cannot see, but whose old one they could: the row left their view.
+      rows = rows.map((r, i) => (shown.has(i) ? { ...r, old: null } : r));
+    }
+    const withOld = rows.map((r, i) => ({ i, image: r.old })).filter((x): x is { i: number; image: string } => x.image !== null);
+    if (withOld.length > 0) {
+      const seen = await this.opts.sql.visibleRows(caller, table, withOld.map((x) => x.image));
+      for (const v of seen) out.push({ index: (withOld[v.index] as { i: number }).i, message: { type: 'RowDeleted', data: { table_name: table, id: v.row.id ?? null } } });
+    }
+    return out.sort((a, b) => a.index - b.index).map((x) => x.message);
+  }
+}
