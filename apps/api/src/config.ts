@@ -116,9 +116,11 @@ export const ConfigSchema = v.object({
   // Captured row changes (realtime, row-event triggers) no trigger waits for are kept this long, then pruned.
   ROW_CHANGE_RETENTION_MS: int(60_000, 1000, 7 * 24 * 3600_000),
   // Realtime (GET /ws): bytes a connection may have waiting to be sent before it is closed as a slow consumer, the
-  // connections one API process accepts, and how often the server pings (a connection silent for two is dropped).
+  // connections one API process accepts (in all, and of one user), and how often the server pings (a connection
+  // silent for two is dropped).
   REALTIME_MAX_BUFFER_BYTES: int(1024 * 1024, 16 * 1024, 256 * 1024 * 1024),
   REALTIME_MAX_CONNECTIONS: int(1000, 1, 1_000_000),
+  REALTIME_MAX_CONNECTIONS_PER_USER: int(20, 1, 1_000_000),
   REALTIME_HEARTBEAT_MS: int(30_000, 1000, 600_000),
   MAX_FILE_BYTES: int(1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
   STORAGE_BACKEND: v.optional(v.picklist(['fs', 's3'], 'STORAGE_BACKEND must be fs or s3'), 'fs'),

@@ -29,6 +29,7 @@ export async function startRealtime(services: Services, server: Server): Promise
     path: '/ws',
     maxBufferedBytes: config.REALTIME_MAX_BUFFER_BYTES,
     maxConnections: config.REALTIME_MAX_CONNECTIONS,
+    maxConnectionsPerUser: config.REALTIME_MAX_CONNECTIONS_PER_USER,
     heartbeatMs: config.REALTIME_HEARTBEAT_MS,
     authenticate: async (req, url) => {
       const token = url.searchParams.get('token');
@@ -41,6 +42,7 @@ export async function startRealtime(services: Services, server: Server): Promise
         workspaceId: access.workspace.id,
         userId: principal.user.id,
         apiKeyId: principal.apiKeyId,
+        expiresAt: principal.expiresAt,
         allowed: async () => {
           try {
             // The credential again (revoked, expired: 401) and the membership (removed: 403/404).

@@ -198,6 +198,64 @@ describe('GET /ws', () => {
     expect(((await plain.json()) as { code: string }).code).toBe('BAD_REQUEST');
   });
 
+  it('a row too long to send goes by reference (its id), only to those who may select it', async () => {
+    const owner = await h.user('owner');
+    const other = await h.user('other');
+    const w = await h.workspace(owner.token, 'long rows');
+    await h.addMember(owner.token, w.id, other.email);
+    await h.sqlOk(owner.token, w.id, 'CREATE TABLE docs (name text, owner uuid, body text)');
+    await h.allowAll(owner.token, w.id, [owner.id], ['docs']);
+    const g = await h.group(owner.token, w.id, { name: 'own', user_ids: [other.id] });
+    await h.policy(owner.token, w.id, { policy_group_id: g, table_name: 'docs', operation: 'select', condition: { owner: { $eq: '$user_id' } } });
+    const mine = await track(connect(base, { token: owner.token, workspace: w.id }));
+    const theirs = await track(connect(base2, { token: other.token, workspace: w.id }));
+    const big = 'y'.repeat(300_000);
+    await h.sqlOk(owner.token, w.id, `INSERT INTO docs (name, owner, body) VALUES ('long', '${owner.id}', '${big}'), ('short', '${other.id}', 'b')`);
+    await settled();
+    const id = (await h.sqlOk(owner.token, w.id, "SELECT id FROM docs WHERE name = 'long'")).rows[0].id;
+    const events = (c: Client) => c.messages.filter((m) => m.type === 'RowInserted').map((m) => m.data);
+    expect(events(mine)).toEqual([
+      { table_name: 'docs', row: { id }, truncated: true },
+      { table_name: 'docs', row: expect.objectContaining({ name: 'short', body: 'b' }) },
+    ]);
+    // The long row is the owner's: the other member gets only the short one, not even the reference.
+    expect(events(theirs)).toEqual([{ table_name: 'docs', row: expect.objectContaining({ name: 'short' }) }]);
+  });
+
+  it('a malformed upgrade is answered and closed; other upgrades are served as plain requests; a user has a connection cap', async () => {
+    const { connect: tcp } = await import('node:net');
+    const port = Number(new URL(base).port);
+    const raw = (request: string) =>
+      new Promise<string>((resolve) => {
+        const socket = tcp(port, '127.0.0.1', () => socket.write(request));
+        let got = '';
+        socket.on('data', (d) => (got += d.toString()));
+        socket.on('close', () => resolve(got));
+        setTimeout(() => socket.destroy(), 5000).unref();
+      });
+    const malformed = await raw('GET // HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    expect(malformed).toMatch(/^HTTP\/1\.1 (400|404)/);
+    // curl --http2 over http asks for h2c: the route still answers, over HTTP/1.1.
+    const h2c = await raw('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n');
+    expect(h2c).toMatch(/^HTTP\/1\.1 200/);
+
+    const owner = await h.user('owner');
+    const w = await h.workspace(owner.token, 'cap');
+    const capped = await Harness.create({ REALTIME_MAX_CONNECTIONS_PER_USER: '2' }, h.url);
+    try {
+      const capBase = await capped.listen();
+      const first = await connect(capBase, { token: owner.token, workspace: w.id });
+      const second = await connect(capBase, { token: owner.token, workspace: w.id });
+      await expect(connect(capBase, { token: owner.token, workspace: w.id })).rejects.toMatchObject({ status: 429, body: { code: 'TOO_MANY_REQUESTS' } });
+      first.socket.close();
+      await first.closed;
+      const third = await connect(capBase, { token: owner.token, workspace: w.id });
+      for (const c of [second, third]) c.socket.terminate();
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('a member who is removed is disconnected at the next change', async () => {
     const owner = await h.user('owner');
     const member = await h.user('member');

@@ -291,6 +291,8 @@ export interface WorkflowEventsTable {
   next_attempt_at: ColumnType<Date, Date | string | undefined, Date | string>;
   run_id: string | null;
   last_error: ColumnType<unknown, string | null | undefined, string | null>;
+  /** Row events: the user whose select policy chose the rows (migration 0016). */
+  owner_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }

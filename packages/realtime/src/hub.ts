@@ -1,5 +1,5 @@
 import { ChannelListener } from '@wds/cache';
-import type { SqlCaller, WorkspaceSql } from '@wds/workspace-sql';
+import { type SqlCaller, type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import type pg from 'pg';
 import type { ServerMessage } from './messages.js';
 
@@ -26,7 +26,8 @@ export interface RealtimeSubscriber {
   tables: ReadonlySet<string> | null;
   /** Whether it may still receive the workspace's events (a member; the credential alive); asked before each delivery. */
   allowed(): Promise<boolean>;
-  send(message: ServerMessage): void;
+  /** One message, as JSON text (serialised once for all of a user's connections). */
+  send(text: string): void;
   close(code: number, reason: string): void;
 }
 
@@ -52,9 +53,15 @@ interface CapturedRow {
   op: 'insert' | 'update' | 'delete';
   row: string | null;
   old: string | null;
+  /** The image was too long to send: it goes by reference (its id). */
+  row_truncated: boolean;
+  size: string;
 }
 
-/** Batches a workspace delivers before it yields its slot to the next waiting one. */
+/** Image bytes one chunk of a batch reads at most (one longer row is read alone). */
+const CHUNK_BYTES = 8 * 1024 * 1024;
+
+/** Chunks a workspace delivers before it yields its slot to the next waiting one. */
 const TURN = 20;
 
 const callerOf = (workspaceId: string, userId: string): SqlCaller => ({
@@ -74,7 +81,8 @@ const callerOf = (workspaceId: string, userId: string): SqlCaller => ({
  */
 export class RealtimeHub {
   private readonly subscribers = new Map<string, Set<RealtimeSubscriber>>();
-  private readonly pending = new Map<string, string[]>();
+  /** Per workspace: the batches notified and not yet delivered, each with how far it got (the last row id sent). */
+  private readonly pending = new Map<string, { batch: string; after: string }[]>();
   private readonly listener: ChannelListener;
   private readonly maxPending: number;
   private readonly chunk: number;
@@ -156,10 +164,10 @@ export class RealtimeHub {
         for (const s of [...(this.subscribers.get(workspaceId) ?? [])]) s.close(CLOSE.tooSlow, 'too many changes to follow; reconnect and read again');
         return;
       }
-      queue.push(batch);
+      queue.push({ batch, after: '0' });
       return;
     }
-    this.pending.set(workspaceId, [batch]);
+    this.pending.set(workspaceId, [{ batch, after: '0' }]);
     this.waiting.push(workspaceId);
     this.next();
   }
@@ -178,16 +186,23 @@ export class RealtimeHub {
 
   /**
    * Delivers a workspace's batches one at a time, in the order they were notified, holding one delivery slot for at
-   * most TURN batches: a busy workspace then waits behind the others, so none starves another's realtime.
+   * most TURN chunks: a busy workspace (or one statement of a million rows) then waits behind the others, and goes on
+   * where it stopped, so none starves another's realtime.
    */
   private async drain(workspaceId: string): Promise<void> {
-    for (let n = 0; n < TURN; n++) {
-      const batch = this.pending.get(workspaceId)?.shift();
-      if (batch === undefined) break;
+    let chunks = 0;
+    while (chunks < TURN) {
+      const next = this.pending.get(workspaceId)?.[0];
+      if (next === undefined) break;
       try {
-        await this.deliver(workspaceId, batch);
+        const r = await this.deliver(workspaceId, next.batch, next.after, TURN - chunks);
+        chunks += r.chunks;
+        if (r.after === null) this.pending.get(workspaceId)?.shift();
+        else next.after = r.after;
       } catch (err) {
         this.opts.log?.('realtime delivery failed', err);
+        this.pending.get(workspaceId)?.shift();
+        chunks++;
       }
     }
     if ((this.pending.get(workspaceId)?.length ?? 0) > 0) {
@@ -201,21 +216,36 @@ export class RealtimeHub {
     }
   }
 
-  private async deliver(workspaceId: string, batch: string): Promise<void> {
-    let after = '0';
-    for (;;) {
+  /** Up to `budget` chunks of a batch from row `after` on; where it stopped (null: the batch is done). */
+  private async deliver(workspaceId: string, batch: string, after: string, budget: number): Promise<{ chunks: number; after: string | null }> {
+    for (let chunks = 0; chunks < budget; ) {
       const recipients = this.subscribers.get(workspaceId);
-      if (!recipients || recipients.size === 0) return;
-      const { rows } = await this.opts.db.query<CapturedRow>(
-        `SELECT id::text AS id, table_name, op, row::text AS row, old::text AS old FROM platform.row_changes
-          WHERE batch = $1 AND workspace_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
-        [batch, workspaceId, after, this.chunk],
+      if (!recipients || recipients.size === 0) return { chunks, after: null };
+      // A chunk is at most `chunk` rows and CHUNK_BYTES of images (at least one row): memory stays bounded whatever
+      // the statement wrote.
+      const { rows } = await this.opts.db.query<CapturedRow & { running: string }>(
+        `SELECT c.* FROM (
+           SELECT l.*, sum(l.size) OVER (ORDER BY l.id) AS running FROM (
+             SELECT rc.id, rc.table_name, rc.op, ${capturedImagesSql()}
+               FROM platform.row_changes rc
+              WHERE rc.batch = $1 AND rc.workspace_id = $2 AND rc.id > $3
+              ORDER BY rc.id LIMIT $4) l) c
+          WHERE c.running <= $5 OR c.running = c.size
+          ORDER BY c.id`,
+        [batch, workspaceId, after, this.chunk, CHUNK_BYTES],
       );
-      if (rows.length === 0) return;
-      after = (rows[rows.length - 1] as CapturedRow).id;
-      await this.fanOut(workspaceId, rows, [...recipients]);
-      if (rows.length < this.chunk) return;
+      if (rows.length === 0) return { chunks, after: null };
+      chunks++;
+      after = String((rows[rows.length - 1] as CapturedRow).id);
+      // One operation at a time (a statement's soft deletes come with its updates).
+      for (let i = 0; i < rows.length; ) {
+        let j = i + 1;
+        while (j < rows.length && rows[j]?.op === rows[i]?.op) j++;
+        await this.fanOut(workspaceId, rows.slice(i, j), [...recipients]);
+        i = j;
+      }
     }
+    return { chunks: budget, after };
   }
 
   /** One chunk of a batch (one table, one operation) to every subscriber of its table, each by their own policy. */
@@ -234,7 +264,16 @@ export class RealtimeHub {
     }
     for (const [userId, subs] of byUser) {
       const messages = await this.messagesFor(callerOf(workspaceId, userId), table, rows);
-      for (const s of subs) for (const m of messages) s.send(m);
+      for (const m of messages) {
+        let text: string;
+        try {
+          text = JSON.stringify(m);
+        } catch (err) {
+          this.opts.log?.('realtime message not serialisable', err);
+          continue;
+        }
+        for (const s of subs) s.send(text);
+      }
     }
   }
 
@@ -249,7 +288,10 @@ export class RealtimeHub {
       for (const v of seen) {
         const i = (withRow[v.index] as { i: number }).i;
         shown.add(i);
-        out.push({ index: i, message: { type: op === 'insert' ? 'RowInserted' : 'RowUpdated', data: { table_name: table, row: v.row } } });
+        const type = op === 'insert' ? 'RowInserted' : 'RowUpdated';
+        // A row too long to send goes by reference: its id, for the client to read it.
+        const data = rows[i]?.row_truncated ? { table_name: table, row: { id: v.row.id ?? null }, truncated: true as const } : { table_name: table, row: v.row };
+        out.push({ index: i, message: { type, data } });
       }
       if (op === 'insert') return out.sort((a, b) => a.index - b.index).map((x) => x.message);
       // An update whose new row they cannot see, but whose old one they could: the row left their view.

@@ -6,7 +6,7 @@ import * as v from 'valibot';
  */
 export type ServerMessage =
   | { type: 'connected'; data: { workspace_id: string; user_id: string; tables: string[] | null } }
-  | { type: 'RowInserted' | 'RowUpdated'; data: { table_name: string; row: Record<string, unknown> } }
+  | { type: 'RowInserted' | 'RowUpdated'; data: { table_name: string; row: Record<string, unknown>; truncated?: true } }
   | { type: 'RowDeleted'; data: { table_name: string; id: unknown } }
   | { type: 'subscribed'; data: { tables: string[] | null } }
   | { type: 'pong' }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server } from 'node:http';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ServiceError } from '@wds/errors';
 import * as v from 'valibot';
@@ -13,6 +14,8 @@ export interface RealtimeIdentity {
   userId: string;
   /** Asked before each delivery: still a member, the credential still alive. */
   allowed(): Promise<boolean>;
+  /** When the credential expires (null: never): the connection is closed then (4403). */
+  expiresAt: Date | null;
 }
 
 export interface RealtimeServerOptions<I extends RealtimeIdentity = RealtimeIdentity> {
@@ -25,6 +28,8 @@ export interface RealtimeServerOptions<I extends RealtimeIdentity = RealtimeIden
   maxBufferedBytes: number;
   /** Connections this process accepts at once (each user's tabs count). */
   maxConnections: number;
+  /** Connections one user may have open in this process. */
+  maxConnectionsPerUser: number;
   /** How often the server pings; a connection that has not answered the previous ping is dropped. */
   heartbeatMs: number;
   /** A connection was opened (audit). */
@@ -34,6 +39,25 @@ export interface RealtimeServerOptions<I extends RealtimeIdentity = RealtimeIden
 
 /** Bytes a client message may have (ping, subscribe): larger ones close the connection (ws' maxPayload, code 1009). */
 const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
+/** Upgrades authenticating at once, and how long one may take. */
+const MAX_PENDING_UPGRADES = 256;
+const UPGRADE_TIMEOUT_MS = 10_000;
+
+/**
+ * An upgrade request that is not a WebSocket for `/ws` (an h2c upgrade of any route): with an `upgrade` listener Node
+ * no longer answers it itself, so it is handed to the server's request handler as the HTTP/1.1 request it also is,
+ * on a connection closed afterwards.
+ */
+function serveAsRequest(server: Server, req: IncomingMessage, socket: Duplex): void {
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket as Socket);
+  res.on('finish', () => {
+    res.detachSocket(socket as Socket);
+    socket.end();
+  });
+  server.emit('request', req, res);
+}
 
 /** Answers an upgrade request with an HTTP error in the service's error envelope, and closes the socket. */
 function refuse(socket: Duplex, err: unknown): void {
@@ -66,11 +90,38 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
   }, opts.heartbeatMs);
   heartbeat.unref();
 
+  // Upgrades being authenticated: bounded in number and in time, so unanswered handshakes cannot pile up.
+  let pendingUpgrades = 0;
+  const perUser = new Map<string, number>();
+
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== opts.path) return refuse(socket, new ServiceError('NOT_FOUND', 'Not found'));
     socket.on('error', () => socket.destroy());
-    void (async () => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      return refuse(socket, new ServiceError('BAD_REQUEST', 'Malformed request target'));
+    }
+    // Not a WebSocket for us (an h2c upgrade, say): served as the plain HTTP request it also is.
+    if (url.pathname !== opts.path || (req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return serveAsRequest(server, req, socket);
+    if (pendingUpgrades >= MAX_PENDING_UPGRADES) return refuse(socket, new ServiceError('SERVICE_UNAVAILABLE', 'Too many connections being opened', 'try again shortly'));
+    pendingUpgrades++;
+    let settled = false;
+    const deadline = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      pendingUpgrades--;
+      refuse(socket, new ServiceError('SERVICE_UNAVAILABLE', 'The connection could not be authenticated in time', 'try again shortly'));
+    }, UPGRADE_TIMEOUT_MS);
+    deadline.unref();
+    const done = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      pendingUpgrades--;
+      clearTimeout(deadline);
+      return !socket.destroyed;
+    };
+    (async () => {
       if (!opts.hub.healthy) throw new ServiceError('SERVICE_UNAVAILABLE', 'Realtime is not available right now', 'try again shortly');
       if (wss.clients.size >= opts.maxConnections) throw new ServiceError('SERVICE_UNAVAILABLE', 'Too many realtime connections', 'try again later');
       let tables: string[] | null;
@@ -80,33 +131,56 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
         throw new ServiceError('VALIDATION_ERROR', 'Invalid tables parameter', (err as Error).message);
       }
       const identity = await opts.authenticate(req, url);
+      if ((perUser.get(identity.userId) ?? 0) >= opts.maxConnectionsPerUser) {
+        throw new ServiceError('TOO_MANY_REQUESTS', 'Too many realtime connections for this user', `at most ${opts.maxConnectionsPerUser} at once`);
+      }
       return { identity, tables };
     })().then(
       ({ identity, tables }) => {
-        if (socket.destroyed) return;
-        wss.handleUpgrade(req, socket, head, (ws) => open(ws, identity, tables, req));
+        if (!done()) return;
+        try {
+          wss.handleUpgrade(req, socket, head, (ws) => open(ws, identity, tables, req));
+        } catch (err) {
+          opts.log?.('realtime upgrade failed', err);
+          socket.destroy();
+        }
       },
-      (err) => refuse(socket, err),
+      (err) => {
+        if (done()) refuse(socket, err);
+      },
     );
   });
 
   function open(ws: WebSocket, identity: I, tables: string[] | null, req: IncomingMessage): void {
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
+    perUser.set(identity.userId, (perUser.get(identity.userId) ?? 0) + 1);
     let closed = false;
-    const close = (code: number, reason: string) => {
-      if (closed) return;
+    const ended = () => {
+      if (closed) return false;
       closed = true;
       remove();
+      clearTimeout(expiry);
+      const n = (perUser.get(identity.userId) ?? 1) - 1;
+      if (n > 0) perUser.set(identity.userId, n);
+      else perUser.delete(identity.userId);
+      return true;
+    };
+    const close = (code: number, reason: string) => {
+      if (!ended()) return;
       ws.close(code, reason);
       // A client that does not read cannot take the close frame either: drop it.
       setTimeout(() => ws.terminate(), 1000).unref();
     };
-    const send = (m: ServerMessage) => {
+    // The bytes waiting to be sent, this message included, are what is bounded (one message alone always goes: a
+    // message is at most a captured image's length, MAX_CAPTURED_IMAGE_BYTES, plus its envelope).
+    const send = (text: string) => {
       if (closed || ws.readyState !== ws.OPEN) return;
-      if (ws.bufferedAmount > opts.maxBufferedBytes) return close(CLOSE.tooSlow, 'messages piled up: the client reads too slowly');
-      ws.send(JSON.stringify(m));
+      const waiting = ws.bufferedAmount;
+      if (waiting > 0 && waiting + Buffer.byteLength(text) > opts.maxBufferedBytes) return close(CLOSE.tooSlow, 'messages piled up: the client reads too slowly');
+      ws.send(text);
     };
+    const reply = (m: ServerMessage) => send(JSON.stringify(m));
     const sub: RealtimeSubscriber = {
       workspaceId: identity.workspaceId,
       userId: identity.userId,
@@ -116,10 +190,13 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
       close,
     };
     const remove = opts.hub.add(sub);
-    ws.on('close', () => {
-      closed = true;
-      remove();
-    });
+    // The credential's end is the connection's, events or not.
+    const expiry = setTimeout(
+      () => close(CLOSE.revoked, 'the credential expired'),
+      identity.expiresAt ? Math.min(Math.max(0, identity.expiresAt.getTime() - Date.now()), 2 ** 31 - 1) : 2 ** 31 - 1,
+    );
+    expiry.unref();
+    ws.on('close', () => ended());
     ws.on('error', () => ws.terminate());
     ws.on('message', (data, isBinary) => {
       let parsed: unknown;
@@ -131,16 +208,16 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
       const m = v.safeParse(ClientMessage, parsed);
       if (!m.success) {
         const hint = 'send {"type":"ping"}, {"type":"subscribe","tables":[…]} or {"type":"unsubscribe","tables":[…]}';
-        return send({ type: 'error', data: { code: 'BAD_REQUEST', error: `Unknown message: ${hint}` } });
+        return reply({ type: 'error', data: { code: 'BAD_REQUEST', error: `Unknown message: ${hint}` } });
       }
       const msg = m.output;
-      if (msg.type === 'ping') return send({ type: 'pong' });
+      if (msg.type === 'ping') return reply({ type: 'pong' });
       if (msg.type === 'subscribe') sub.tables = msg.tables ? new Set(msg.tables) : null;
       else if (sub.tables) sub.tables = new Set([...sub.tables].filter((t) => !msg.tables.includes(t)));
-      else return send({ type: 'error', data: { code: 'BAD_REQUEST', error: 'Subscribed to every table: subscribe to a list of tables first' } });
-      send({ type: 'subscribed', data: { tables: sub.tables ? [...sub.tables] : null } });
+      else return reply({ type: 'error', data: { code: 'BAD_REQUEST', error: 'Subscribed to every table: subscribe to a list of tables first' } });
+      reply({ type: 'subscribed', data: { tables: sub.tables ? [...sub.tables] : null } });
     });
-    send({ type: 'connected', data: { workspace_id: identity.workspaceId, user_id: identity.userId, tables: sub.tables ? [...sub.tables] : null } });
+    reply({ type: 'connected', data: { workspace_id: identity.workspaceId, user_id: identity.userId, tables: sub.tables ? [...sub.tables] : null } });
     opts.onOpen?.(identity, req);
   }
 

@@ -99,8 +99,14 @@ export async function requeueStaleRuns(deps: WorkflowJobDeps): Promise<number> {
  * cancel_workflow_run: a queued run ends `cancelled` at once; a running one stops before its next step — at once when
  * it runs in this process, else when its process's next heartbeat reads the cancel.
  */
-export async function cancelWorkflowRun(deps: WorkflowExecutionDeps, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
-  const run = await cancelRun(deps.db, workspaceId, workflowId, runId);
+export async function cancelWorkflowRun(
+  deps: WorkflowExecutionDeps,
+  workspaceId: string,
+  workflowId: string,
+  runId: string,
+  readerId?: string,
+): Promise<WorkflowRunView> {
+  const run = await cancelRun(deps.db, workspaceId, workflowId, runId, readerId);
   // Running here: stopped now (its record says `cancelled` once the step under way has ended).
   if (run.status === 'running') executionsOf(deps).cancelLocal(runId);
   return run;

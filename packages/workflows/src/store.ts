@@ -148,7 +148,23 @@ const toRunSummary = (r: WorkflowRunRow): WorkflowRunSummaryView => ({
   finished_at: r.finished_at ? r.finished_at.toISOString() : null,
   duration_ms: r.duration_ms,
 });
-const toRunView = (r: WorkflowRunRow): WorkflowRunView => ({ ...toRunSummary(r), input: r.input ?? null, output: r.output ?? null });
+/**
+ * A row event (a row trigger's `$input`, or the event as listed) as a reader other than its owner sees it: without the
+ * rows, which the owner's select policy chose (`redacted: true`). Anything else, or the owner, sees it as it is.
+ */
+export function rowEventFor(event: unknown, ownerId: string | null, readerId: string | undefined): unknown {
+  if (readerId === undefined || readerId === ownerId || event === null || typeof event !== 'object' || Array.isArray(event)) return event;
+  const e = event as Record<string, unknown>;
+  if (typeof e.type !== 'string' || !e.type.startsWith('row_')) return event;
+  return { ...e, row: null, ...('old' in e ? { old: null } : {}), redacted: true };
+}
+
+/** A run with its input and output; the input of a row trigger's run only whole for the user it ran as. */
+const toRunView = (r: WorkflowRunRow, readerId?: string): WorkflowRunView => ({
+  ...toRunSummary(r),
+  input: r.trigger === 'event' ? rowEventFor(r.input ?? null, r.executed_by, readerId) : (r.input ?? null),
+  output: r.output ?? null,
+});
 
 /** A new run's id (runs are ordered by it). */
 export const newRunId = (): string => newId();
@@ -248,7 +264,7 @@ export async function listRuns(
   return rows.map(toRunSummary);
 }
 
-export async function getRun(db: Db, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
+export async function getRun(db: Db, workspaceId: string, workflowId: string, runId: string, readerId?: string): Promise<WorkflowRunView> {
   await getWorkflow(db, workspaceId, workflowId);
   const row = isUuid(runId)
     ? await db
@@ -260,7 +276,7 @@ export async function getRun(db: Db, workspaceId: string, workflowId: string, ru
         .executeTakeFirst()
     : undefined;
   if (!row) throw notFound('Workflow run');
-  return toRunView(row);
+  return toRunView(row, readerId);
 }
 
 /** What a queued run is: whose, started by what, with which input. */
@@ -344,7 +360,7 @@ export async function failQueuedRun(db: Db, runId: string, error: { kind: string
  * (`cancel_requested_at`): its process skips every step that has not started and ends it `cancelled`. 409 for a run
  * that has ended. Returns the run as it is now.
  */
-export async function cancelRun(db: Db, workspaceId: string, workflowId: string, runId: string): Promise<WorkflowRunView> {
+export async function cancelRun(db: Db, workspaceId: string, workflowId: string, runId: string, readerId?: string): Promise<WorkflowRunView> {
   // The workflow is this workspace's (404 otherwise), so its runs are too.
   await getWorkflow(db, workspaceId, workflowId);
   if (isUuid(runId)) {
@@ -378,7 +394,7 @@ export async function cancelRun(db: Db, workspaceId: string, workflowId: string,
       throw conflict(`The run has already ended (${run.status})`, 'only a queued or running run can be cancelled');
     }
   }
-  return getRun(db, workspaceId, workflowId, runId);
+  return getRun(db, workspaceId, workflowId, runId, readerId);
 }
 
 /** How many runs of a workspace are queued (its cap: WORKFLOW_WORKSPACE_QUEUED_MAX). */

@@ -16,11 +16,11 @@
 import { type Db, isUuid, newId, sql, type WorkflowEventRow, type WorkflowTriggerEvent, type WorkflowTriggerRow } from '@wds/db';
 import { conflict, notFound, validationError } from '@wds/errors';
 import { isLogicalName } from '@wds/sql-rewriter';
-import type { WorkspaceSql } from '@wds/workspace-sql';
+import { type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
-import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
+import { countQueuedRuns, getWorkflow, queueRun, rowEventFor } from './store.js';
 
 export interface TriggerConfig {
   /** Attempts of an event before it is dead (the first included). */
@@ -90,12 +90,13 @@ const toView = (r: WorkflowTriggerRow): WorkflowTriggerView => ({
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
-const toEventView = (r: WorkflowEventRow): WorkflowEventView => ({
+/** An event as `readerId` sees it: a row event's rows only for its owner (rowEventFor). */
+const toEventView = (r: WorkflowEventRow, ownerId: string, readerId: string | undefined): WorkflowEventView => ({
   id: r.id,
   trigger_id: r.trigger_id,
   workflow_id: r.workflow_id,
-  // Written by emitWorkflowEvents: always an object.
-  event: r.event as Record<string, unknown>,
+  // Written by writeEvents: always an object.
+  event: rowEventFor(r.event, r.owner_id ?? ownerId, readerId) as Record<string, unknown>,
   status: r.status,
   attempts: r.attempts,
   next_attempt_at: r.next_attempt_at.toISOString(),
@@ -172,15 +173,23 @@ export async function listEvents(
   workflowId: string,
   triggerId: string,
   page: { limit: number; offset: number; status?: WorkflowEventRow['status'] | undefined },
+  readerId?: string,
 ): Promise<WorkflowEventView[]> {
   const t = await triggers.get(db, workspaceId, workflowId, triggerId);
   let q = db.selectFrom('platform.workflow_events').selectAll().where('trigger_id', '=', t.id);
   if (page.status !== undefined) q = q.where('status', '=', page.status);
-  return (await q.orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()).map(toEventView);
+  return (await q.orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute()).map((r) => toEventView(r, t.created_by, readerId));
 }
 
 /** Replays a dead event: pending again, its attempts counted afresh. 409 for an event that is not dead. */
-export async function replayEvent(db: Db, workspaceId: string, workflowId: string, triggerId: string, eventId: string): Promise<WorkflowEventView> {
+export async function replayEvent(
+  db: Db,
+  workspaceId: string,
+  workflowId: string,
+  triggerId: string,
+  eventId: string,
+  readerId?: string,
+): Promise<WorkflowEventView> {
   const t = await triggers.get(db, workspaceId, workflowId, triggerId);
   const row = isUuid(eventId)
     ? await db
@@ -192,7 +201,7 @@ export async function replayEvent(db: Db, workspaceId: string, workflowId: strin
         .returningAll()
         .executeTakeFirst()
     : undefined;
-  if (row) return toEventView(row);
+  if (row) return toEventView(row, t.created_by, readerId);
   const exists = isUuid(eventId)
     ? await db.selectFrom('platform.workflow_events').select('status').where('id', '=', eventId).where('trigger_id', '=', t.id).executeTakeFirst()
     : undefined;
@@ -234,13 +243,16 @@ export function documentChanged(
 
 /**
  * Writes a trigger's events (each the JSON text of a run's `$input`) with the loop guard: the trigger's events of the
- * last minute are counted once, and each event beyond TRIGGER_MAX_EVENTS_PER_MINUTE is written dead at once.
+ * last minute are counted once, and the events beyond TRIGGER_MAX_EVENTS_PER_MINUTE are written as one dead event —
+ * the first of them, with `dropped` the number it stands for and no rows — so a statement of a million rows costs one
+ * dead event, not a million. `owner` is whose select policy chose a row event's rows.
  */
 async function writeEvents(
   db: Db,
   config: Pick<TriggerConfig, 'TRIGGER_MAX_EVENTS_PER_MINUTE'>,
   trigger: { id: string; workflow_id: string; workspace_id: string },
   events: string[],
+  owner: string | null = null,
 ): Promise<void> {
   if (events.length === 0) return;
   const recent = await db
@@ -250,20 +262,25 @@ async function writeEvents(
     .where('created_at', '>', sql<Date>`now() - interval '1 minute'`)
     .executeTakeFirstOrThrow();
   const max = config.TRIGGER_MAX_EVENTS_PER_MINUTE;
-  const loopGuard = JSON.stringify({ kind: 'loop_guard', message: `the trigger already had ${max} events in the last minute (TRIGGER_MAX_EVENTS_PER_MINUTE)` });
-  let n = Number(recent.n);
-  const values = events.map((event) => {
-    const guarded = n++ >= max;
-    return {
-      id: newId(),
-      trigger_id: trigger.id,
-      workspace_id: trigger.workspace_id,
-      workflow_id: trigger.workflow_id,
-      event,
-      status: guarded ? ('dead' as const) : ('pending' as const),
-      ...(guarded ? { last_error: loopGuard } : {}),
-    };
+  const room = Math.max(0, max - Number(recent.n));
+  const row = (event: string, status: 'pending' | 'dead', lastError?: string) => ({
+    id: newId(),
+    trigger_id: trigger.id,
+    workspace_id: trigger.workspace_id,
+    workflow_id: trigger.workflow_id,
+    event,
+    status,
+    owner_id: owner,
+    ...(lastError ? { last_error: lastError } : {}),
   });
+  const values = events.slice(0, room).map((e) => row(e, 'pending'));
+  const over = events.slice(room);
+  if (over.length > 0) {
+    const first = JSON.parse(over[0] as string) as Record<string, unknown>;
+    const summary = over.length === 1 ? (over[0] as string) : JSON.stringify({ ...first, ...('row' in first ? { row: null } : {}), ...('old' in first ? { old: null } : {}), dropped: over.length });
+    const message = `the trigger already had ${max} events in the last minute (TRIGGER_MAX_EVENTS_PER_MINUTE)${over.length > 1 ? `; this one stands for ${over.length}` : ''}`;
+    values.push(row(summary, 'dead', JSON.stringify({ kind: 'loop_guard', message })));
+  }
   // In slices: a statement's parameters are bounded (65535).
   for (let i = 0; i < values.length; i += 1000) {
     await db.insertInto('platform.workflow_events').values(values.slice(i, i + 1000)).execute();
@@ -296,11 +313,27 @@ export interface RowDispatchDeps {
   logger: { warn(obj: object, msg: string): void };
 }
 
-/** How many captured row changes one round turns into events at most (the next round takes the rest). */
-const ROW_ROUND = 500;
+/** Workspaces one round serves, and the captured changes (and image bytes) it takes from each at most. */
+const ROW_WORKSPACES = 20;
+const ROW_ROUND = 200;
+const ROW_ROUND_BYTES = 8 * 1024 * 1024;
 /** How long a change whose policy check keeps failing is tried (every 30 s) before its events are recorded dead. */
 const ROW_DISPATCH_GIVE_UP_MS = 3600_000;
 const EVENT_OF_OP = { insert: 'row_inserted', update: 'row_updated', delete: 'row_deleted' } as const satisfies Record<string, RowEvent>;
+
+/** A captured change as dispatch reads it (capturedImagesSql): images as JSON text, long ones cut to their policy columns. */
+interface CapturedChange {
+  id: string;
+  batch: string;
+  workspace_id: string;
+  table_name: string;
+  op: 'insert' | 'update' | 'delete';
+  created_at: Date;
+  row: string | null;
+  old: string | null;
+  row_truncated: boolean;
+  old_truncated: boolean;
+}
 
 /** visibleRows over images some of which may be missing (null): those are never visible; indexes into `images`. */
 async function visibleOf(
@@ -317,32 +350,62 @@ async function visibleOf(
   });
 }
 
+/** A row as an event carries it: whole, or by reference (its id) when it was too long to capture whole. */
+const carried = (row: Record<string, unknown>, truncated: boolean): Record<string, unknown> => (truncated ? { id: row.id ?? null, truncated: true } : row);
+
 /**
- * Turns the captured row changes a live row trigger waits for (`needs_dispatch`) into workflow events, in one
- * transaction: the changes of one statement (a batch) and table go to each live trigger of their table and event
- * (its workflow not deleted), one event per row that the trigger's owner (`created_by`) may select — its select
- * policy evaluated over the captured image (the new row; a delete's old row), the row as they would read it. An
- * update's event has `old` too: the old row as they may read it, or null. The changes are then marked dispatched. A
- * group whose policies cannot be evaluated now (the database away) is tried again 30 s later, for an hour; then each
- * trigger gets a dead event without the row (`last_error.kind: "policy_check"`). Returns the changes dispatched.
+ * Turns the captured row changes a live row trigger waits for (`needs_dispatch`) into workflow events. Each round
+ * serves up to ROW_WORKSPACES workspaces, oldest change first, and takes up to ROW_ROUND changes (ROW_ROUND_BYTES of
+ * images) from each, in a transaction of its own: a workspace that wrote a million rows gets its turn like the others
+ * and never holds them up. The changes of one statement (a batch) and table go to each live trigger of their table and
+ * event (its workflow not deleted), one event per row that the trigger's owner (`created_by`) may select — its select
+ * policy evaluated over the captured image (the new row; a delete's old row), the row as they would read it (a row too
+ * long to capture whole by reference: `{ id, truncated: true }`). An update's event has `old` too: the old row as they
+ * may read it, or null. The changes are then marked dispatched. A group whose policies cannot be evaluated now (the
+ * database away) is tried again 30 s later, for an hour; then each trigger gets a dead event without the row
+ * (`last_error.kind: "policy_check"`). Returns the changes dispatched.
  */
 export async function dispatchRowChanges(deps: RowDispatchDeps): Promise<number> {
+  const due = await deps.db
+    .selectFrom('platform.row_changes')
+    .select('workspace_id')
+    .select((eb) => eb.fn.min('id').as('first'))
+    .where('needs_dispatch', '=', true)
+    .where((eb) => eb.or([eb('dispatch_after', 'is', null), eb('dispatch_after', '<=', sql<Date>`now()`)]))
+    .groupBy('workspace_id')
+    .orderBy('first')
+    .limit(ROW_WORKSPACES)
+    .execute();
+  let total = 0;
+  for (const { workspace_id } of due) {
+    try {
+      total += await dispatchWorkspaceRowChanges(deps, workspace_id);
+    } catch (err) {
+      deps.logger.warn({ workspace_id, err: (err as Error).message }, 'row changes of a workspace not dispatched this round');
+    }
+  }
+  return total;
+}
+
+async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: string): Promise<number> {
   return deps.db.transaction().execute(async (tx) => {
-    const changes = await tx
-      .selectFrom('platform.row_changes')
-      .select(['id', 'batch', 'workspace_id', 'table_name', 'op', 'created_at'])
-      // The images stay JSON text until PostgreSQL reads them again (visibleRows): numerics keep their digits.
-      .select([sql<string | null>`"row"::text`.as('row'), sql<string | null>`"old"::text`.as('old')])
-      .where('needs_dispatch', '=', true)
-      .where((eb) => eb.or([eb('dispatch_after', 'is', null), eb('dispatch_after', '<=', sql<Date>`now()`)]))
-      .orderBy('id')
-      .limit(ROW_ROUND)
-      .forUpdate()
-      .skipLocked()
-      .execute();
-    const groups = new Map<string, typeof changes>();
+    // Locked first (FOR UPDATE takes no window function), then cut to the byte budget (locked rows past it wait for
+    // the next round).
+    const { rows: changes } = await sql<CapturedChange>`
+      SELECT c.* FROM (
+        SELECT l.*, sum(l.size) OVER (ORDER BY l.id) AS running FROM (
+          SELECT rc.id, rc.batch, rc.workspace_id, rc.table_name, rc.op, rc.created_at, ${sql.raw(capturedImagesSql())}
+            FROM platform.row_changes rc
+           WHERE rc.workspace_id = ${workspaceId} AND rc.needs_dispatch
+             AND (rc.dispatch_after IS NULL OR rc.dispatch_after <= now())
+           ORDER BY rc.id
+           LIMIT ${ROW_ROUND}
+           FOR UPDATE SKIP LOCKED) l) c
+       WHERE c.running <= ${ROW_ROUND_BYTES} OR c.running = c.size
+       ORDER BY c.id`.execute(tx);
+    const groups = new Map<string, CapturedChange[]>();
     for (const c of changes) {
-      const key = `${c.workspace_id}/${c.table_name}/${c.op}/${c.batch}`;
+      const key = `${c.table_name}/${c.op}/${c.batch}`;
       const group = groups.get(key);
       if (group) group.push(c);
       else groups.set(key, [c]);
@@ -356,7 +419,7 @@ export async function dispatchRowChanges(deps: RowDispatchDeps): Promise<number>
         .selectFrom('platform.workflow_triggers as t')
         .innerJoin('platform.workflows as w', 'w.id', 't.workflow_id')
         .select(['t.id', 't.workflow_id', 't.workspace_id', 't.created_by'])
-        .where('t.workspace_id', '=', first.workspace_id)
+        .where('t.workspace_id', '=', workspaceId)
         .where('t.table_name', '=', first.table_name)
         .where('t.event', '=', type)
         .where('t.paused', '=', false)
@@ -367,7 +430,7 @@ export async function dispatchRowChanges(deps: RowDispatchDeps): Promise<number>
       const writes: { trigger: (typeof triggers)[number]; events: string[] }[] = [];
       try {
         for (const t of triggers) {
-          const caller = { workspaceId: first.workspace_id, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: t.created_by } };
+          const caller = { workspaceId, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: t.created_by } };
           const visible = await visibleOf(deps.sql, caller, first.table_name, group.map((c) => (c.op === 'delete' ? c.old : c.row)));
           if (visible.length === 0) continue;
           let oldOf = new Map<number, Record<string, unknown>>();
@@ -376,29 +439,35 @@ export async function dispatchRowChanges(deps: RowDispatchDeps): Promise<number>
             oldOf = new Map(seen.map((o) => [visible[o.index]?.index ?? -1, o.row]));
           }
           const events = visible.map(({ index, row }) => {
-            const c = group[index];
+            const c = group[index] ?? first;
+            const old = oldOf.get(index);
             return JSON.stringify({
               type,
-              workspace_id: first.workspace_id,
-              occurred_at: (c ?? first).created_at.toISOString(),
+              workspace_id: workspaceId,
+              occurred_at: c.created_at.toISOString(),
               table_name: first.table_name,
-              row,
-              ...(first.op === 'update' ? { old: oldOf.get(index) ?? null } : {}),
+              row: carried(row, c.op === 'delete' ? c.old_truncated : c.row_truncated),
+              ...(first.op === 'update' ? { old: old ? carried(old, c.old_truncated) : null } : {}),
             });
           });
           writes.push({ trigger: t, events });
         }
       } catch (err) {
-        const message = (err as Error).message;
         const ids = group.map((c) => c.id);
+        // The database's words may quote a value of the row: the log has them, the event a fixed text.
+        deps.logger.warn(
+          { workspace_id: workspaceId, table: first.table_name, op: first.op, batch: first.batch, err: (err as Error).message },
+          "row changes not dispatched: the owner's select policy could not be evaluated",
+        );
         if (first.created_at.getTime() < Date.now() - ROW_DISPATCH_GIVE_UP_MS) {
           // Still failing an hour on (the table's columns changed under the captured row, say): each trigger gets a
           // dead event saying so — visible, replayable — without the row, which nobody could check its owner may see.
           for (const t of triggers) {
-            const event = JSON.stringify({ type, workspace_id: first.workspace_id, occurred_at: first.created_at.toISOString(), table_name: first.table_name, row: null });
+            const event = JSON.stringify({ type, workspace_id: workspaceId, occurred_at: first.created_at.toISOString(), table_name: first.table_name, row: null });
+            const error = JSON.stringify({ kind: 'policy_check', message: "the owner's select policy could not be evaluated over the captured rows for an hour" });
             await tx
               .insertInto('platform.workflow_events')
-              .values({ id: newId(), trigger_id: t.id, workspace_id: t.workspace_id, workflow_id: t.workflow_id, event, status: 'dead', last_error: JSON.stringify({ kind: 'policy_check', message }) })
+              .values({ id: newId(), trigger_id: t.id, workspace_id: t.workspace_id, workflow_id: t.workflow_id, event, status: 'dead', owner_id: t.created_by, last_error: error })
               .execute();
           }
           done.push(...ids);
@@ -406,13 +475,9 @@ export async function dispatchRowChanges(deps: RowDispatchDeps): Promise<number>
           // Not before a while, and the rest go on meanwhile: a failing group never holds up the others.
           await tx.updateTable('platform.row_changes').set({ dispatch_after: sql<Date>`now() + interval '30 seconds'` }).where('id', 'in', ids).execute();
         }
-        deps.logger.warn(
-          { workspace_id: first.workspace_id, table: first.table_name, op: first.op, batch: first.batch, err: message },
-          'row changes not dispatched: the owner\'s select policy could not be evaluated',
-        );
         continue;
       }
-      for (const w of writes) await writeEvents(tx, deps.config, w.trigger, w.events);
+      for (const w of writes) await writeEvents(tx, deps.config, w.trigger, w.events, w.trigger.created_by);
       for (const c of group) done.push(c.id);
     }
     for (let i = 0; i < done.length; i += 1000) {
@@ -455,8 +520,8 @@ export async function dispatchWorkflowEvents(
   deps: WorkflowJobDeps & { config: TriggerConfig; sql: WorkflowJobDeps['sql'] & RowDispatchDeps['sql'] },
 ): Promise<string[]> {
   const { config } = deps;
-  // 0. Row events: the captured changes row triggers wait for become events (due at once).
-  await dispatchRowChanges(deps);
+  // 0. Row events: the captured changes row triggers wait for become events (due at once). Never in the way of 1-2.
+  await dispatchRowChanges(deps).catch((err: Error) => deps.logger.warn({ err: err.message }, 'row changes not dispatched this round'));
   // 1. Settle: the runs of running events that have ended.
   await deps.db.transaction().execute(async (tx) => {
     const ended = await tx
@@ -497,7 +562,7 @@ export async function dispatchWorkflowEvents(
       .selectFrom('platform.workflow_events as e')
       .innerJoin('platform.workflow_triggers as t', 't.id', 'e.trigger_id')
       .innerJoin('platform.workflows as w', 'w.id', 'e.workflow_id')
-      .select(['e.id', 'e.trigger_id', 'e.workspace_id', 'e.workflow_id', 'e.event', 'e.attempts', 't.created_by', 't.paused'])
+      .select(['e.id', 'e.trigger_id', 'e.workspace_id', 'e.workflow_id', 'e.event', 'e.attempts', 'e.owner_id', 't.created_by', 't.paused'])
       .where('e.status', '=', 'pending')
       .where('e.next_attempt_at', '<=', sql<Date>`now()`)
       .where('w.deleted_at', 'is', null)
@@ -509,6 +574,16 @@ export async function dispatchWorkflowEvents(
     for (const e of due) {
       // A paused trigger keeps its events pending; a full workspace queue defers them a little.
       if (e.paused) continue;
+      // A row event's rows were chosen by its owner's select policy: it runs as them or not at all.
+      if (e.owner_id !== null && e.owner_id !== e.created_by) {
+        const message = "the trigger changed hands after this event was recorded: its rows were chosen by the previous owner's select policy";
+        await tx
+          .updateTable('platform.workflow_events')
+          .set({ status: 'dead', last_error: JSON.stringify({ kind: 'owner_changed', message }), updated_at: sql<Date>`now()` })
+          .where('id', '=', e.id)
+          .execute();
+        continue;
+      }
       if ((await countQueuedRuns(tx, e.workspace_id)) >= config.WORKFLOW_WORKSPACE_QUEUED_MAX) {
         await tx.updateTable('platform.workflow_events').set({ next_attempt_at: sql<Date>`now() + interval '5 seconds'` }).where('id', '=', e.id).execute();
         continue;

@@ -490,10 +490,11 @@ export class WorkspaceSql {
   async visibleRows(caller: SqlCaller, table: string, images: string[]): Promise<{ index: number; row: Record<string, unknown> }[]> {
     if (images.length === 0) return [];
     const ctx = await this.context(caller, [table]);
-    if (!ctx.catalog.has(table)) return [];
+    const columns = ctx.catalog.get(table);
+    if (!columns) return [];
     const d = decide({ policies: ctx.policies, groups: ctx.groups, subject: caller.subject, table, operation: 'select' });
     if (!d.allowed) return [];
-    const text = await visibleRowsStatement(caller.workspaceId, table, d.filter, caller.subject.userId);
+    const text = await visibleRowsStatement(caller.workspaceId, table, d.filter, caller.subject.userId, columns.has('deleted_at'));
     const lease = await this.pools.acquire(caller.workspaceId);
     let broken = false;
     try {

@@ -44,14 +44,50 @@ export async function installRowCapture(client: pg.ClientBase): Promise<number> 
  * The statement that applies a select filter to captured rows: `$1` a JSON array of row images (as `to_jsonb` of the
  * table's rows wrote them), the answer one row per image the filter admits — its position in `$1` (1-based) first,
  * then the table's columns, typed as the table types them. The filter is compiled exactly as the rewriter compiles it
- * for a read of the table (compileFilter), printed and checked to parse back to the same tree.
+ * for a read of the table (compileFilter), with the read's `deleted_at IS NULL` when the table has that column
+ * (`softDelete`), printed and checked to parse back to the same tree.
  */
-export async function visibleRowsStatement(workspaceId: string, table: string, filter: Filter | null, userId: string | null): Promise<string> {
+export async function visibleRowsStatement(
+  workspaceId: string,
+  table: string,
+  filter: Filter | null,
+  userId: string | null,
+  softDelete: boolean,
+): Promise<string> {
   await loadParser();
   const physical = physicalName(workspaceId, table);
   const parsed = parseOne(
     `SELECT o.i, t.* FROM pg_catalog.jsonb_array_elements($1::pg_catalog.jsonb) WITH ORDINALITY AS o(e, i), LATERAL pg_catalog.jsonb_populate_record(NULL::user_data."${physical}", o.e) AS t WHERE true`,
   );
-  (parsed.stmt as { SelectStmt: { whereClause: unknown } }).SelectStmt.whereClause = compileFilter(filter, { qualifier: 't', userId });
+  // A read skips soft-deleted rows (the rewriter's rule for a table with deleted_at): so does this.
+  const live: Filter = { kind: 'null', column: 'deleted_at', isNull: true };
+  const where: Filter | null = softDelete ? (filter ? { kind: 'and', args: [filter, live] } : live) : filter;
+  (parsed.stmt as { SelectStmt: { whereClause: unknown } }).SelectStmt.whereClause = compileFilter(where, { qualifier: 't', userId });
   return printVerified(parsed.tree);
+}
+
+/** A captured row whose JSON text is longer than this travels as its policy columns only (`capturedImagesSql`). */
+export const MAX_CAPTURED_IMAGE_BYTES = 256 * 1024;
+
+/**
+ * The select list that reads captured images from `platform.row_changes rc` for filtering (visibleRows): `row` and
+ * `old` as JSON text, `row_truncated`/`old_truncated` when the image was too long to read whole. A long image is
+ * replaced by one of its `id`, `deleted_at` and the columns some policy of its table names — all a select filter can
+ * look at — or by NULL (visible to nobody) when one of those is itself longer than 64 KiB. So a reader's memory is
+ * bounded by the image limit whatever a tenant writes, and the decision stays PostgreSQL's; the row itself is then
+ * delivered by reference (its id). `size` is what the chunk budget counts.
+ */
+export function capturedImagesSql(maxBytes = MAX_CAPTURED_IMAGE_BYTES): string {
+  const max = Math.max(1024, Math.floor(maxBytes));
+  const image = (col: 'row' | 'old') => `CASE
+      WHEN rc.${col} IS NULL THEN NULL
+      WHEN octet_length(rc.${col}::text) <= ${max} THEN rc.${col}::text
+      ELSE (SELECT CASE WHEN bool_or(octet_length(e.value::text) > 65536) THEN NULL ELSE jsonb_object_agg(e.key, e.value)::text END
+              FROM jsonb_each(rc.${col}) e
+             WHERE e.key IN ('id', 'deleted_at')
+                OR e.key IN (SELECT jsonb_object_keys(p.condition) FROM platform.policies p
+                              WHERE p.workspace_id = rc.workspace_id AND p.table_name = rc.table_name AND jsonb_typeof(p.condition) = 'object'))
+    END AS ${col}, coalesce(octet_length(rc.${col}::text) > ${max}, false) AS ${col}_truncated`;
+  return `${image('row')}, ${image('old')},
+    least(coalesce(octet_length(rc.row::text), 0), ${max}) + least(coalesce(octet_length(rc.old::text), 0), ${max}) AS size`;
 }

@@ -153,9 +153,32 @@ describe('row capture', () => {
       await client.query('COMMIT');
       const { rows } = await pool.query("SELECT count(*)::int AS n FROM platform.row_changes WHERE table_name IN ('loose', 'stolen', $1)", [bPrefixed]);
       expect(rows[0].n).toBe(0);
+
+      // Its own table, but the function called by a trigger of the session's making, without transition tables, and
+      // a temporary relation named like one that reads what only the function's owner could: nothing runs or lands.
+      const own = `ws_${A.replace(/-/g, '_')}_loot`;
+      await client.query('BEGIN READ WRITE');
+      await client.query(`CREATE TABLE user_data."${own}" (id uuid DEFAULT gen_random_uuid(), v text)`);
+      await client.query("CREATE TEMP TABLE wds_new_rows AS SELECT 'from the session' AS v");
+      await client.query(`CREATE TRIGGER wds_capture_insert AFTER INSERT ON user_data."${own}" FOR EACH STATEMENT EXECUTE FUNCTION user_data.wds_capture_rows()`);
+      await client.query(`INSERT INTO user_data."${own}" (v) VALUES ('x')`);
+      await client.query('COMMIT');
+      const loot = await pool.query("SELECT count(*)::int AS n FROM platform.row_changes WHERE table_name = 'loot'");
+      expect(loot.rows[0].n).toBe(0);
     } finally {
       await client.end();
     }
+  });
+
+  it('the capture function runs as a role that can only write the outbox', async () => {
+    const { rows } = await pool.query(
+      "SELECT p.proowner::regrole::text AS owner, p.prosecdef, p.proconfig FROM pg_proc p WHERE p.oid = 'user_data.wds_capture_rows()'::regprocedure",
+    );
+    expect(rows[0]).toEqual({ owner: 'wds_row_capture', prosecdef: true, proconfig: ['search_path=pg_catalog, pg_temp'] });
+    const { rows: rights } = await pool.query(
+      "SELECT has_table_privilege('wds_row_capture', 'platform.workflow_events', 'INSERT') AS events, has_table_privilege('wds_row_capture', 'platform.users', 'SELECT') AS users, has_table_privilege('wds_row_capture', 'platform.row_changes', 'SELECT') AS reads",
+    );
+    expect(rights[0]).toEqual({ events: false, users: false, reads: false });
   });
 });
 
@@ -182,6 +205,11 @@ describe("visibleRows: a subject's select policy over captured rows", () => {
     const read = await sql.execute(as(B, reader), 'SELECT * FROM orders', limits);
     expect(read.rows).toEqual([visible[0]?.row]);
     expect(visible[0]?.row).toMatchObject({ amount: '12.50', at: '2026-01-02T03:04:05.000Z', note: 'mine' });
+    // A row written already soft-deleted is one no read shows: nor does this.
+    await sql.execute(admin(B), `INSERT INTO orders (owner, note, deleted_at) VALUES ('${reader}', 'born deleted', now())`, limits);
+    const { rows: last } = await pool.query<{ t: string }>("SELECT row::text AS t FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'orders' ORDER BY id DESC LIMIT 1", [B]);
+    expect(last[0]?.t).toContain('born deleted');
+    expect(await sql.visibleRows(as(B, reader), 'orders', last.map((r) => r.t))).toEqual([]);
     // A member in no group (no select policy at all), a table that is gone: nothing.
     expect(await sql.visibleRows(as(B, newId()), 'orders', images)).toEqual([]);
     expect(await sql.visibleRows(as(B, reader), 'no_such_table', images)).toEqual([]);

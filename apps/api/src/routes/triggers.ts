@@ -92,7 +92,8 @@ export const triggerRoutes = [
     response: v.array(WorkflowEvent),
     summary: 'Events of a trigger, newest first, with their delivery state; `status=dead` lists the dead letters',
     query: v.object({ ...pageEntries, status: v.optional(v.picklist(['pending', 'running', 'succeeded', 'dead'], 'must be pending, running, succeeded or dead')) }),
-    handler: ({ db, access, params, query }) => listEvents(db, access.workspace.id, params.workflowId ?? '', params.triggerId ?? '', query),
+    handler: ({ db, access, params, query, principal }) =>
+      listEvents(db, access.workspace.id, params.workflowId ?? '', params.triggerId ?? '', query, principal.user.id),
   }),
   defineRoute({
     ...common,
@@ -104,7 +105,7 @@ export const triggerRoutes = [
     openapi: { errors: [409] },
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const event = await replayEvent(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '', ctx.params.eventId ?? '');
+      const event = await replayEvent(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '', ctx.params.eventId ?? '', ctx.principal.user.id);
       ctx.audit({ resourceId: ctx.params.triggerId ?? null, details: { workflow_id: event.workflow_id, event_id: event.id } });
       return event;
     },

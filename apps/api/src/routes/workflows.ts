@@ -183,8 +183,8 @@ export const workflowRoutes = [
     operation: 'get_workflow_run',
     response: WorkflowRun,
     summary: 'One run of a workflow, with its input, output, error and per-step records',
-    handler: async ({ db, access, params }) =>
-      getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? ''),
+    handler: async ({ db, access, params, principal }) =>
+      getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '', principal.user.id),
   }),
   defineRoute({
     ...common,
@@ -205,7 +205,7 @@ export const workflowRoutes = [
       const run = await getRun(services.db, access.workspace.id, workflowId, runId);
       if (run.executed_by !== principal.user.id) await assertWorkflowEditor(ctx);
       ctx.audit({ resourceId: runId, details: { workflow_id: workflowId, status: run.status } });
-      return cancelWorkflowRun(services, access.workspace.id, workflowId, runId);
+      return cancelWorkflowRun(services, access.workspace.id, workflowId, runId, principal.user.id);
     },
   }),
 ];

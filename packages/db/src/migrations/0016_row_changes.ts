@@ -7,8 +7,11 @@ import { type Kysely, sql } from 'kysely';
  * commit, never for a rollback). Realtime (`GET /ws`) and row-event triggers of workflows both read that outbox:
  * whatever path changed the rows (the SQL endpoint, an STF's `sql()`) is captured alike.
  *
- * - The function is SECURITY DEFINER (the workspace role has no right on `platform`), pinned to `pg_catalog`, and
- *   trusts nothing the statement controls: the workspace is the table's owner role (`wds_ws_<hex>`), and the table
+ * - The function is SECURITY DEFINER (the workspace role has no right on `platform`), owned by `wds_row_capture`, a
+ *   NOLOGIN role that may only write the outbox and read the triggers (the service's own role where it cannot create
+ *   one). It trusts nothing the session controls: `search_path` is `pg_catalog, pg_temp` (a temporary relation never
+ *   shadows a catalog) and every relation is qualified; it does nothing unless it fires as one of the three capture
+ *   triggers with their transition tables; the workspace is the table's owner role (`wds_ws_<hex>`), and the table
  *   must carry that workspace's prefix in `user_data`, else nothing is recorded.
  * - `needs_dispatch` marks the changes a live row trigger of a workflow waits for (one index lookup per statement);
  *   only those are kept until the dispatcher has turned them into workflow events. The rest are pruned after a
@@ -41,9 +44,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX row_changes_created_idx ON platform.row_changes (created_at);
     CREATE INDEX row_changes_dispatch_idx ON platform.row_changes (id) WHERE needs_dispatch;
     CREATE INDEX workflow_triggers_table_idx ON platform.workflow_triggers (workspace_id, table_name, event) WHERE NOT paused;
+    -- The user whose select policy chose a row event's rows (the trigger's owner then): it runs as them or not at all.
+    ALTER TABLE platform.workflow_events ADD COLUMN owner_id uuid;
 
     CREATE FUNCTION user_data.wds_capture_rows() RETURNS trigger
-      LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $fn$
+      LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
     DECLARE
       owner_name text;
       ws uuid;
@@ -55,10 +60,21 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       b bigint;
       n bigint;
     BEGIN
-      IF current_setting('wds.row_capture', true) = 'off' THEN
+      IF pg_catalog.current_setting('wds.row_capture', true) = 'off' THEN
         RETURN NULL;
       END IF;
-      SELECT r.rolname INTO owner_name FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE c.oid = TG_RELID;
+      -- Only as one of the three capture triggers, with their transition tables: then wds_new_rows and wds_old_rows
+      -- below are those (transition tables are found before any relation), never something the session created.
+      IF TG_LEVEL <> 'STATEMENT' OR TG_WHEN <> 'AFTER' OR NOT EXISTS (
+        SELECT 1 FROM pg_catalog.pg_trigger t
+         WHERE t.tgrelid = TG_RELID AND t.tgname = TG_NAME
+           AND ((TG_NAME = 'wds_capture_insert' AND TG_OP = 'INSERT' AND t.tgnewtable = 'wds_new_rows' AND t.tgoldtable IS NULL)
+             OR (TG_NAME = 'wds_capture_update' AND TG_OP = 'UPDATE' AND t.tgnewtable = 'wds_new_rows' AND t.tgoldtable = 'wds_old_rows')
+             OR (TG_NAME = 'wds_capture_delete' AND TG_OP = 'DELETE' AND t.tgoldtable = 'wds_old_rows' AND t.tgnewtable IS NULL))
+      ) THEN
+        RETURN NULL;
+      END IF;
+      SELECT r.rolname INTO owner_name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid = c.relowner WHERE c.oid = TG_RELID;
       IF owner_name IS NULL OR owner_name !~ '^wds_ws_[0-9a-f]{32}$' THEN
         RETURN NULL;
       END IF;
@@ -104,6 +120,32 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END
     $fn$;
     REVOKE ALL ON FUNCTION user_data.wds_capture_rows() FROM PUBLIC;
+
+    -- The function runs with the rights of a role that can do nothing else: write the outbox, read the triggers.
+    -- (Roles are shared by the cluster's databases: created once, whoever comes first.)
+    DO $$
+    BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'wds_row_capture') THEN
+        CREATE ROLE wds_row_capture NOLOGIN NOINHERIT;
+      END IF;
+    EXCEPTION WHEN OTHERS THEN
+      RAISE WARNING 'role wds_row_capture not created: %', SQLERRM;
+    END
+    $$;
+    DO $$
+    BEGIN
+      IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = CURRENT_USER) THEN
+        EXECUTE 'GRANT wds_row_capture TO ' || quote_ident(CURRENT_USER);
+      END IF;
+      GRANT USAGE ON SCHEMA platform TO wds_row_capture;
+      GRANT INSERT ON platform.row_changes TO wds_row_capture;
+      GRANT USAGE ON SEQUENCE platform.row_changes_id_seq, platform.row_change_batches TO wds_row_capture;
+      GRANT SELECT (workspace_id, table_name, event, paused) ON platform.workflow_triggers TO wds_row_capture;
+      ALTER FUNCTION user_data.wds_capture_rows() OWNER TO wds_row_capture;
+    EXCEPTION WHEN OTHERS THEN
+      RAISE WARNING 'row capture keeps the service role as its owner: %', SQLERRM;
+    END
+    $$;
     -- Workspace roles create the triggers of their new tables (in the CREATE TABLE's transaction); a trigger
     -- function cannot be called any other way.
     GRANT EXECUTE ON FUNCTION user_data.wds_capture_rows() TO PUBLIC;
@@ -132,7 +174,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     DROP FUNCTION user_data.wds_capture_rows() CASCADE;
+    DO $$
+    BEGIN
+      IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'wds_row_capture') THEN
+        REVOKE ALL ON SCHEMA platform FROM wds_row_capture;
+        REVOKE ALL ON platform.workflow_triggers FROM wds_row_capture;
+      END IF;
+    END
+    $$;
     DROP INDEX platform.workflow_triggers_table_idx;
+    ALTER TABLE platform.workflow_events DROP COLUMN owner_id;
     DROP TABLE platform.row_changes;
     DROP SEQUENCE platform.row_change_batches;
   `.execute(db);
