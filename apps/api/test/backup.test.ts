@@ -310,6 +310,13 @@ describe('pnpm cli backup / restore', () => {
       });
       expect(d.status, await d.clone().text()).toBe(200);
       expect(Buffer.from(await d.arrayBuffer()).equals(fileBytes)).toBe(true);
+      // Row capture works there, its function owned by its own role again (not the restoring service).
+      const fn = await h.services.pool.query("SELECT proowner::regrole::text AS owner FROM pg_proc WHERE oid = 'user_data.wds_capture_rows()'::regprocedure");
+      expect(fn.rows[0].owner).toBe('wds_row_capture');
+      const w = await sqlAs(api, world.ada.token, "INSERT INTO tickets (owner_id, title) VALUES ('" + world.ada.id + "', 'captured')");
+      expect(w.status, JSON.stringify(w.body)).toBe(200);
+      const captured = await h.services.pool.query("SELECT row->>'title' AS title FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'tickets'", [world.ws]);
+      expect(captured.rows.map((r) => r.title)).toContain('captured');
     } finally {
       await h.close();
     }

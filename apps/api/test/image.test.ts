@@ -125,7 +125,8 @@ describe('the container image', () => {
     expect(b.stderr).toContain('using the running embedded PostgreSQL');
     const manifest = await inside(`console.log(require('node:fs').readFileSync('/data/backup-smoke/manifest.json', 'utf8'))`);
     expect(manifest).toMatchObject({ format: 'wds-backup', format_version: 1, blobs: { count: 0 } });
-    expect(manifest.database.roles).toHaveLength(1);
+    // The workspace's role, and the one row capture's trigger function runs as (migration 0016).
+    expect(manifest.database.roles.map((r: { name: string }) => r.name.replace(/^wds_ws_[0-9a-f]{32}$/, 'wds_ws_…')).sort()).toEqual(['wds_row_capture', 'wds_ws_…']);
     expect(manifest.files.map((f: { name: string }) => f.name).sort()).toEqual(['admin-token', 'secrets-key']);
   }, 60_000);
 });
