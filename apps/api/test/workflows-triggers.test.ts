@@ -267,6 +267,70 @@ describe('row event triggers', () => {
     expect((await as('GET', `/api/v1/workflows/${wf}/runs/${events[0].run_id}`)).body.input.row.title).toBe('mine');
   });
 
+  it("what a row run made of its rows is its owner's too; whoever changes the workflow's steps takes its row triggers over", async () => {
+    const boss = await h.user('boss');
+    const theirs = await h.workspace(boss.token, 'Outputs');
+    const as = (method: string, path: string, body?: unknown, token = boss.token) => call(method, path, body, token, theirs.id);
+    await h.sqlOk(boss.token, theirs.id, 'CREATE TABLE salaries (owner_id uuid, who text)');
+    const g = await h.group(boss.token, theirs.id, { name: 'own', user_ids: [boss.id] });
+    await h.policy(boss.token, theirs.id, { policy_group_id: g, table_name: 'salaries', operation: 'select', condition: { owner_id: '$user_id' } });
+    await h.policy(boss.token, theirs.id, { policy_group_id: g, table_name: 'salaries', operation: 'insert' });
+    // A workspace admin who may select none of the table, and may change workflows.
+    const peer = await h.user('peer');
+    await h.addMember(boss.token, theirs.id, peer.email, 'admin');
+    const stfOf = async (code: string) => (await as('POST', '/api/v1/stfs', { name: `s${Math.random()}`, version: '1', runtime: 'javascript', code: b64(code) })).body.version.id;
+    const echo = (await as('POST', '/api/v1/workflows', { name: 'echo', stf_steps: [{ stf_version_id: await stfOf('return $input.row;'), input_mappings: [] }] })).body.id;
+    const leak = (await as('POST', '/api/v1/workflows', { name: 'leak', stf_steps: [{ stf_version_id: await stfOf('throw new Error("salary of " + $input.row.who);'), input_mappings: [] }] })).body.id;
+    const te = (await as('POST', triggers(echo), { event: 'row_inserted', table_name: 'salaries' })).body;
+    const tl = (await as('POST', triggers(leak), { event: 'row_inserted', table_name: 'salaries' })).body;
+    await h.sqlOk(boss.token, theirs.id, `INSERT INTO salaries (owner_id, who) VALUES ('${boss.id}', 'Ada Lovelace')`);
+    const settleAs = async (wf: string, id: string, done: (e: any[]) => boolean) => {
+      let events: any[] = [];
+      await eventually(async () => {
+        await dispatch();
+        events = (await as('GET', `${triggers(wf)}/${id}/events`)).body;
+        return done(events);
+      }, 20_000);
+      return events;
+    };
+    const [ok] = await settleAs(echo, te.id, (e) => e.length === 1 && e[0].status === 'succeeded');
+    const [bad] = await settleAs(leak, tl.id, (e) => e.length === 1 && e[0].status === 'dead');
+    // The owner sees it all.
+    expect((await as('GET', `/api/v1/workflows/${echo}/runs/${ok.run_id}`)).body.output).toMatchObject({ who: 'Ada Lovelace' });
+    expect(JSON.stringify((await as('GET', `/api/v1/workflows/${leak}/runs`)).body)).toContain('Ada Lovelace');
+    expect(JSON.stringify(bad.last_error)).toContain('Ada Lovelace');
+    // Another member: no output, and errors that say where and what kind, not their words — run, run list, events.
+    const seenOk = (await as('GET', `/api/v1/workflows/${echo}/runs/${ok.run_id}`, undefined, peer.token)).body;
+    expect(seenOk).toMatchObject({ status: 'succeeded', output: null, input: { row: null, redacted: true } });
+    const seen = [
+      (await as('GET', `/api/v1/workflows/${leak}/runs/${bad.run_id}`, undefined, peer.token)).body,
+      (await as('GET', `/api/v1/workflows/${leak}/runs`, undefined, peer.token)).body,
+      (await as('GET', `/api/v1/workflows/${echo}/runs`, undefined, peer.token)).body,
+      (await as('GET', `${triggers(leak)}/${tl.id}/events`, undefined, peer.token)).body,
+      (await as('GET', `${triggers(echo)}/${te.id}/events`, undefined, peer.token)).body,
+    ];
+    expect(JSON.stringify(seen)).not.toContain('Ada');
+    expect(seen[0]).toMatchObject({ status: 'failed', output: null, error: { kind: expect.any(String), message: expect.stringMatching(/^redacted/) } });
+    expect(seen[3][0].last_error).toMatchObject({ message: expect.stringMatching(/^redacted/) });
+
+    // The peer changes the echo workflow's steps: its row trigger is theirs from then on, so the boss's rows no longer
+    // flow into steps the peer wrote — an event recorded for the boss dies, new rows are chosen by the peer's policy.
+    await h.sqlOk(boss.token, theirs.id, `INSERT INTO salaries (owner_id, who) VALUES ('${boss.id}', 'Grace Hopper')`);
+    await dispatchRowChanges(h.services); // the event is written for the boss, pending
+    const patched = await as('PATCH', `/api/v1/workflows/${echo}`, { stf_steps: [{ stf_version_id: await stfOf('return $input;'), input_mappings: [] }] }, peer.token);
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const handed = (await as('GET', `${triggers(echo)}/${te.id}`)).body;
+    expect(handed.created_by).toBe(peer.id);
+    // A rename of the workflow alone changes no hands.
+    await as('PATCH', `/api/v1/workflows/${leak}`, { name: 'leak, renamed' }, peer.token);
+    expect((await as('GET', `${triggers(leak)}/${tl.id}`)).body.created_by).toBe(boss.id);
+    const events = await settleAs(echo, te.id, (e) => e.length === 2 && e.every((x: any) => x.status !== 'pending' && x.status !== 'running'));
+    expect(events[0]).toMatchObject({ status: 'dead', run_id: null, last_error: { kind: 'owner_changed' } });
+    await h.sqlOk(boss.token, theirs.id, `INSERT INTO salaries (owner_id, who) VALUES ('${boss.id}', 'Katherine Johnson')`);
+    await dispatchRowChanges(h.services);
+    expect((await as('GET', `${triggers(echo)}/${te.id}/events`)).body.length).toBe(2);
+  });
+
   it("an event whose trigger changed hands is dead, never run as the new owner; a bulk statement's loop-guarded rows are one dead event", async () => {
     const editor = await h.user('editor');
     await h.addMember(owner.token, ws.id, editor.email, 'admin');
@@ -352,6 +416,27 @@ describe('row event triggers', () => {
     const events = (await call('GET', `${triggers(wf)}/${onFlaky.id}/events?status=dead`)).body;
     expect(events).toEqual([expect.objectContaining({ event: expect.objectContaining({ type: 'row_inserted', table_name: 'flaky', row: null }), last_error: { kind: 'policy_check', message: expect.not.stringContaining('still away') } })]);
     expect((await flakyChange()).rows.every((r) => r.needs_dispatch === false)).toBe(true);
+  });
+
+  it("a trigger whose owner's policy fails over the rows gets a dead event at once; the table's other triggers go on", async () => {
+    const other = await h.user('other');
+    await h.addMember(owner.token, ws.id, other.email, 'admin');
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE counts (v int)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['counts']);
+    // A condition PostgreSQL cannot evaluate over an int column ('abc' is no integer): every read of theirs fails.
+    const g = await h.group(owner.token, ws.id, { name: 'broken', user_ids: [other.id] });
+    await h.policy(owner.token, ws.id, { policy_group_id: g, table_name: 'counts', operation: 'select', condition: { v: { $gt: 'abc' } } });
+    const wf = await workflowOf('return $input.row.v;');
+    const mine = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'counts' })).body;
+    const theirs = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'counts' }, other.token)).body;
+    expect(theirs.created_by).toBe(other.id);
+    await h.sqlOk(owner.token, ws.id, 'INSERT INTO counts (v) VALUES (7)');
+    await dispatchRowChanges(h.services);
+    expect((await call('GET', `${triggers(wf)}/${mine.id}/events`)).body.map((e: any) => [e.status, e.event.row.v])).toEqual([['pending', 7]]);
+    const dead = (await call('GET', `${triggers(wf)}/${theirs.id}/events`, undefined, other.token)).body;
+    expect(dead).toEqual([expect.objectContaining({ status: 'dead', event: expect.objectContaining({ row: null }), last_error: expect.objectContaining({ kind: 'policy_check' }) })]);
+    const left = await h.services.pool.query("SELECT count(*)::int AS n FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'counts' AND needs_dispatch", [ws.id]);
+    expect(left.rows[0].n).toBe(0);
   });
 
   it('pruneRowChanges removes old changes no trigger waits for, and keeps the rest', async () => {

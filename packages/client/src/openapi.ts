@@ -1232,8 +1232,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a workflow (workflow editors); step lists given replace the saved ones
-         * @description Change a workflow (workflow editors); step lists given replace the saved ones
+         * Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its row triggers (their pending events die as owner_changed)
+         * @description Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its row triggers (their pending events die as owner_changed)
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
@@ -1270,8 +1270,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them
-         * @description Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them
+         * Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them. A row trigger's run shows its errors' messages only to the user it ran as
+         * @description Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them. A row trigger's run shows its errors' messages only to the user it ran as
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
@@ -1292,8 +1292,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One run of a workflow, with its input, output, error and per-step records
-         * @description One run of a workflow, with its input, output, error and per-step records
+         * One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages
+         * @description One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */

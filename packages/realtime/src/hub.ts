@@ -1,16 +1,24 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ChannelListener } from '@wds/cache';
 import { type SqlCaller, type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import type pg from 'pg';
 import type { ServerMessage } from './messages.js';
 
-/** The channel row capture notifies (migration 0016_row_changes): payload `<workspace id>:<batch>`. */
+/**
+ * The channel row capture notifies (migrations 0016_row_changes, 0017_row_capture_hardening): payload
+ * `<workspace id>:<batch>:<mac>`, the MAC keyed with platform.row_capture_key (batchMac). Any session may NOTIFY on
+ * any channel: a payload without the right MAC is not the capture's and is ignored.
+ */
 export const ROW_CHANGES_CHANNEL = 'wds_row_changes';
 
 /** Close codes a subscriber may be ended with (RFC 6455 §7.4; 4xxx are the application's). */
 export const CLOSE = {
   /** The server is shutting down. */
   goingAway: 1001,
-  /** The feed was interrupted (the database connection was lost): events may have been missed; reconnect and read again. */
+  /**
+   * Events may have been missed (the database connection was lost, a batch was pruned before it was read, a delivery
+   * or this subscriber's policy check failed): reconnect and read again.
+   */
   interrupted: 1012,
   /** Messages piled up beyond the connection's buffer (REALTIME_MAX_BUFFER_BYTES), or the workspace's backlog overflowed. */
   tooSlow: 1013,
@@ -34,7 +42,7 @@ export interface RealtimeSubscriber {
 export interface RealtimeHubOptions {
   /** Where to LISTEN (the service's database); without it nothing is delivered. */
   databaseUrl: string | undefined;
-  /** The service pool: reads the captured rows. */
+  /** The service pool: reads the notifications' key (at start) and the captured rows. */
   db: pg.Pool;
   /** Applies each recipient's select policy to the captured rows. */
   sql: Pick<WorkspaceSql, 'visibleRows'>;
@@ -61,8 +69,44 @@ interface CapturedRow {
 /** Image bytes one chunk of a batch reads at most (one longer row is read alone). */
 const CHUNK_BYTES = 8 * 1024 * 1024;
 
-/** Chunks a workspace delivers before it yields its slot to the next waiting one. */
+/**
+ * Work a workspace does before it yields its slot to the next waiting one: policy checks (visibleRows queries, one
+ * per recipient user and run of one operation; a chunk nobody had to check counts as one). Counting chunks alone
+ * would let a chunk of alternating operations, or many users, hold the slot for thousands of queries.
+ */
 const TURN = 20;
+
+/** Batches remembered per workspace (queued or delivered): a genuine notification replayed is not delivered again. */
+const RECENT_BATCHES = 10_000;
+
+/** Why a subscriber is closed with CLOSE.interrupted. */
+const MISSED = {
+  policy: 'could not check a change against your policies; reconnect and read again',
+  allowed: 'could not check your access to this workspace; reconnect and read again',
+  delivery: 'changes could not be delivered; reconnect and read again',
+  pruned: 'changes were missed; reconnect and read again',
+} as const;
+
+/** What is left of a workspace's turn (see TURN). */
+interface Turn {
+  left: number;
+}
+
+/**
+ * The MAC row capture appends to a notification: the first 32 hex digits of SHA-256 over
+ * `<key>:<workspace id>:<batch>` (UTF-8), as the capture function computes it in PostgreSQL.
+ */
+export function batchMac(key: string, workspaceId: string, batch: string): string {
+  return createHash('sha256').update(`${key}:${workspaceId}:${batch}`, 'utf8').digest('hex').slice(0, 32);
+}
+
+/** The workspace and batch of a notification, if it is well formed and signed with `key`; null otherwise. */
+function verified(key: string, payload: string): { workspaceId: string; batch: string } | null {
+  const [workspaceId, batch, mac, ...rest] = payload.split(':');
+  if (rest.length > 0 || !workspaceId || !batch || !mac || !/^\d{1,19}$/.test(batch) || !/^[0-9a-f]{32}$/.test(mac)) return null;
+  // Constant time: how much of a guess matched must not show in how long it takes to be refused.
+  return timingSafeEqual(Buffer.from(mac), Buffer.from(batchMac(key, workspaceId, batch))) ? { workspaceId, batch } : null;
+}
 
 const callerOf = (workspaceId: string, userId: string): SqlCaller => ({
   workspaceId,
@@ -91,6 +135,10 @@ export class RealtimeHub {
   private readonly waiting: string[] = [];
   private active = 0;
   private readonly concurrency: number;
+  /** platform.row_capture_key, read at start: without it no notification can be trusted, and nothing is delivered. */
+  private key: string | undefined;
+  /** Per workspace with subscribers: the batches queued lately, oldest first (at most RECENT_BATCHES). */
+  private readonly recent = new Map<string, Set<string>>();
 
   constructor(private readonly opts: RealtimeHubOptions) {
     this.maxPending = opts.maxPendingBatches ?? 10_000;
@@ -110,7 +158,7 @@ export class RealtimeHub {
 
   /** Whether events are flowing (new subscribers are refused while not). */
   get healthy(): boolean {
-    return this.listener.healthy;
+    return this.listener.healthy && this.key !== undefined;
   }
 
   get size(): number {
@@ -119,8 +167,17 @@ export class RealtimeHub {
     return n;
   }
 
-  start(): Promise<void> {
-    return this.listener.start();
+  /** Reads the notifications' key, then listens (so no notification arrives before it can be checked). */
+  async start(): Promise<void> {
+    try {
+      const { rows } = await this.opts.db.query<{ key: string }>('SELECT key FROM platform.row_capture_key');
+      if (rows.length !== 1 || !rows[0]?.key) throw new Error(`platform.row_capture_key holds ${rows.length} keys, not one`);
+      this.key = rows[0].key;
+    } catch (err) {
+      // Unhealthy rather than down: the service runs, and realtime refuses subscribers (503) instead of sending nothing.
+      this.opts.log?.('realtime disabled: the row capture key (platform.row_capture_key) could not be read', err);
+    }
+    await this.listener.start();
   }
 
   async stop(): Promise<void> {
@@ -133,12 +190,26 @@ export class RealtimeHub {
     const set = this.subscribers.get(sub.workspaceId) ?? new Set<RealtimeSubscriber>();
     this.subscribers.set(sub.workspaceId, set);
     set.add(sub);
-    return () => {
-      const s = this.subscribers.get(sub.workspaceId);
-      if (!s) return;
-      s.delete(sub);
-      if (s.size === 0) this.subscribers.delete(sub.workspaceId);
-    };
+    return () => this.remove(sub);
+  }
+
+  private remove(sub: RealtimeSubscriber): void {
+    const s = this.subscribers.get(sub.workspaceId);
+    if (!s?.delete(sub) || s.size > 0) return;
+    this.subscribers.delete(sub.workspaceId);
+    // Nobody left to deliver to (a replay then reaches nobody who had the batch); memory follows the subscriptions.
+    this.recent.delete(sub.workspaceId);
+  }
+
+  /** Ends a subscription from the hub's side (whether or not its `close` removes it too). */
+  private end(sub: RealtimeSubscriber, code: number, reason: string): void {
+    this.remove(sub);
+    sub.close(code, reason);
+  }
+
+  /** Ends every subscription of a workspace. */
+  private endAll(workspaceId: string, code: number, reason: string): void {
+    for (const s of [...(this.subscribers.get(workspaceId) ?? [])]) this.end(s, code, reason);
   }
 
   /** Resolves once every batch notified so far has been delivered (tests, shutdown). */
@@ -148,20 +219,20 @@ export class RealtimeHub {
   }
 
   private closeAll(code: number, reason: string): void {
-    for (const set of this.subscribers.values()) for (const s of [...set]) s.close(code, reason);
+    for (const workspaceId of [...this.subscribers.keys()]) this.endAll(workspaceId, code, reason);
   }
 
   private notified(payload: string): void {
-    const at = payload.indexOf(':');
-    const workspaceId = payload.slice(0, at);
-    const batch = payload.slice(at + 1);
-    if (at < 0 || !/^\d+$/.test(batch) || !this.subscribers.has(workspaceId)) return;
+    // A forged notification (another workspace's batch, a flood to overflow the backlog) is not signed: ignored.
+    const n = this.key === undefined ? null : verified(this.key, payload);
+    if (!n || !this.subscribers.has(n.workspaceId) || !this.firstTime(n.workspaceId, n.batch)) return;
+    const { workspaceId, batch } = n;
     const queue = this.pending.get(workspaceId);
     if (queue) {
       if (queue.length >= this.maxPending) {
         // This process cannot keep up with the workspace: its subscribers read again rather than miss events silently.
         this.pending.set(workspaceId, []);
-        for (const s of [...(this.subscribers.get(workspaceId) ?? [])]) s.close(CLOSE.tooSlow, 'too many changes to follow; reconnect and read again');
+        this.endAll(workspaceId, CLOSE.tooSlow, 'too many changes to follow; reconnect and read again');
         return;
       }
       queue.push({ batch, after: '0' });
@@ -170,6 +241,19 @@ export class RealtimeHub {
     this.pending.set(workspaceId, [{ batch, after: '0' }]);
     this.waiting.push(workspaceId);
     this.next();
+  }
+
+  /**
+   * Whether a workspace's batch is new to this hub, remembering it: a genuine notification replayed (any session may
+   * LISTEN, and NOTIFY what it heard) is delivered once.
+   */
+  private firstTime(workspaceId: string, batch: string): boolean {
+    const seen = this.recent.get(workspaceId) ?? new Set<string>();
+    this.recent.set(workspaceId, seen);
+    if (seen.has(batch)) return false;
+    seen.add(batch);
+    if (seen.size > RECENT_BATCHES) seen.delete(seen.values().next().value as string);
+    return true;
   }
 
   /** Starts delivering for waiting workspaces while there are free slots. */
@@ -186,23 +270,24 @@ export class RealtimeHub {
 
   /**
    * Delivers a workspace's batches one at a time, in the order they were notified, holding one delivery slot for at
-   * most TURN chunks: a busy workspace (or one statement of a million rows) then waits behind the others, and goes on
-   * where it stopped, so none starves another's realtime.
+   * most a TURN of work: a busy workspace (one statement of a million rows, many subscribed users) then waits behind
+   * the others, and goes on where it stopped, so none starves another's realtime.
    */
   private async drain(workspaceId: string): Promise<void> {
-    let chunks = 0;
-    while (chunks < TURN) {
+    const turn: Turn = { left: TURN };
+    while (turn.left > 0) {
       const next = this.pending.get(workspaceId)?.[0];
       if (next === undefined) break;
       try {
-        const r = await this.deliver(workspaceId, next.batch, next.after, TURN - chunks);
-        chunks += r.chunks;
-        if (r.after === null) this.pending.get(workspaceId)?.shift();
-        else next.after = r.after;
+        const after = await this.deliver(workspaceId, next.batch, next.after, turn);
+        if (after === null) this.pending.get(workspaceId)?.shift();
+        else next.after = after;
       } catch (err) {
+        // The rest of the batch is lost (the outbox could not be read, say): its subscribers must not go on unaware.
         this.opts.log?.('realtime delivery failed', err);
         this.pending.get(workspaceId)?.shift();
-        chunks++;
+        this.endAll(workspaceId, CLOSE.interrupted, MISSED.delivery);
+        turn.left--;
       }
     }
     if ((this.pending.get(workspaceId)?.length ?? 0) > 0) {
@@ -216,11 +301,14 @@ export class RealtimeHub {
     }
   }
 
-  /** Up to `budget` chunks of a batch from row `after` on; where it stopped (null: the batch is done). */
-  private async deliver(workspaceId: string, batch: string, after: string, budget: number): Promise<{ chunks: number; after: string | null }> {
-    for (let chunks = 0; chunks < budget; ) {
+  /**
+   * A batch from row `after` on, while the turn lasts (at least one run of an operation); where it stopped (null: the
+   * batch is done).
+   */
+  private async deliver(workspaceId: string, batch: string, after: string, turn: Turn): Promise<string | null> {
+    while (turn.left > 0) {
       const recipients = this.subscribers.get(workspaceId);
-      if (!recipients || recipients.size === 0) return { chunks, after: null };
+      if (!recipients || recipients.size === 0) return null;
       // A chunk is at most `chunk` rows and CHUNK_BYTES of images (at least one row): memory stays bounded whatever
       // the statement wrote.
       const { rows } = await this.opts.db.query<CapturedRow & { running: string }>(
@@ -234,28 +322,46 @@ export class RealtimeHub {
           ORDER BY c.id`,
         [batch, workspaceId, after, this.chunk, CHUNK_BYTES],
       );
-      if (rows.length === 0) return { chunks, after: null };
-      chunks++;
-      after = String((rows[rows.length - 1] as CapturedRow).id);
-      // One operation at a time (a statement's soft deletes come with its updates).
+      if (rows.length === 0) {
+        // A notified batch has rows: none at all means they were pruned (ROW_CHANGE_RETENTION_MS) before this process
+        // got to them, and its subscribers missed them.
+        if (after === '0') this.endAll(workspaceId, CLOSE.interrupted, MISSED.pruned);
+        return null;
+      }
+      const left = turn.left;
+      // One operation at a time (a statement's soft deletes come with its updates); the turn may end between two.
       for (let i = 0; i < rows.length; ) {
         let j = i + 1;
         while (j < rows.length && rows[j]?.op === rows[i]?.op) j++;
-        await this.fanOut(workspaceId, rows.slice(i, j), [...recipients]);
+        await this.fanOut(workspaceId, rows.slice(i, j), [...recipients], turn);
+        after = String((rows[j - 1] as CapturedRow).id);
         i = j;
+        if (turn.left <= 0 && i < rows.length) return after;
       }
+      if (turn.left === left) turn.left--;
     }
-    return { chunks: budget, after };
+    return after;
   }
 
-  /** One chunk of a batch (one table, one operation) to every subscriber of its table, each by their own policy. */
-  private async fanOut(workspaceId: string, rows: CapturedRow[], recipients: RealtimeSubscriber[]): Promise<void> {
+  /**
+   * One chunk of a batch (one table, one operation) to every subscriber of its table, each by their own policy. What
+   * fails for one subscriber (their access or their policy could not be checked) ends their subscriptions only.
+   */
+  private async fanOut(workspaceId: string, rows: CapturedRow[], recipients: RealtimeSubscriber[], turn: Turn): Promise<void> {
     const table = (rows[0] as CapturedRow).table_name;
     const byUser = new Map<string, RealtimeSubscriber[]>();
     for (const s of recipients) {
       if (s.tables && !s.tables.has(table)) continue;
-      if (!(await s.allowed())) {
-        s.close(CLOSE.revoked, 'no longer allowed to follow this workspace');
+      let allowed: boolean;
+      try {
+        allowed = await s.allowed();
+      } catch (err) {
+        this.opts.log?.('realtime access check failed', err);
+        this.end(s, CLOSE.interrupted, MISSED.allowed);
+        continue;
+      }
+      if (!allowed) {
+        this.end(s, CLOSE.revoked, 'no longer allowed to follow this workspace');
         continue;
       }
       const list = byUser.get(s.userId);
@@ -263,7 +369,15 @@ export class RealtimeHub {
       else byUser.set(s.userId, [s]);
     }
     for (const [userId, subs] of byUser) {
-      const messages = await this.messagesFor(callerOf(workspaceId, userId), table, rows);
+      let messages: ServerMessage[];
+      try {
+        messages = await this.messagesFor(callerOf(workspaceId, userId), table, rows, turn);
+      } catch (err) {
+        // Their policy does not evaluate on these rows (a cast error, say): they cannot know what they missed.
+        this.opts.log?.('realtime policy check failed', err);
+        for (const s of subs) this.end(s, CLOSE.interrupted, MISSED.policy);
+        continue;
+      }
       for (const m of messages) {
         let text: string;
         try {
@@ -278,11 +392,12 @@ export class RealtimeHub {
   }
 
   /** What one user may learn of a chunk: the rows they can select, in the batch's order. */
-  private async messagesFor(caller: SqlCaller, table: string, rows: CapturedRow[]): Promise<ServerMessage[]> {
+  private async messagesFor(caller: SqlCaller, table: string, rows: CapturedRow[], turn: Turn): Promise<ServerMessage[]> {
     const out: { index: number; message: ServerMessage }[] = [];
     const op = (rows[0] as CapturedRow).op;
     if (op === 'insert' || op === 'update') {
       const withRow = rows.map((r, i) => ({ i, image: r.row })).filter((x): x is { i: number; image: string } => x.image !== null);
+      turn.left--;
       const seen = await this.opts.sql.visibleRows(caller, table, withRow.map((x) => x.image));
       const shown = new Set<number>();
       for (const v of seen) {
@@ -299,6 +414,7 @@ export class RealtimeHub {
     }
     const withOld = rows.map((r, i) => ({ i, image: r.old })).filter((x): x is { i: number; image: string } => x.image !== null);
     if (withOld.length > 0) {
+      turn.left--;
       const seen = await this.opts.sql.visibleRows(caller, table, withOld.map((x) => x.image));
       for (const v of seen) out.push({ index: (withOld[v.index] as { i: number }).i, message: { type: 'RowDeleted', data: { table_name: table, id: v.row.id ?? null } } });
     }

@@ -42,6 +42,27 @@ const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
 /** Upgrades authenticating at once, and how long one may take. */
 const MAX_PENDING_UPGRADES = 256;
 const UPGRADE_TIMEOUT_MS = 10_000;
+/** The longest delay setTimeout takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Calls `expired` when `expiresAt` comes (never for null), in steps of at most MAX_TIMER_MS: a credential valid for
+ * months lives that long. Returns what cancels it.
+ */
+export function onExpiry(expiresAt: Date | null, expired: () => void): () => void {
+  if (!expiresAt) return () => {};
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const left = expiresAt.getTime() - Date.now();
+    if (left <= 0) return expired();
+    timer = setTimeout(arm, Math.min(left, MAX_TIMER_MS));
+    timer.unref();
+  };
+  // Asynchronously, even when already expired: the caller finishes setting up first.
+  timer = setTimeout(arm, 0);
+  timer.unref();
+  return () => clearTimeout(timer);
+}
 
 /**
  * An upgrade request that is not a WebSocket for `/ws` (an h2c upgrade of any route): with an `upgrade` listener Node
@@ -92,7 +113,20 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
 
   // Upgrades being authenticated: bounded in number and in time, so unanswered handshakes cannot pile up.
   let pendingUpgrades = 0;
+  // Connections open or being opened, in all and per user: a slot is taken when the caps are checked (simultaneous
+  // handshakes cannot all pass them), and given back when the connection ends or never opens.
+  let slots = 0;
   const perUser = new Map<string, number>();
+  const take = (userId: string) => {
+    slots++;
+    perUser.set(userId, (perUser.get(userId) ?? 0) + 1);
+  };
+  const giveBack = (userId: string) => {
+    slots--;
+    const n = (perUser.get(userId) ?? 1) - 1;
+    if (n > 0) perUser.set(userId, n);
+    else perUser.delete(userId);
+  };
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -123,7 +157,8 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
     };
     (async () => {
       if (!opts.hub.healthy) throw new ServiceError('SERVICE_UNAVAILABLE', 'Realtime is not available right now', 'try again shortly');
-      if (wss.clients.size >= opts.maxConnections) throw new ServiceError('SERVICE_UNAVAILABLE', 'Too many realtime connections', 'try again later');
+      const full = () => slots >= opts.maxConnections;
+      if (full()) throw new ServiceError('SERVICE_UNAVAILABLE', 'Too many realtime connections', 'try again later');
       let tables: string[] | null;
       try {
         tables = parseTablesParam(url.searchParams.get('tables'));
@@ -131,17 +166,33 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
         throw new ServiceError('VALIDATION_ERROR', 'Invalid tables parameter', (err as Error).message);
       }
       const identity = await opts.authenticate(req, url);
+      // Again: others may have taken the last slots while this one authenticated.
+      if (full()) throw new ServiceError('SERVICE_UNAVAILABLE', 'Too many realtime connections', 'try again later');
       if ((perUser.get(identity.userId) ?? 0) >= opts.maxConnectionsPerUser) {
         throw new ServiceError('TOO_MANY_REQUESTS', 'Too many realtime connections for this user', `at most ${opts.maxConnectionsPerUser} at once`);
       }
+      take(identity.userId);
       return { identity, tables };
     })().then(
       ({ identity, tables }) => {
-        if (!done()) return;
+        // The slot is the connection's once it opens; until then a failed handshake (timed out, a socket gone, one
+        // ws refuses without calling back) gives it back.
+        let held = true;
+        const release = () => {
+          if (held) giveBack(identity.userId);
+          held = false;
+        };
+        if (!done()) return release();
+        socket.once('close', release);
         try {
-          wss.handleUpgrade(req, socket, head, (ws) => open(ws, identity, tables, req));
+          wss.handleUpgrade(req, socket, head, (ws) => {
+            socket.off('close', release);
+            held = false;
+            open(ws, identity, tables, req);
+          });
         } catch (err) {
           opts.log?.('realtime upgrade failed', err);
+          release();
           socket.destroy();
         }
       },
@@ -154,16 +205,14 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
   function open(ws: WebSocket, identity: I, tables: string[] | null, req: IncomingMessage): void {
     alive.add(ws);
     ws.on('pong', () => alive.add(ws));
-    perUser.set(identity.userId, (perUser.get(identity.userId) ?? 0) + 1);
+    // The user's slot was taken when the upgrade was checked.
     let closed = false;
     const ended = () => {
       if (closed) return false;
       closed = true;
       remove();
-      clearTimeout(expiry);
-      const n = (perUser.get(identity.userId) ?? 1) - 1;
-      if (n > 0) perUser.set(identity.userId, n);
-      else perUser.delete(identity.userId);
+      cancelExpiry();
+      giveBack(identity.userId);
       return true;
     };
     const close = (code: number, reason: string) => {
@@ -190,12 +239,8 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
       close,
     };
     const remove = opts.hub.add(sub);
-    // The credential's end is the connection's, events or not.
-    const expiry = setTimeout(
-      () => close(CLOSE.revoked, 'the credential expired'),
-      identity.expiresAt ? Math.min(Math.max(0, identity.expiresAt.getTime() - Date.now()), 2 ** 31 - 1) : 2 ** 31 - 1,
-    );
-    expiry.unref();
+    // The credential's end is the connection's, events or not (a credential without an end: none).
+    const cancelExpiry = onExpiry(identity.expiresAt, () => close(CLOSE.revoked, 'the credential expired'));
     ws.on('close', () => ended());
     ws.on('error', () => ws.terminate());
     ws.on('message', (data, isBinary) => {

@@ -1,10 +1,11 @@
 import '@wds/testkit';
+import { createHash } from 'node:crypto';
 import { createDb, migrateToLatest, newId } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { WorkspaceSql } from '@wds/workspace-sql';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CLOSE, RealtimeHub, type RealtimeSubscriber, type ServerMessage } from '../src/index.js';
+import { CLOSE, ROW_CHANGES_CHANNEL, RealtimeHub, type RealtimeSubscriber, type ServerMessage, batchMac } from '../src/index.js';
 
 let pool: pg.Pool;
 let url: string;
@@ -13,6 +14,8 @@ let destroy: () => Promise<void>;
 const user = newId();
 const limits = { statementTimeoutMs: 5000, maxRows: 100 };
 const hubs: RealtimeHub[] = [];
+/** What row capture signs its notifications with (migration 0017_row_capture_hardening). */
+let key: string;
 
 beforeAll(async () => {
   url = await createDatabase(inject('pgServerUrl'), { prefix: 'realtime' });
@@ -21,6 +24,7 @@ beforeAll(async () => {
   await db.insertInto('platform.users').values({ id: user, email: `${user}@x.io`, name: 'u' }).execute();
   pool = p;
   sql = new WorkspaceSql(pool, { databaseUrl: url });
+  key = (await pool.query<{ key: string }>('SELECT key FROM platform.row_capture_key')).rows[0]?.key as string;
   destroy = () => db.destroy();
 });
 afterAll(async () => {
@@ -48,25 +52,48 @@ async function workspace(): Promise<string> {
 const insert = (ws: string, v: number) =>
   sql.execute({ workspaceId: ws, ddlGroupId: null, isAdmin: false, subject: { kind: 'user', userId: user } }, `INSERT INTO t (v) VALUES (${v})`, limits);
 
-function subscriber(ws: string): RealtimeSubscriber & { got: ServerMessage[]; closedWith: number | undefined; remove?: () => void } {
+const asUser = (ws: string) => ({ workspaceId: ws, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: user } });
+
+function subscriber(
+  ws: string,
+  opts: { userId?: string; allowed?: () => Promise<boolean> } = {},
+): RealtimeSubscriber & { got: ServerMessage[]; closedWith: number | undefined; reason: string | undefined; remove?: () => void } {
   const s = {
     workspaceId: ws,
-    userId: user,
+    userId: opts.userId ?? user,
     tables: null,
     got: [] as ServerMessage[],
     closedWith: undefined as number | undefined,
+    reason: undefined as string | undefined,
     remove: undefined as (() => void) | undefined,
-    allowed: async () => true,
+    allowed: opts.allowed ?? (async () => true),
     send(text: string) {
       s.got.push(JSON.parse(text) as ServerMessage);
     },
-    close(code: number) {
+    close(code: number, reason: string) {
       s.closedWith = code;
+      s.reason = reason;
       s.remove?.();
     },
   };
   return s;
 }
+
+/** A started hub (stopped after the file). */
+async function startedHub(opts: Partial<ConstructorParameters<typeof RealtimeHub>[0]> = {}): Promise<RealtimeHub> {
+  const hub = new RealtimeHub({ databaseUrl: url, db: pool, sql, ...opts });
+  hubs.push(hub);
+  await hub.start();
+  return hub;
+}
+
+/** A notification on the capture's channel, as any session may send one. */
+const notify = (payload: string) => pool.query('SELECT pg_notify($1, $2)', [ROW_CHANGES_CHANNEL, payload]);
+/** The notification row capture sends for a batch. */
+const signed = (ws: string, batch: string) => `${ws}:${batch}:${batchMac(key, ws, batch)}`;
+const lastBatch = async (ws: string) =>
+  (await pool.query<{ b: string }>('SELECT max(batch)::text AS b FROM platform.row_changes WHERE workspace_id = $1', [ws])).rows[0]?.b as string;
+const values = (got: ServerMessage[]) => got.map((m) => (m as unknown as { data: { row: { v: number } } }).data.row.v);
 
 /** A hub whose policy checks wait for `open()` (the real ones, held back). */
 async function gatedHub(opts: { maxPendingBatches?: number; concurrency?: number; chunkRows?: number } = {}) {
@@ -173,5 +200,153 @@ describe('RealtimeHub', () => {
     again.remove = hub.add(again);
     await insert(ws, 7);
     await expect.poll(() => again.got.length, { timeout: 10_000 }).toBe(1);
+  });
+  it('without the row capture key the hub is not healthy (subscribers are refused) and says why', async () => {
+    const logged: string[] = [];
+    const noKey = { query: () => Promise.reject(new Error('relation "platform.row_capture_key" does not exist')) } as unknown as pg.Pool;
+    const hub = await startedHub({ db: noKey, log: (msg) => logged.push(msg) });
+    expect(hub.healthy).toBe(false);
+    expect(logged.join('\n')).toMatch(/row capture key/);
+  });
+
+  it('a notification without the capture\'s MAC delivers nothing; a genuine one replayed is delivered once', async () => {
+    const hub = await startedHub();
+    const ws = await workspace();
+    const elsewhere = await workspace();
+    await insert(ws, 1);
+    await settle(hub); // nobody subscribed yet: the genuine notification went by
+    const batch = await lastBatch(ws);
+    const mac = batchMac(key, ws, batch);
+    const s = subscriber(ws);
+    s.remove = hub.add(s);
+    const forged = [
+      `${ws}:${batch}`, // the unsigned form
+      `${ws}:${batch}:`,
+      `${ws}:${batch}:${'0'.repeat(32)}`,
+      `${ws}:${batch}:${batchMac('another key', ws, batch)}`,
+      `${ws}:${batch}:${batchMac(key, elsewhere, batch)}`, // another workspace's MAC
+      `${ws}:${batch}:${mac.toUpperCase()}`,
+      `${ws}:${batch}:${mac.slice(0, 31)}`,
+      `${ws}:${batch}:${mac}0`,
+      `${ws}:${batch}:${mac}:x`,
+      `${ws}:0${batch}:${mac}`,
+      `${ws}:${batch}:${createHash('sha256').update(`${key}:${ws}:${batch}`).digest('hex')}`, // the whole digest
+    ];
+    for (const payload of forged) await notify(payload);
+    await settle(hub);
+    expect(s.got).toEqual([]);
+    expect(s.closedWith).toBeUndefined();
+    await notify(signed(ws, batch));
+    await notify(signed(ws, batch));
+    await settle(hub);
+    await notify(signed(ws, batch));
+    await settle(hub);
+    expect(values(s.got)).toEqual([1]);
+  });
+
+  it("one recipient's failing policy check closes only their subscriptions (1012); the others get the batch", async () => {
+    const other = newId();
+    const hub = await startedHub({
+      sql: {
+        // Their policy does not evaluate on the captured row (comparing an int column with 'abc', say).
+        visibleRows: async (caller, table, images) => {
+          if (caller.subject.userId === other) throw new Error('invalid input syntax for type integer: "abc"');
+          return sql.visibleRows(caller, table, images);
+        },
+      },
+    });
+    const ws = await workspace();
+    // Added first: without the isolation, their failure would end the batch's delivery before the others.
+    const broken = subscriber(ws, { userId: other });
+    broken.remove = hub.add(broken);
+    const unsure = subscriber(ws, {
+      allowed: async () => {
+        throw new Error('the membership cache is unavailable');
+      },
+    });
+    unsure.remove = hub.add(unsure);
+    const fine = subscriber(ws);
+    fine.remove = hub.add(fine);
+    await insert(ws, 5);
+    await settle(hub);
+    expect([broken.closedWith, broken.reason]).toEqual([CLOSE.interrupted, 'could not check a change against your policies; reconnect and read again']);
+    expect(unsure.closedWith).toBe(CLOSE.interrupted);
+    expect(fine.closedWith).toBeUndefined();
+    expect(values(fine.got)).toEqual([5]);
+    await insert(ws, 6);
+    await settle(hub);
+    expect(values(fine.got)).toEqual([5, 6]);
+    expect(broken.got).toEqual([]);
+    expect(unsure.got).toEqual([]);
+  });
+
+  it("a batch whose delivery fails as a whole closes the workspace's subscribers (1012)", async () => {
+    // The outbox cannot be read (the service's connection broke, say); the key can.
+    const failing = {
+      query: (text: string, params?: unknown[]) => (text.includes('FROM platform.row_changes rc') ? Promise.reject(new Error('connection reset')) : pool.query(text, params)),
+    } as unknown as pg.Pool;
+    const hub = await startedHub({ db: failing, log: () => {} });
+    const ws = await workspace();
+    const s = subscriber(ws);
+    s.remove = hub.add(s);
+    await insert(ws, 1);
+    await settle(hub);
+    expect(s.closedWith).toBe(CLOSE.interrupted);
+    expect(hub.size).toBe(0);
+  });
+
+  it("a batch pruned before it was read closes the workspace's subscribers (1012): they missed it", async () => {
+    const g = await gatedHub({ concurrency: 1 });
+    const busy = await workspace();
+    const late = await workspace();
+    const s1 = subscriber(busy);
+    s1.remove = g.hub.add(s1);
+    const s2 = subscriber(late);
+    s2.remove = g.hub.add(s2);
+    await insert(busy, 1); // holds the only delivery slot
+    await insert(late, 2);
+    await new Promise((r) => setTimeout(r, 150));
+    // The process lagged beyond ROW_CHANGE_RETENTION_MS: the late workspace's batch is gone before it is read.
+    await pool.query('DELETE FROM platform.row_changes WHERE workspace_id = $1', [late]);
+    g.open();
+    await settle(g.hub);
+    expect(values(s1.got)).toEqual([1]);
+    expect(s2.got).toEqual([]);
+    expect([s2.closedWith, s2.reason]).toEqual([CLOSE.interrupted, 'changes were missed; reconnect and read again']);
+  });
+
+  it('a turn counts policy checks: a batch of alternating operations yields its slot after 20 of them', async () => {
+    const g = await gatedHub({ concurrency: 1 });
+    const busy = await workspace();
+    const other = await workspace();
+    await sql.execute(asUser(busy), 'INSERT INTO t (v) SELECT g FROM generate_series(1, 40) g', limits);
+    await new Promise((r) => setTimeout(r, 150)); // nobody subscribed: it goes by
+    const { rows: images } = await pool.query<{ row: string }>('SELECT row::text AS row FROM platform.row_changes WHERE workspace_id = $1 ORDER BY id', [busy]);
+    // One statement's updates and soft deletes, alternating: one run of an operation (one policy check) per row.
+    const batch = (await pool.query<{ b: string }>("SELECT nextval('platform.row_change_batches')::text AS b")).rows[0]?.b as string;
+    for (const [i, { row }] of images.entries()) {
+      await pool.query("INSERT INTO platform.row_changes (batch, workspace_id, table_name, op, row, old) VALUES ($1, $2, 't', $3, $4::jsonb, $5::jsonb)", [
+        batch,
+        busy,
+        i % 2 === 0 ? 'update' : 'delete',
+        i % 2 === 0 ? row : null,
+        row,
+      ]);
+    }
+    const s1 = subscriber(busy);
+    s1.remove = g.hub.add(s1);
+    const s2 = subscriber(other);
+    s2.remove = g.hub.add(s2);
+    await notify(signed(busy, batch));
+    await insert(other, 1000);
+    await new Promise((r) => setTimeout(r, 150));
+    g.open();
+    await settle(g.hub);
+    expect(s1.got.map((m) => m.type)).toEqual(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 'RowUpdated' : 'RowDeleted')));
+    expect(s1.got.filter((m) => m.type === 'RowUpdated').map((m) => (m as unknown as { data: { row: { v: number } } }).data.row.v)).toEqual(
+      Array.from({ length: 20 }, (_, i) => 2 * i + 1),
+    );
+    expect(values(s2.got)).toEqual([1000]);
+    expect(g.order.indexOf(other)).toBe(20);
   });
 });

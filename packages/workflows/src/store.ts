@@ -1,8 +1,8 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
-import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger } from '@wds/db';
+import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger, type WorkflowTriggerEvent } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
-import type { ExecutionResult, RunError, StepRecord } from './engine.js';
+import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
 import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
@@ -107,8 +107,40 @@ export function patchedDefinition(current: WorkflowView, patch: UpdateWorkflow):
   };
 }
 
-export async function updateWorkflow(db: Db, workspaceId: string, id: string, patch: UpdateWorkflow, definition: WorkflowDefinition): Promise<WorkflowView> {
-  await getWorkflow(db, workspaceId, id);
+/** The row events: their `$input` is rows its owner's select policy chose. */
+export const ROW_EVENTS: readonly WorkflowTriggerEvent[] = ['row_inserted', 'row_updated', 'row_deleted'];
+
+/**
+ * Saves a changed workflow. When its steps change (`definition` differs from the saved one), whoever changed them
+ * takes over the workflow's row triggers: rows chosen by one member's select policy never flow into steps another
+ * member wrote since. Their events not yet run die as `owner_changed` (the dispatcher), like a trigger changed by
+ * another editor. Run in the request's transaction.
+ */
+export async function updateWorkflow(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  patch: UpdateWorkflow,
+  definition: WorkflowDefinition,
+  changedBy: string,
+): Promise<WorkflowView> {
+  const current = await getWorkflow(db, workspaceId, id);
+  const before: WorkflowDefinition = {
+    input_schema: current.input_schema,
+    input_steps: current.input_steps,
+    stf_steps: current.stf_steps,
+    effect_steps: current.effect_steps,
+  };
+  if (JSON.stringify(before) !== JSON.stringify(definition)) {
+    await db
+      .updateTable('platform.workflow_triggers')
+      .set({ created_by: changedBy, updated_at: new Date() })
+      .where('workflow_id', '=', id)
+      .where('workspace_id', '=', workspaceId)
+      .where('event', 'in', ROW_EVENTS)
+      .where('created_by', '<>', changedBy)
+      .execute();
+  }
   const row = await db
     .updateTable('platform.workflows')
     .set({
@@ -132,38 +164,68 @@ export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string
 
 // --- runs ---------------------------------------------------------------------------------------------------
 
-const toRunSummary = (r: WorkflowRunRow): WorkflowRunSummaryView => ({
-  id: r.id,
-  workflow_id: r.workflow_id,
-  status: r.status,
-  trigger: r.trigger,
-  trigger_id: r.trigger_id,
-  executed_by: r.executed_by,
-  queued_at: r.queued_at ? r.queued_at.toISOString() : null,
-  cancel_requested_at: r.cancel_requested_at ? r.cancel_requested_at.toISOString() : null,
-  // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps).
-  error: (r.error ?? null) as RunError | null,
-  steps: (r.steps ?? []) as StepRecord[],
-  started_at: r.started_at.toISOString(),
-  finished_at: r.finished_at ? r.finished_at.toISOString() : null,
-  duration_ms: r.duration_ms,
-});
+const isRowEvent = (event: unknown): event is Record<string, unknown> & { type: string } =>
+  event !== null && typeof event === 'object' && !Array.isArray(event) && typeof (event as { type?: unknown }).type === 'string' && (event as { type: string }).type.startsWith('row_');
+
 /**
- * A row event (a row trigger's `$input`, or the event as listed) as a reader other than its owner sees it: without the
- * rows, which the owner's select policy chose (`redacted: true`). Anything else, or the owner, sees it as it is.
+ * Whether `readerId` may not be shown a row event (a row trigger's `$input`, or the event as listed) or what was made
+ * of it: its rows were chosen by its owner's select policy, so only the owner sees them — and the run's output, or an
+ * error message that quotes them. Undefined `readerId`: the service itself.
  */
+export function rowsHidden(event: unknown, ownerId: string | null, readerId: string | undefined): boolean {
+  return readerId !== undefined && readerId !== ownerId && isRowEvent(event);
+}
+
+/** A row event as a reader other than its owner sees it: without the rows (`redacted: true`). Anything else as it is. */
 export function rowEventFor(event: unknown, ownerId: string | null, readerId: string | undefined): unknown {
-  if (readerId === undefined || readerId === ownerId || event === null || typeof event !== 'object' || Array.isArray(event)) return event;
+  if (!rowsHidden(event, ownerId, readerId)) return event;
   const e = event as Record<string, unknown>;
-  if (typeof e.type !== 'string' || !e.type.startsWith('row_')) return event;
   return { ...e, row: null, ...('old' in e ? { old: null } : {}), redacted: true };
 }
 
-/** A run with its input and output; the input of a row trigger's run only whole for the user it ran as. */
+/** What a reader other than a row run's owner is told of an error: where and what kind, not its words. */
+const REDACTED_MESSAGE = 'redacted: this run worked on rows only the user it ran as may read';
+export function redactedError<E extends StepError>(e: E | null | undefined): E | null {
+  if (!e || typeof e !== 'object') return null;
+  const { details: _details, ...rest } = e;
+  return { ...rest, message: REDACTED_MESSAGE } as E;
+}
+const redactedStep = (s: StepRecord): StepRecord => (s.error ? { ...s, error: redactedError(s.error) as StepError } : s);
+
+/** Whether a run is a row trigger's, read by someone other than the user it ran as (see rowsHidden). */
+const rowsHiddenFrom = (r: WorkflowRunRow, readerId: string | undefined): boolean => r.trigger === 'event' && rowsHidden(r.input, r.executed_by, readerId);
+
+/** A run without its input and output; a row trigger's run, for anyone but its owner, without its errors' words. */
+const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryView => {
+  // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps).
+  const error = (r.error ?? null) as RunError | null;
+  const steps = (r.steps ?? []) as StepRecord[];
+  const hidden = rowsHiddenFrom(r, readerId);
+  return {
+    id: r.id,
+    workflow_id: r.workflow_id,
+    status: r.status,
+    trigger: r.trigger,
+    trigger_id: r.trigger_id,
+    executed_by: r.executed_by,
+    queued_at: r.queued_at ? r.queued_at.toISOString() : null,
+    cancel_requested_at: r.cancel_requested_at ? r.cancel_requested_at.toISOString() : null,
+    error: hidden ? redactedError(error) : error,
+    steps: hidden ? steps.map(redactedStep) : steps,
+    started_at: r.started_at.toISOString(),
+    finished_at: r.finished_at ? r.finished_at.toISOString() : null,
+    duration_ms: r.duration_ms,
+  };
+};
+
+/**
+ * A run with its input and output. A row trigger's run is whole only for the user it ran as: anyone else gets its
+ * input without the rows (rowEventFor), no output, and its errors without their messages.
+ */
 const toRunView = (r: WorkflowRunRow, readerId?: string): WorkflowRunView => ({
-  ...toRunSummary(r),
+  ...toRunSummary(r, readerId),
   input: r.trigger === 'event' ? rowEventFor(r.input ?? null, r.executed_by, readerId) : (r.input ?? null),
-  output: r.output ?? null,
+  output: rowsHiddenFrom(r, readerId) ? null : (r.output ?? null),
 });
 
 /** A new run's id (runs are ordered by it). */
@@ -250,6 +312,8 @@ export async function listRuns(
     trigger?: WorkflowRunTrigger | undefined;
     trigger_id?: string | undefined;
   },
+  /** Who reads them: a row trigger's runs are whole only for the user they ran as (toRunSummary). */
+  readerId?: string,
 ): Promise<WorkflowRunSummaryView[]> {
   await getWorkflow(db, workspaceId, workflowId);
   let q = db.selectFrom('platform.workflow_runs').selectAll().where('workflow_id', '=', workflowId).where('workspace_id', '=', workspaceId);
@@ -261,7 +325,7 @@ export async function listRuns(
     .limit(page.limit)
     .offset(page.offset)
     .execute();
-  return rows.map(toRunSummary);
+  return rows.map((r) => toRunSummary(r, readerId));
 }
 
 export async function getRun(db: Db, workspaceId: string, workflowId: string, runId: string, readerId?: string): Promise<WorkflowRunView> {

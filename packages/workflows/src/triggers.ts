@@ -14,13 +14,14 @@
  * events, one per trigger and row its owner may select (dispatchRowChanges).
  */
 import { type Db, isUuid, newId, sql, type WorkflowEventRow, type WorkflowTriggerEvent, type WorkflowTriggerRow } from '@wds/db';
-import { conflict, notFound, validationError } from '@wds/errors';
+import { conflict, notFound, ServiceError, validationError } from '@wds/errors';
 import { isLogicalName } from '@wds/sql-rewriter';
 import { type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
-import { countQueuedRuns, getWorkflow, queueRun, rowEventFor } from './store.js';
+import { countQueuedRuns, getWorkflow, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
+import type { RunError } from './engine.js';
 
 export interface TriggerConfig {
   /** Attempts of an event before it is dead (the first included). */
@@ -35,7 +36,6 @@ export interface TriggerConfig {
 /** The events a trigger can be created for; the row events are of one table (`table_name`). */
 const EVENTS = ['file_uploaded', 'document_changed', 'row_inserted', 'row_updated', 'row_deleted'] as const;
 type RowEvent = Extract<WorkflowTriggerEvent, 'row_inserted' | 'row_updated' | 'row_deleted'>;
-const ROW_EVENTS: readonly WorkflowTriggerEvent[] = ['row_inserted', 'row_updated', 'row_deleted'];
 const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255));
 
 export const CreateTriggerSchema = v.strictObject({
@@ -90,8 +90,14 @@ const toView = (r: WorkflowTriggerRow): WorkflowTriggerView => ({
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
-/** An event as `readerId` sees it: a row event's rows only for its owner (rowEventFor). */
-const toEventView = (r: WorkflowEventRow, ownerId: string, readerId: string | undefined): WorkflowEventView => ({
+/** A run's error (it names its step), as a settled event keeps it; the dispatcher's own errors name none. */
+const isRunError = (e: unknown): e is RunError =>
+  e !== null && typeof e === 'object' && typeof (e as { step?: unknown }).step === 'string' && typeof (e as { kind?: unknown }).kind === 'string';
+
+/** An event as `readerId` sees it: a row event's rows, and its run's error words, only for its owner (rowsHidden). */
+const toEventView = (r: WorkflowEventRow, ownerId: string, readerId: string | undefined): WorkflowEventView => {
+  const hidden = rowsHidden(r.event, r.owner_id ?? ownerId, readerId);
+  return {
   id: r.id,
   trigger_id: r.trigger_id,
   workflow_id: r.workflow_id,
@@ -101,10 +107,12 @@ const toEventView = (r: WorkflowEventRow, ownerId: string, readerId: string | un
   attempts: r.attempts,
   next_attempt_at: r.next_attempt_at.toISOString(),
   run_id: r.run_id,
-  last_error: r.last_error ?? null,
+  // The service's own words (loop guard, owner changed, policy check) stay; a run's error may quote the rows.
+  last_error: hidden && isRunError(r.last_error) ? redactedError(r.last_error) : (r.last_error ?? null),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
-});
+  };
+};
 
 const triggers = automationRows('platform.workflow_triggers', 'Trigger');
 
@@ -426,10 +434,14 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
         .where('w.deleted_at', 'is', null)
         .orderBy('t.id')
         .execute();
-      // Every owner's view is read before anything is written: a group is dispatched whole or not at all.
+      // Every owner's view is read before anything is written: a group is dispatched whole or not at all — except
+      // that a trigger whose owner's policy fails over these rows (a condition that cannot be evaluated over them, a
+      // column dropped since) gets its dead event, and the other triggers go on.
       const writes: { trigger: (typeof triggers)[number]; events: string[] }[] = [];
+      const failed: (typeof triggers)[number][] = [];
       try {
         for (const t of triggers) {
+          try {
           const caller = { workspaceId, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: t.created_by } };
           const visible = await visibleOf(deps.sql, caller, first.table_name, group.map((c) => (c.op === 'delete' ? c.old : c.row)));
           if (visible.length === 0) continue;
@@ -451,6 +463,14 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
             });
           });
           writes.push({ trigger: t, events });
+          } catch (err) {
+            if (isTransient(err)) throw err;
+            deps.logger.warn(
+              { workspace_id: workspaceId, trigger_id: t.id, table: first.table_name, op: first.op, batch: first.batch, err: (err as Error).message },
+              "row changes not dispatched to a trigger: its owner's select policy could not be evaluated over them",
+            );
+            failed.push(t);
+          }
         }
       } catch (err) {
         const ids = group.map((c) => c.id);
@@ -462,14 +482,7 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
         if (first.created_at.getTime() < Date.now() - ROW_DISPATCH_GIVE_UP_MS) {
           // Still failing an hour on (the table's columns changed under the captured row, say): each trigger gets a
           // dead event saying so — visible, replayable — without the row, which nobody could check its owner may see.
-          for (const t of triggers) {
-            const event = JSON.stringify({ type, workspace_id: workspaceId, occurred_at: first.created_at.toISOString(), table_name: first.table_name, row: null });
-            const error = JSON.stringify({ kind: 'policy_check', message: "the owner's select policy could not be evaluated over the captured rows for an hour" });
-            await tx
-              .insertInto('platform.workflow_events')
-              .values({ id: newId(), trigger_id: t.id, workspace_id: t.workspace_id, workflow_id: t.workflow_id, event, status: 'dead', owner_id: t.created_by, last_error: error })
-              .execute();
-          }
+          for (const t of triggers) await deadPolicyEvent(tx, t, type, first, 'for an hour');
           done.push(...ids);
         } else {
           // Not before a while, and the rest go on meanwhile: a failing group never holds up the others.
@@ -478,6 +491,7 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
         continue;
       }
       for (const w of writes) await writeEvents(tx, deps.config, w.trigger, w.events, w.trigger.created_by);
+      for (const t of failed) await deadPolicyEvent(tx, t, type, first, 'over these rows');
       for (const c of group) done.push(c.id);
     }
     for (let i = 0; i < done.length; i += 1000) {
@@ -485,6 +499,33 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
     }
     return done.length;
   });
+}
+
+/** A failure that may pass (the database away, its pool full, a timeout): the whole group is tried again later. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (code === 'SERVICE_UNAVAILABLE' || code === 'TOO_MANY_REQUESTS') return true;
+  return !(err instanceof ServiceError) || /statement timeout/.test(err.message);
+}
+
+/**
+ * A trigger's dead event for a group of changes its owner's select policy could not be checked over: visible and
+ * replayable, without the rows (nobody could check its owner may see them), with a fixed text (the database's words
+ * may quote a value of the row; the log has them).
+ */
+async function deadPolicyEvent(
+  tx: Db,
+  t: { id: string; workspace_id: string; workflow_id: string; created_by: string },
+  type: WorkflowTriggerEvent,
+  first: CapturedChange,
+  when: string,
+): Promise<void> {
+  const event = JSON.stringify({ type, workspace_id: t.workspace_id, occurred_at: first.created_at.toISOString(), table_name: first.table_name, row: null });
+  const error = JSON.stringify({ kind: 'policy_check', message: `the owner's select policy could not be evaluated over the captured rows ${when}` });
+  await tx
+    .insertInto('platform.workflow_events')
+    .values({ id: newId(), trigger_id: t.id, workspace_id: t.workspace_id, workflow_id: t.workflow_id, event, status: 'dead', owner_id: t.created_by, last_error: error })
+    .execute();
 }
 
 /** Removes captured row changes older than `retentionMs` that no trigger waits for, up to 10000 per statement. */

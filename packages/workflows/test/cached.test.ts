@@ -67,7 +67,7 @@ describe('the cached workflow', () => {
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const w = await createWorkflow(db, A, { name: 'w', input_steps: [], stf_steps: [], effect_steps: [] }, null);
     expect((await cachedWorkflow(db, cache, A, w.id)).name).toBe('w');
-    await updateWorkflow(other, A, w.id, { name: 'renamed' }, { input_schema: null, input_steps: [], stf_steps: [], effect_steps: [] });
+    await updateWorkflow(other, A, w.id, { name: 'renamed' }, { input_schema: null, input_steps: [], stf_steps: [], effect_steps: [] }, newId());
     bus.invalidate(`ws:${A}`);
     expect((await cachedWorkflow(db, cache, A, w.id)).name).toBe('renamed');
     await expect(cachedWorkflow(db, cache, B, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });

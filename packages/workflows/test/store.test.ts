@@ -175,7 +175,7 @@ describe('workflows and runs', () => {
     await expect(getWorkflow(db, B, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
     const patch = { allow_anonymous_execute: true, input_schema: { type: 'object' } };
-    const updated = await updateWorkflow(db, A, w.id, patch, patchedDefinition(w, patch));
+    const updated = await updateWorkflow(db, A, w.id, patch, patchedDefinition(w, patch), newId());
     expect(updated).toMatchObject({ name: 'orders', allow_anonymous_execute: true, input_schema: { type: 'object' } });
 
     const first = newRunId();

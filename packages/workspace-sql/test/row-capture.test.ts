@@ -1,4 +1,5 @@
 import '@wds/testkit';
+import { createHash } from 'node:crypto';
 import { createDb, migrateToLatest, newId } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import pg from 'pg';
@@ -92,7 +93,10 @@ describe('row capture', () => {
       ]);
       expect(c[0]?.row).toMatchObject({ id: expect.any(String), created_at: expect.any(String), deleted_at: null });
       await expect.poll(() => batches.length).toBe(3);
-      expect(new Set(batches)).toEqual(new Set(c.map((x) => `${A}:${x.batch}`)));
+      // Signed with the capture key (migration 0017), which realtime checks: `<workspace>:<batch>:<mac>`.
+      const key = (await pool.query<{ key: string }>('SELECT key FROM platform.row_capture_key')).rows[0]?.key;
+      const mac = (batch: string) => createHash('sha256').update(`${key}:${A}:${batch}`).digest('hex').slice(0, 32);
+      expect(new Set(batches)).toEqual(new Set(c.map((x) => `${A}:${x.batch}:${mac(x.batch)}`)));
     } finally {
       await listener.end();
     }
@@ -168,6 +172,49 @@ describe('row capture', () => {
     } finally {
       await client.end();
     }
+  });
+
+  it("a raw session's own cast to json never runs with the function's rights; the capture key is not the session's to read", async () => {
+    const client = await new WorkspaceConnector(pool, { databaseUrl: url, budget: { maxRowBytes: 1 << 20, maxResponseBytes: 1 << 22 } }).connect(A);
+    const physical = `user_data.ws_${A.replace(/-/g, '_')}_casted`;
+    const forged = `'{"id":"00000000-0000-4000-8000-00000000000f","v":"forged"}'`;
+    try {
+      await table(A, 'casted', 'v text');
+      // No language is the workspace role's (migration 0008): it cannot write a function at all. Should that wall
+      // ever fall, the capture function must still not run the session's code with its rights.
+      await expect(client.query('CREATE FUNCTION user_data.f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$')).rejects.toMatchObject({ code: '42501' });
+      const role = (await client.query<{ r: string }>('SELECT current_user AS r')).rows[0]?.r as string;
+      await pool.query(`GRANT USAGE ON LANGUAGE plpgsql TO ${role}`);
+      await client.query('BEGIN READ WRITE');
+      // The type, the function and the cast are the session's own (the rewriter allows none of them): the function
+      // would write B's outbox if it ran as the capture role.
+      await client.query("CREATE TYPE user_data.wds_evil AS ENUM ('x')");
+      await client.query(`CREATE FUNCTION user_data.wds_evil_json(user_data.wds_evil) RETURNS jsonb LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO platform.row_changes (batch, workspace_id, table_name, op, row) VALUES (1, '${B}', 'casted', 'insert', ${forged});
+          RETURN '"x"'::jsonb;
+        END $$`);
+      await client.query('CREATE CAST (user_data.wds_evil AS jsonb) WITH FUNCTION user_data.wds_evil_json(user_data.wds_evil)');
+      await pool.query(`REVOKE USAGE ON LANGUAGE plpgsql FROM ${role}`);
+      await client.query(`ALTER TABLE ${physical} ADD COLUMN e user_data.wds_evil DEFAULT 'x'`);
+      await client.query('COMMIT');
+      await expect(client.query(`INSERT INTO ${physical} (v) VALUES ('a')`)).rejects.toMatchObject({ code: '42804' });
+      // A domain and an array over the type are refused alike.
+      await client.query(`ALTER TABLE ${physical} DROP COLUMN e`);
+      await client.query('CREATE DOMAIN user_data.wds_evil_d AS user_data.wds_evil');
+      await client.query(`ALTER TABLE ${physical} ADD COLUMN e user_data.wds_evil_d[] DEFAULT ARRAY['x']::user_data.wds_evil_d[]`);
+      await expect(client.query(`INSERT INTO ${physical} (v) VALUES ('b')`)).rejects.toMatchObject({ code: '42804' });
+      const { rows } = await pool.query("SELECT count(*)::int AS n FROM platform.row_changes WHERE workspace_id = $1", [B]);
+      expect(rows[0].n).toBe(0);
+      await expect(client.query('SELECT key FROM platform.row_capture_key')).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query(`ALTER TABLE ${physical} DROP COLUMN IF EXISTS e`).catch(() => undefined);
+      await client.end();
+    }
+    // The same workspace's other tables are captured as before.
+    await sql.execute(admin(A), "INSERT INTO casted (v) VALUES ('fine')", limits);
+    expect((await changes(A, 'casted')).map((c) => c.row?.v)).toEqual(['fine']);
   });
 
   it('the capture function runs as a role that can only write the outbox', async () => {

@@ -68,7 +68,7 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId',
     operation: 'update_workflow',
     response: Workflow,
-    summary: 'Change a workflow (workflow editors); step lists given replace the saved ones',
+    summary: "Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its row triggers (their pending events die as owner_changed)",
     body: UpdateWorkflowSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
@@ -76,7 +76,7 @@ export const workflowRoutes = [
       const current = await getWorkflow(ctx.db, ctx.access.workspace.id, id);
       const definition = patchedDefinition(current, ctx.body);
       await checkDefinition(ctx.db, ctx.access.workspace.id, definition);
-      const w = await updateWorkflow(ctx.db, ctx.access.workspace.id, id, ctx.body, definition);
+      const w = await updateWorkflow(ctx.db, ctx.access.workspace.id, id, ctx.body, definition, ctx.principal.user.id);
       ctx.audit({ resourceId: id, details: { changed: Object.keys(ctx.body) } });
       return w;
     },
@@ -166,15 +166,15 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId/runs',
     operation: 'list_workflow_runs',
     response: v.array(WorkflowRunSummary),
-    summary: 'Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them',
+    summary: "Runs of a workflow, newest first (status, trigger, per-step records, timings; without input and output); `status`, `trigger` and `trigger_id` filter them. A row trigger's run shows its errors' messages only to the user it ran as",
     query: v.object({
       ...pageEntries,
       status: v.optional(v.picklist(['queued', 'running', 'succeeded', 'failed', 'cancelled'], 'must be queued, running, succeeded, failed or cancelled')),
       trigger: v.optional(v.picklist(['request', 'async', 'schedule', 'webhook', 'event'], 'must be request, async, schedule, webhook or event')),
       trigger_id: v.optional(Uuid),
     }),
-    handler: async ({ db, access, params, query }) =>
-      listRuns(db, access.workspace.id, params.workflowId ?? '', query),
+    handler: async ({ db, access, params, query, principal }) =>
+      listRuns(db, access.workspace.id, params.workflowId ?? '', query, principal.user.id),
   }),
   defineRoute({
     ...common,
@@ -182,7 +182,7 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId/runs/:runId',
     operation: 'get_workflow_run',
     response: WorkflowRun,
-    summary: 'One run of a workflow, with its input, output, error and per-step records',
+    summary: "One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages",
     handler: async ({ db, access, params, principal }) =>
       getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '', principal.user.id),
   }),
