@@ -98,19 +98,19 @@ const isRunError = (e: unknown): e is RunError =>
 const toEventView = (r: WorkflowEventRow, ownerId: string, readerId: string | undefined): WorkflowEventView => {
   const hidden = rowsHidden(r.event, r.owner_id ?? ownerId, readerId);
   return {
-  id: r.id,
-  trigger_id: r.trigger_id,
-  workflow_id: r.workflow_id,
-  // Written by writeEvents: always an object.
-  event: rowEventFor(r.event, r.owner_id ?? ownerId, readerId) as Record<string, unknown>,
-  status: r.status,
-  attempts: r.attempts,
-  next_attempt_at: r.next_attempt_at.toISOString(),
-  run_id: r.run_id,
-  // The service's own words (loop guard, owner changed, policy check) stay; a run's error may quote the rows.
-  last_error: hidden && isRunError(r.last_error) ? redactedError(r.last_error) : (r.last_error ?? null),
-  created_at: r.created_at.toISOString(),
-  updated_at: r.updated_at.toISOString(),
+    id: r.id,
+    trigger_id: r.trigger_id,
+    workflow_id: r.workflow_id,
+    // Written by writeEvents: always an object.
+    event: rowEventFor(r.event, r.owner_id ?? ownerId, readerId) as Record<string, unknown>,
+    status: r.status,
+    attempts: r.attempts,
+    next_attempt_at: r.next_attempt_at.toISOString(),
+    run_id: r.run_id,
+    // The service's own words (loop guard, owner changed, policy check) stay; a run's error may quote the rows.
+    last_error: hidden && isRunError(r.last_error) ? redactedError(r.last_error) : (r.last_error ?? null),
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
   };
 };
 
@@ -442,27 +442,8 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
       try {
         for (const t of triggers) {
           try {
-          const caller = { workspaceId, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: t.created_by } };
-          const visible = await visibleOf(deps.sql, caller, first.table_name, group.map((c) => (c.op === 'delete' ? c.old : c.row)));
-          if (visible.length === 0) continue;
-          let oldOf = new Map<number, Record<string, unknown>>();
-          if (first.op === 'update') {
-            const seen = await visibleOf(deps.sql, caller, first.table_name, visible.map((r) => group[r.index]?.old ?? null));
-            oldOf = new Map(seen.map((o) => [visible[o.index]?.index ?? -1, o.row]));
-          }
-          const events = visible.map(({ index, row }) => {
-            const c = group[index] ?? first;
-            const old = oldOf.get(index);
-            return JSON.stringify({
-              type,
-              workspace_id: workspaceId,
-              occurred_at: c.created_at.toISOString(),
-              table_name: first.table_name,
-              row: carried(row, c.op === 'delete' ? c.old_truncated : c.row_truncated),
-              ...(first.op === 'update' ? { old: old ? carried(old, c.old_truncated) : null } : {}),
-            });
-          });
-          writes.push({ trigger: t, events });
+            const events = await ownerEvents(deps.sql, workspaceId, t.created_by, type, group);
+            if (events.length > 0) writes.push({ trigger: t, events });
           } catch (err) {
             if (isTransient(err)) throw err;
             deps.logger.warn(
@@ -498,6 +479,40 @@ async function dispatchWorkspaceRowChanges(deps: RowDispatchDeps, workspaceId: s
       await tx.updateTable('platform.row_changes').set({ needs_dispatch: false }).where('id', 'in', done.slice(i, i + 1000)).execute();
     }
     return done.length;
+  });
+}
+
+/**
+ * The events of one group of changes (one statement, table and operation) for a trigger of `ownerId`: one per row
+ * their select policy admits, as they would read it; an update's `old` as they may read it, or null.
+ */
+async function ownerEvents(
+  workspaceSql: RowDispatchDeps['sql'],
+  workspaceId: string,
+  ownerId: string,
+  type: WorkflowTriggerEvent,
+  group: CapturedChange[],
+): Promise<string[]> {
+  const first = group[0] as CapturedChange;
+  const caller = { workspaceId, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: ownerId } };
+  const visible = await visibleOf(workspaceSql, caller, first.table_name, group.map((c) => (c.op === 'delete' ? c.old : c.row)));
+  if (visible.length === 0) return [];
+  let oldOf = new Map<number, Record<string, unknown>>();
+  if (first.op === 'update') {
+    const seen = await visibleOf(workspaceSql, caller, first.table_name, visible.map((r) => group[r.index]?.old ?? null));
+    oldOf = new Map(seen.map((o) => [visible[o.index]?.index ?? -1, o.row]));
+  }
+  return visible.map(({ index, row }) => {
+    const c = group[index] ?? first;
+    const old = oldOf.get(index);
+    return JSON.stringify({
+      type,
+      workspace_id: workspaceId,
+      occurred_at: c.created_at.toISOString(),
+      table_name: first.table_name,
+      row: carried(row, c.op === 'delete' ? c.old_truncated : c.row_truncated),
+      ...(first.op === 'update' ? { old: old ? carried(old, c.old_truncated) : null } : {}),
+    });
   });
 }
 

@@ -131,6 +131,13 @@ describe('row capture', () => {
     await sql.execute(admin(A), 'UPDATE odd SET v = v + 1', limits);
     const updates = (await changes(A, 'odd')).filter((c) => c.op === 'update');
     expect(updates.map((c) => c.row?.v).sort()).toEqual([2, 3]);
+    // Two rows with one id: neither new row is paired with an old image (it could be the other row's).
+    expect(updates.map((c) => c.old)).toEqual([null, null]);
+    // An id of one row only is paired, whatever its type.
+    await sql.execute(admin(A), `UPDATE odd SET id = '{"k":2}' WHERE v = 3`, limits);
+    await sql.execute(admin(A), 'UPDATE odd SET v = v * 10', limits);
+    const last = (await changes(A, 'odd')).filter((c) => c.op === 'update').slice(-2);
+    expect(last.map((c) => [c.row?.v, c.old?.v ?? null]).sort()).toEqual([[20, 2], [30, 3]]);
     await sql.execute(admin(A), 'ALTER TABLE odd DROP COLUMN id', limits);
     await expect(sql.execute(admin(A), 'UPDATE odd SET v = 0', limits)).resolves.toMatchObject({ affected_rows: 2 });
   });

@@ -15,6 +15,7 @@ import { type Kysely, sql } from 'kysely';
  *   function a superuser owns (extensions') are trusted.
  * - **Its owner** is `wds_row_capture` on servers where the service is no superuser too (0016 left the service's
  *   own rights there).
+ * - **Updates pair** a new row with its old image only by an `id` no other row of the statement shares.
  * - **Capture time.** `created_at` is the capture's clock time, not its transaction's start: a transaction open for
  *   longer than the retention no longer commits rows that are pruned before realtime reads them.
  */
@@ -107,9 +108,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
               SELECT CASE WHEN jsonb_typeof(n_.r -> 'deleted_at') = 'string' AND jsonb_typeof(o_.r -> 'deleted_at') = 'null'
                           THEN 'delete' ELSE 'update' END AS op,
                      n_.r, o_.r AS o
-                FROM (SELECT to_jsonb(x) AS r FROM wds_new_rows x) n_
-                LEFT JOIN (SELECT DISTINCT ON (to_jsonb(y) -> 'id') to_jsonb(y) AS r FROM wds_old_rows y ORDER BY to_jsonb(y) -> 'id') o_
-                  ON o_.r -> 'id' = n_.r -> 'id'
+                -- Paired by an id that is one row's on both sides only: with a repeated id (a table of the tenant's
+                -- own id column) a new row could be paired with another row's old image, and a reader who may see
+                -- one of them would learn of the other (a RowDeleted next to a RowUpdated). Unpaired, old is null.
+                FROM (SELECT r, count(*) OVER (PARTITION BY r -> 'id') AS k FROM (SELECT to_jsonb(x) AS r FROM wds_new_rows x) x2) n_
+                LEFT JOIN (SELECT r, count(*) OVER (PARTITION BY r -> 'id') AS k FROM (SELECT to_jsonb(y) AS r FROM wds_old_rows y) y2) o_
+                  ON o_.r -> 'id' = n_.r -> 'id' AND n_.k = 1 AND o_.k = 1
             ) x;
       ELSE
         INSERT INTO platform.row_changes (batch, workspace_id, table_name, op, old, needs_dispatch)
