@@ -76,9 +76,9 @@ let api1: Proc;
 let api2: Proc;
 let worker: Proc;
 
-async function startApi(): Promise<Proc> {
+async function startApi(runJobs = false): Promise<Proc> {
   const port = await freePort();
-  const p = start(API_MAIN, { ...env, PORT: String(port), RUN_JOBS: 'false' });
+  const p = start(API_MAIN, { ...env, PORT: String(port), RUN_JOBS: String(runJobs) });
   p.url = `http://127.0.0.1:${port}`;
   await until(
     async () => {
@@ -258,18 +258,19 @@ describe('two API processes and a worker on one database and one S3 store', () =
     expect((await fetch(`${worker.url}/healthz`)).status).toBe(404);
   });
 
-  it('a schedule firing every 2 s with two worker processes asking fires each tick exactly once', async () => {
-    const second = await startWorker();
+  /** A schedule every 2 s, asked by the processes `extra` starts (and the worker), for 7 s: each tick fires once. */
+  async function eachTickOnce(name: string, extra: () => Promise<Proc[]>) {
+    const more = await extra();
     try {
       const stf = await call(api1, 'POST', '/api/v1/stfs', {
         token,
         workspace: ws,
-        body: { name: 'tick', version: '1', runtime: 'javascript', code: Buffer.from('return { ok: true };').toString('base64') },
+        body: { name: `tick-${name}`, version: '1', runtime: 'javascript', code: Buffer.from('return { ok: true };').toString('base64') },
       });
       const wf = await call(api1, 'POST', '/api/v1/workflows', {
         token,
         workspace: ws,
-        body: { name: 'ticking', stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] },
+        body: { name: `ticking-${name}`, stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] },
       });
       const s = await call(api1, 'POST', `/api/v1/workflows/${wf.body.id}/schedules`, { token, workspace: ws, body: { cron: '*/2 * * * * *' } });
       expect(s.status, JSON.stringify(s.body)).toBe(201);
@@ -286,9 +287,17 @@ describe('two API processes and a worker on one database and one S3 store', () =
       const runs = await call(api2, 'GET', `/api/v1/workflows/${wf.body.id}/runs?limit=100`, { token, workspace: ws });
       expect((runs.body as { trigger_id: string }[]).filter((r) => r.trigger_id === s.body.id).length).toBe(ticks.length);
     } finally {
-      second.child.kill('SIGTERM');
-      await exited(second);
+      for (const p of more) p.child.kill('SIGTERM');
+      await Promise.all(more.map(exited));
     }
+  }
+
+  it('a schedule firing every 2 s with two worker processes asking fires each tick exactly once', async () => {
+    await eachTickOnce('workers', async () => [await startWorker()]);
+  });
+
+  it('a schedule firing every 2 s with two API processes running background work (RUN_JOBS) fires each tick exactly once', async () => {
+    await eachTickOnce('apis', async () => Promise.all([startApi(true), startApi(true)]));
   });
 
   it('a worker killed (-9) mid-run: the next worker fails its run as interrupted, and queued runs go on', async () => {
