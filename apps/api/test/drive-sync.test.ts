@@ -201,6 +201,28 @@ describe('SaaS proxy', () => {
     expect(JSON.stringify(audit.body)).not.toContain('top');
   });
 
+  it("a provider's answer that repeats the credential reaches the member with it redacted: body, headers, error bodies", async () => {
+    const { owner, ws, grant } = await connectedWorkspace();
+    // A provider that echoes the request's Authorization (a debug endpoint, an error quoting the request).
+    fake.route('GET', '/drive/v3/tell', (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-echo': String(req.headers.authorization) });
+      res.end(JSON.stringify({ you_sent: req.headers.authorization, twice: `${req.headers.authorization}|${req.headers.authorization}` }));
+    });
+    fake.route('GET', '/drive/v3/refuse', (req, res) => void res.writeHead(400, { 'content-type': 'text/plain' }).end(`bad request with ${req.headers.authorization}`));
+    const r = await proxy(owner.token, { workspace_id: ws.id, provider: 'drive_workspace', method: 'GET', path: '/drive/v3/tell' });
+    expect(r.status).toBe(200);
+    expect(fake.apiRequests().at(-1)?.headers.authorization).toBe(`Bearer ${grant.accessToken}`);
+    expect(JSON.stringify(r.body)).not.toContain(grant.accessToken);
+    expect(JSON.parse(r.body.body)).toEqual({ you_sent: 'Bearer [redacted]', twice: 'Bearer [redacted]|Bearer [redacted]' });
+    expect(r.body.headers['x-echo']).toBe('Bearer [redacted]');
+    const dl = await h.call('POST', '/api/v1/saas-proxy-download', {
+      token: owner.token,
+      body: { workspace_id: ws.id, provider: 'drive_workspace', method: 'GET', path: '/drive/v3/refuse' },
+    });
+    expect(dl.status).toBe(200);
+    expect(dl.body).toMatchObject({ status: 400, error_body: 'bad request with Bearer [redacted]' });
+  });
+
   it('refuses header overrides and path escapes, and never reaches another host', async () => {
     const { owner, ws } = await connectedWorkspace();
     const trap = await recordingListener('127.0.0.2');

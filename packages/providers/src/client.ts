@@ -42,6 +42,12 @@ export interface ProviderRequest {
   /** 'return' (default): a 3xx comes back untouched. 'follow-https': up to 5 redirects, to https targets only. */
   redirects?: 'return' | 'follow-https';
   signal?: AbortSignal;
+  /**
+   * For answers shown to members (the SaaS proxy): wherever the provider's answer repeats the workspace's token (an
+   * echo, a debug field, an error quoting the request), in its body or headers, it reads `[redacted]`. Not for
+   * stored downloads, whose bytes are a file's.
+   */
+  redactCredential?: boolean;
 }
 
 export interface CappedRequest extends ProviderRequest {
@@ -122,9 +128,11 @@ export class ProviderClient {
 
   /** The whole response, at most maxBytes. */
   async request(req: CappedRequest): Promise<ProviderResponse> {
-    const { res, host } = await this.exchange(req);
+    const { res, host, tokens } = await this.exchange(req);
     const body = await readCapped(res, req.maxBytes, host, req.method.toUpperCase() === 'HEAD');
-    return { status: res.statusCode ?? 0, headers: responseHeaders(res.headers), body };
+    const headers = responseHeaders(res.headers);
+    if (!req.redactCredential) return { status: res.statusCode ?? 0, headers, body };
+    return { status: res.statusCode ?? 0, headers: redactedHeaders(headers, tokens), body: redactedBytes(body, tokens) };
   }
 
   /** The response with its body as a stream (downloads); a declared Content-Length over maxBytes fails at once. */
@@ -160,12 +168,12 @@ export class ProviderClient {
   async downloadToStorage(req: DownloadRequest): Promise<DownloadResult> {
     const problem = checkFilename(req.file.filename);
     if (problem) throw validationError(`filename: ${problem}`);
-    const { res, host } = await this.exchange(req);
+    const { res, host, tokens } = await this.exchange(req);
     const status = res.statusCode ?? 0;
-    const headers = responseHeaders(res.headers);
+    const headers = req.redactCredential ? redactedHeaders(responseHeaders(res.headers), tokens) : responseHeaders(res.headers);
     if (status < 200 || status > 299) {
       const { bytes } = await readPrefix(res, ERROR_BODY_MAX_BYTES).catch(() => ({ bytes: Buffer.alloc(0) }));
-      return { ok: false, status, headers, error_body: bytes.toString('utf8') };
+      return { ok: false, status, headers, error_body: (req.redactCredential ? redactedBytes(bytes, tokens) : bytes).toString('utf8') };
     }
     const declared = Number(res.headers['content-length']);
     if (Number.isFinite(declared) && declared > req.maxBytes) {
@@ -200,16 +208,21 @@ export class ProviderClient {
     }
   }
 
-  /** Checks, authenticates, sends; handles a 401 and (when asked) redirects. The body is the caller's to read. */
-  private async exchange(req: ProviderRequest): Promise<{ res: http.IncomingMessage; host: string }> {
+  /**
+   * Checks, authenticates, sends; handles a 401 and (when asked) redirects. The body is the caller's to read;
+   * `tokens` are the credentials it sent (the refreshed one too), for redaction.
+   */
+  private async exchange(req: ProviderRequest): Promise<{ res: http.IncomingMessage; host: string; tokens: string[] }> {
     const config = this.auth.provider(req.provider);
     const prepared = this.prepare(req, config.baseUrl, config.allowedPathPrefixes);
     const replayable = !isSizedStream(prepared.body);
     let token = await this.auth.accessToken(req.workspaceId, req.provider);
+    const tokens = token === undefined ? [] : [token];
     let res = await this.send(prepared, token, req.signal);
     if (res.statusCode === 401) {
       res.destroy();
       token = await this.auth.accessToken(req.workspaceId, req.provider, { rejected: token });
+      if (token !== undefined) tokens.push(token);
       if (!replayable) {
         throw new ServiceError('UPSTREAM_ERROR', `${req.provider} refused the workspace credential; it was refreshed, send the request again`);
       }
@@ -219,8 +232,8 @@ export class ProviderClient {
         throw new ServiceError('UPSTREAM_ERROR', `${req.provider} refused the workspace credential (HTTP 401) after a refresh`, reconnectHint(req.workspaceId, req.provider));
       }
     }
-    if (req.redirects === 'follow-https') return this.follow(res, prepared, token, req.signal);
-    return { res, host: prepared.url.host };
+    if (req.redirects === 'follow-https') return { ...(await this.follow(res, prepared, token, req.signal)), tokens };
+    return { res, host: prepared.url.host, tokens };
   }
 
   private prepare(req: ProviderRequest, baseUrl: string, prefixes: readonly string[]): Prepared {
@@ -281,6 +294,29 @@ export class ProviderClient {
     }
     return { res, host: current.url.host };
   }
+}
+
+const REDACTED = Buffer.from('[redacted]');
+
+/** `bytes` with every occurrence of a token replaced by `[redacted]` (tokens shorter than 8 bytes are no secret). */
+export function redactedBytes(bytes: Buffer, tokens: readonly string[]): Buffer {
+  let out = bytes;
+  for (const token of new Set(tokens)) {
+    const needle = Buffer.from(token);
+    if (needle.length < 8) continue;
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (let at = out.indexOf(needle, from); at >= 0; at = out.indexOf(needle, from)) {
+      parts.push(out.subarray(from, at), REDACTED);
+      from = at + needle.length;
+    }
+    if (parts.length > 0) out = Buffer.concat([...parts, out.subarray(from)]);
+  }
+  return out;
+}
+
+function redactedHeaders(headers: Record<string, string>, tokens: readonly string[]): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, redactedBytes(Buffer.from(v), tokens).toString()]));
 }
 
 function isSizedStream(body: unknown): body is SizedStream {

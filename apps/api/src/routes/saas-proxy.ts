@@ -11,8 +11,9 @@ import { SaasProxyDownload, SaasProxyResult } from '../http/views/index.js';
 
 /**
  * The SaaS proxy (spec §4.18, docs/saas-proxy.md): a member calls a connected provider's API with the workspace's
- * credential, which the service injects and the caller never sees. Authorization, Cookie, Host, Proxy-* and other
- * hop-by-hop headers in the request are refused; the path stays under the provider's base URL.
+ * credential, which the service injects and the caller never sees — not even where the provider's answer repeats it
+ * (redactCredential). Authorization, Cookie, Host, Proxy-* and other hop-by-hop headers in the request are refused;
+ * the path stays under the provider's base URL.
  */
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const;
 const TEXTUAL = /^(text\/|application\/([a-z0-9.+-]*\+)?(json|xml|javascript|x-www-form-urlencoded)|application\/ld\+json)/i;
@@ -79,7 +80,7 @@ export const saasProxyRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       const req = await providerRequest(ctx, ctx.body);
-      const res = await client(ctx.services).request({ ...req, maxBytes: PROXY_MAX_BYTES, redirects: 'return' });
+      const res = await client(ctx.services).request({ ...req, maxBytes: PROXY_MAX_BYTES, redirects: 'return', redactCredential: true });
       ctx.audit({ resourceId: ctx.body.provider, details: auditOf(ctx.body, res.status) });
       const type = res.headers['content-type'] ?? '';
       const textual = res.body.length === 0 || TEXTUAL.test(type);
@@ -119,6 +120,7 @@ export const saasProxyRoutes = [
         ...req,
         maxBytes: DOWNLOAD_MAX_BYTES,
         redirects: 'follow-https',
+        redactCredential: true,
         blobs: services.blobs,
         file: { filename, metadata: b.metadata ?? {}, createdBy: ctx.principal.user.id },
       });
