@@ -44,8 +44,8 @@ export interface RealtimeHubOptions {
   databaseUrl: string | undefined;
   /** The service pool: reads the notifications' key (at start) and the captured rows. */
   db: pg.Pool;
-  /** Applies each recipient's select policy to the captured rows. */
-  sql: Pick<WorkspaceSql, 'visibleRows'>;
+  /** Applies each recipient's select policy to the captured rows (visibleRowsFor: all of a table's at once). */
+  sql: Pick<WorkspaceSql, 'visibleRows'> & Partial<Pick<WorkspaceSql, 'visibleRowsFor'>>;
   log?: (msg: string, err?: unknown) => void;
   /** Notified batches a workspace may have waiting; beyond that its subscribers are closed (CLOSE.tooSlow). */
   maxPendingBatches?: number;
@@ -368,10 +368,22 @@ export class RealtimeHub {
       if (list) list.push(s);
       else byUser.set(s.userId, [s]);
     }
+    // Every subscribed user at once, in one query a run (visibleRowsFor); when that fails (one user's policy cannot be
+    // evaluated over these rows, say), one by one, so that only whose it is misses the change.
+    let together: Map<string, ServerMessage[]> | undefined;
+    const many = this.opts.sql.visibleRowsFor?.bind(this.opts.sql);
+    if (many && byUser.size > 1) {
+      const users = [...byUser.keys()];
+      try {
+        together = await this.messagesOf(users, table, rows, turn, (images) => many(workspaceId, users, table, images));
+      } catch (err) {
+        this.opts.log?.('realtime policy check of all subscribers failed; checking them one by one', err);
+      }
+    }
     for (const [userId, subs] of byUser) {
       let messages: ServerMessage[];
       try {
-        messages = await this.messagesFor(callerOf(workspaceId, userId), table, rows, turn);
+        messages = together?.get(userId) ?? (await this.messagesFor(callerOf(workspaceId, userId), table, rows, turn));
       } catch (err) {
         // Their policy does not evaluate on these rows (a cast error, say): they cannot know what they missed.
         this.opts.log?.('realtime policy check failed', err);
@@ -393,31 +405,55 @@ export class RealtimeHub {
 
   /** What one user may learn of a chunk: the rows they can select, in the batch's order. */
   private async messagesFor(caller: SqlCaller, table: string, rows: CapturedRow[], turn: Turn): Promise<ServerMessage[]> {
-    const out: { index: number; message: ServerMessage }[] = [];
+    const userId = caller.subject.userId as string;
+    const one = async (images: string[]) => new Map([[userId, await this.opts.sql.visibleRows(caller, table, images)]]);
+    return (await this.messagesOf([userId], table, rows, turn, one)).get(userId) ?? [];
+  }
+
+  /**
+   * What each of `userIds` may learn of a chunk, in the batch's order, with `visible` telling which images each may
+   * select (one query for them all, or one per user): inserts and updates they can see as the row; an update whose
+   * new row they cannot see but whose old one they could, and a delete they could see, as a RowDeleted.
+   */
+  private async messagesOf(
+    userIds: string[],
+    table: string,
+    rows: CapturedRow[],
+    turn: Turn,
+    visible: (images: string[]) => Promise<Map<string, { index: number; row: Record<string, unknown> }[]>>,
+  ): Promise<Map<string, ServerMessage[]>> {
+    const out = new Map<string, { index: number; message: ServerMessage }[]>(userIds.map((u) => [u, []]));
+    const shown = new Map<string, Set<number>>(userIds.map((u) => [u, new Set()]));
     const op = (rows[0] as CapturedRow).op;
     if (op === 'insert' || op === 'update') {
       const withRow = rows.map((r, i) => ({ i, image: r.row })).filter((x): x is { i: number; image: string } => x.image !== null);
       turn.left--;
-      const seen = await this.opts.sql.visibleRows(caller, table, withRow.map((x) => x.image));
-      const shown = new Set<number>();
-      for (const v of seen) {
-        const i = (withRow[v.index] as { i: number }).i;
-        shown.add(i);
-        const type = op === 'insert' ? 'RowInserted' : 'RowUpdated';
-        // A row too long to send goes by reference: its id, for the client to read it.
-        const data = rows[i]?.row_truncated ? { table_name: table, row: { id: v.row.id ?? null }, truncated: true as const } : { table_name: table, row: v.row };
-        out.push({ index: i, message: { type, data } });
+      const seen = await visible(withRow.map((x) => x.image));
+      for (const userId of userIds) {
+        for (const v of seen.get(userId) ?? []) {
+          const i = (withRow[v.index] as { i: number }).i;
+          shown.get(userId)?.add(i);
+          const type = op === 'insert' ? 'RowInserted' : 'RowUpdated';
+          // A row too long to send goes by reference: its id, for the client to read it.
+          const data = rows[i]?.row_truncated ? { table_name: table, row: { id: v.row.id ?? null }, truncated: true as const } : { table_name: table, row: v.row };
+          out.get(userId)?.push({ index: i, message: { type, data } });
+        }
       }
-      if (op === 'insert') return out.sort((a, b) => a.index - b.index).map((x) => x.message);
-      // An update whose new row they cannot see, but whose old one they could: the row left their view.
-      rows = rows.map((r, i) => (shown.has(i) ? { ...r, old: null } : r));
     }
-    const withOld = rows.map((r, i) => ({ i, image: r.old })).filter((x): x is { i: number; image: string } => x.image !== null);
+    const withOld = op === 'insert' ? [] : rows.map((r, i) => ({ i, image: r.old })).filter((x): x is { i: number; image: string } => x.image !== null);
     if (withOld.length > 0) {
       turn.left--;
-      const seen = await this.opts.sql.visibleRows(caller, table, withOld.map((x) => x.image));
-      for (const v of seen) out.push({ index: (withOld[v.index] as { i: number }).i, message: { type: 'RowDeleted', data: { table_name: table, id: v.row.id ?? null } } });
+      const seen = await visible(withOld.map((x) => x.image));
+      for (const userId of userIds) {
+        for (const v of seen.get(userId) ?? []) {
+          const i = (withOld[v.index] as { i: number }).i;
+          // An update whose new row they see is a RowUpdated (above); one whose new row they cannot see, but whose old
+          // one they could, left their view.
+          if (shown.get(userId)?.has(i)) continue;
+          out.get(userId)?.push({ index: i, message: { type: 'RowDeleted', data: { table_name: table, id: v.row.id ?? null } } });
+        }
+      }
     }
-    return out.sort((a, b) => a.index - b.index).map((x) => x.message);
+    return new Map([...out].map(([userId, list]) => [userId, list.sort((x, y) => x.index - y.index).map((x) => x.message)]));
   }
 }

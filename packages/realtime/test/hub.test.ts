@@ -280,6 +280,54 @@ describe('RealtimeHub', () => {
     expect(unsure.got).toEqual([]);
   });
 
+  it('all subscribed users are checked in one query a run; when it fails, one by one, and only whose policy fails misses the change', async () => {
+    const calls = { one: 0, many: 0 };
+    const hub = await startedHub({
+      sql: {
+        visibleRows: async (...args) => {
+          calls.one++;
+          return sql.visibleRows(...args);
+        },
+        visibleRowsFor: async (...args) => {
+          calls.many++;
+          return sql.visibleRowsFor(...args);
+        },
+      },
+    });
+    const ws = await workspace();
+    const [above, all, none] = [newId(), newId(), newId()];
+    const policy = async (userId: string, condition: object) => {
+      const group = newId();
+      await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, ws, `g-${userId}`, [userId]]);
+      await pool.query(
+        "INSERT INTO platform.policies (id, workspace_id, policy_group_id, name, mode, table_name, operation, condition) VALUES ($1, $2, $3, 'p', 'allow', 't', 'select', $4)",
+        [newId(), ws, group, JSON.stringify(condition)],
+      );
+    };
+    await policy(above, { v: { $gt: 2 } });
+    await policy(all, {});
+    const subs = [user, above, all, none].map((userId) => {
+      const s = subscriber(ws, { userId });
+      s.remove = hub.add(s);
+      return s;
+    });
+    const [mine, aboveSub, allSub, noneSub] = subs as [ReturnType<typeof subscriber>, ReturnType<typeof subscriber>, ReturnType<typeof subscriber>, ReturnType<typeof subscriber>];
+    await insert(ws, 1);
+    await insert(ws, 5);
+    await settle(hub);
+    expect([values(mine.got), values(aboveSub.got), values(allSub.got), values(noneSub.got)]).toEqual([[1, 5], [5], [1, 5], []]);
+    expect(calls).toEqual({ one: 0, many: 2 });
+    // A member whose policy cannot be evaluated over the rows ('abc' is no integer): the query of all fails, they are
+    // found one by one, and only they miss the change.
+    await policy(none, { v: { $gt: 'abc' } });
+    await insert(ws, 7);
+    await settle(hub);
+    expect([noneSub.closedWith, noneSub.reason]).toEqual([CLOSE.interrupted, 'could not check a change against your policies; reconnect and read again']);
+    expect([values(mine.got), values(aboveSub.got), values(allSub.got)]).toEqual([[1, 5, 7], [5, 7], [1, 5, 7]]);
+    expect(calls.many).toBe(3);
+    expect(calls.one).toBe(4);
+  });
+
   it("a batch whose delivery fails as a whole closes the workspace's subscribers (1012)", async () => {
     // The outbox cannot be read (the service's connection broke, say); the key can.
     const failing = {

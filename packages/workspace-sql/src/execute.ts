@@ -1,7 +1,7 @@
 import { AUDIT_INSERT, auditValuesSql } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
-import { type Subject, decide } from '@wds/policy-engine';
+import { type Filter, type Subject, decide } from '@wds/policy-engine';
 import {
   MAX_SHAPED_SQL_CHARS,
   ROW_CHECK_COLUMN,
@@ -34,7 +34,7 @@ import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
 import { forgetPrepared, runCappedRead } from './capped-read.js';
-import { installRowCapture, visibleRowsStatement } from './row-capture.js';
+import { installRowCapture, visibleRowsForStatement, visibleRowsStatement } from './row-capture.js';
 
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
@@ -505,6 +505,54 @@ export class WorkspaceSql {
         index: Number(values[0]) - 1,
         row: Object.fromEntries(names.map((name, i) => [name, values[i + 1]])),
       }));
+    } catch (err) {
+      broken = isConnectionError(err);
+      throw mapDatabaseError(err, { statementTimeoutMs: this.sessionTimeoutMs, maxRows: images.length });
+    } finally {
+      lease.release(broken);
+    }
+  }
+
+  /**
+   * visibleRows for several users of one workspace in one statement (realtime's subscribers of a table): per user,
+   * the images their select policy admits, as visibleRows answers them. Users whom no policy lets read the table get
+   * none, and are not in the statement. A failure (one user's filter that cannot be evaluated over these rows) fails
+   * the whole call: ask visibleRows per user to tell whose.
+   */
+  async visibleRowsFor(
+    workspaceId: string,
+    userIds: readonly string[],
+    table: string,
+    images: string[],
+  ): Promise<Map<string, { index: number; row: Record<string, unknown> }[]>> {
+    const out = new Map<string, { index: number; row: Record<string, unknown> }[]>(userIds.map((u) => [u, []]));
+    if (images.length === 0 || userIds.length === 0) return out;
+    const caller: SqlCaller = { workspaceId, ddlGroupId: null, isAdmin: false, subject: { kind: 'user', userId: userIds[0] as string } };
+    const ctx = await this.context(caller, [table]);
+    const columns = ctx.catalog.get(table);
+    if (!columns) return out;
+    const readers: { userId: string; filter: Filter | null }[] = [];
+    for (const userId of new Set(userIds)) {
+      const d = decide({ policies: ctx.policies, groups: ctx.groups, subject: { kind: 'user', userId }, table, operation: 'select' });
+      if (d.allowed) readers.push({ userId, filter: d.filter });
+    }
+    if (readers.length === 0) return out;
+    const text = await visibleRowsForStatement(workspaceId, table, readers, columns.has('deleted_at'));
+    const lease = await this.pools.acquire(workspaceId);
+    let broken = false;
+    try {
+      const r = await lease.client.query({ text, values: [`[${images.join(',')}]`], rowMode: 'array', types: userValueTypes });
+      const first = 1 + readers.length;
+      const names = r.fields.slice(first).map((f) => f.name);
+      for (const values of r.rows as unknown[][]) {
+        const index = Number(values[0]) - 1;
+        const row = Object.fromEntries(names.map((name, i) => [name, values[first + i]]));
+        readers.forEach((reader, k) => {
+          // Only a true admits: NULL (unknown) is no more a yes here than in a WHERE.
+          if (values[1 + k] === true) out.get(reader.userId)?.push({ index, row });
+        });
+      }
+      return out;
     } catch (err) {
       broken = isConnectionError(err);
       throw mapDatabaseError(err, { statementTimeoutMs: this.sessionTimeoutMs, maxRows: images.length });

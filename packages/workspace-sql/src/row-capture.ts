@@ -66,6 +66,31 @@ export async function visibleRowsStatement(
   return printVerified(parsed.tree);
 }
 
+/**
+ * visibleRowsStatement for several subjects of one workspace at once (realtime: every subscriber of a table): the
+ * position first, then one boolean per subject — their select filter over the row, compiled as for their own reads,
+ * NULL counting as not admitted — then the table's columns. Every image a read would not skip as soft-deleted comes
+ * back, whoever may see it: the caller gives each subject only the rows its own boolean admits.
+ */
+export async function visibleRowsForStatement(
+  workspaceId: string,
+  table: string,
+  subjects: readonly { filter: Filter | null; userId: string | null }[],
+  softDelete: boolean,
+): Promise<string> {
+  await loadParser();
+  const physical = physicalName(workspaceId, table);
+  const parsed = parseOne(
+    `SELECT o.i, t.* FROM pg_catalog.jsonb_array_elements($1::pg_catalog.jsonb) WITH ORDINALITY AS o(e, i), LATERAL pg_catalog.jsonb_populate_record(NULL::user_data."${physical}", o.e) AS t WHERE true`,
+  );
+  const select = (parsed.stmt as { SelectStmt: { targetList: unknown[]; whereClause: unknown } }).SelectStmt;
+  const [position, columns] = select.targetList;
+  const admitted = subjects.map((s) => ({ ResTarget: { val: compileFilter(s.filter, { qualifier: 't', userId: s.userId }) } }));
+  select.targetList = [position, ...admitted, columns];
+  if (softDelete) select.whereClause = compileFilter({ kind: 'null', column: 'deleted_at', isNull: true }, { qualifier: 't', userId: null });
+  return printVerified(parsed.tree);
+}
+
 /** A captured row whose JSON text is longer than this travels as its policy columns only (`capturedImagesSql`). */
 export const MAX_CAPTURED_IMAGE_BYTES = 256 * 1024;
 

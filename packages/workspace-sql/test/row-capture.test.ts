@@ -268,4 +268,37 @@ describe("visibleRows: a subject's select policy over captured rows", () => {
     expect(await sql.visibleRows(as(B, newId()), 'orders', images)).toEqual([]);
     expect(await sql.visibleRows(as(B, reader), 'no_such_table', images)).toEqual([]);
   });
+  it('for several users at once, each gets exactly what visibleRows answers them alone', async () => {
+    await table(B, 'tasks', 'owner uuid, team text, note text');
+    const [ana, ben, cy, nobody] = [newId(), newId(), newId(), newId()];
+    const g1 = newId();
+    const g2 = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4), ($5, $2, $6, $7)', [g1, B, 'own', [ana, ben], g2, 'red team', [cy]]);
+    await pool.query(
+      `INSERT INTO platform.policies (id, workspace_id, name, policy_group_id, mode, table_name, operation, condition)
+       VALUES ($1, $2, 'own', $3, 'allow', 'tasks', 'select', '{"owner": {"$eq": "$user_id"}}'),
+              ($4, $2, 'red', $5, 'allow', 'tasks', 'select', '{"team": "red"}'),
+              ($6, $2, 'no-secret', $5, 'deny', 'tasks', 'select', '{"note": "secret"}')`,
+      [newId(), B, g1, newId(), g2, newId()],
+    );
+    await sql.execute(
+      admin(B),
+      `INSERT INTO tasks (owner, team, note) VALUES ('${ana}', 'red', 'a'), ('${ben}', 'blue', 'b'), ('${ana}', 'red', 'secret'), (NULL, NULL, NULL), ('${cy}', 'red', NULL)`,
+      limits,
+    );
+    await sql.execute(admin(B), `INSERT INTO tasks (owner, team, note, deleted_at) VALUES ('${ana}', 'red', 'gone', now())`, limits);
+    const { rows } = await pool.query<{ t: string }>("SELECT row::text AS t FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'tasks' ORDER BY id", [B]);
+    const images = rows.map((r) => r.t);
+    const users = [ana, ben, cy, nobody, ana];
+    const together = await sql.visibleRowsFor(B, users, 'tasks', images);
+    expect([...together.keys()].sort()).toEqual([ana, ben, cy, nobody].sort());
+    const alone = async (u: string) => sql.visibleRows(as(B, u), 'tasks', images);
+    for (const u of [ana, ben, cy, nobody]) expect(together.get(u)).toEqual(await alone(u));
+    expect(together.get(ana)?.map((v) => v.row.note)).toEqual(['a', 'secret']);
+    expect(together.get(ben)?.map((v) => v.row.note)).toEqual(['b']);
+    // Red team: red rows, but not the secret one — and a NULL note is unknown under the deny, so not admitted.
+    expect(together.get(cy)?.map((v) => v.row.note)).toEqual(['a']);
+    expect(together.get(nobody)).toEqual([]);
+    expect(await sql.visibleRowsFor(B, [ana], 'no_such_table', images)).toEqual(new Map([[ana, []]]));
+  });
 });
