@@ -36,6 +36,9 @@ import { AuditGroup } from './audit-group.js';
 import { forgetPrepared, runCappedRead } from './capped-read.js';
 import { installRowCapture, visibleRowsForStatement, visibleRowsStatement } from './row-capture.js';
 
+/** Users one visibleRowsFor statement checks at most (the rest in the next). */
+export const VISIBLE_ROWS_USERS = 200;
+
 export interface SqlLimits {
   /** Per statement, enforced by PostgreSQL. */
   statementTimeoutMs: number;
@@ -537,20 +540,25 @@ export class WorkspaceSql {
       if (d.allowed) readers.push({ userId, filter: d.filter });
     }
     if (readers.length === 0) return out;
-    const text = await visibleRowsForStatement(workspaceId, table, readers, columns.has('deleted_at'));
     const lease = await this.pools.acquire(workspaceId);
     let broken = false;
     try {
-      const r = await lease.client.query({ text, values: [`[${images.join(',')}]`], rowMode: 'array', types: userValueTypes });
-      const first = 1 + readers.length;
-      const names = r.fields.slice(first).map((f) => f.name);
-      for (const values of r.rows as unknown[][]) {
-        const index = Number(values[0]) - 1;
-        const row = Object.fromEntries(names.map((name, i) => [name, values[first + i]]));
-        readers.forEach((reader, k) => {
-          // Only a true admits: NULL (unknown) is no more a yes here than in a WHERE.
-          if (values[1 + k] === true) out.get(reader.userId)?.push({ index, row });
-        });
+      // At most VISIBLE_ROWS_USERS boolean columns a statement (PostgreSQL takes 1664 result columns, the table's own
+      // included).
+      for (let from = 0; from < readers.length; from += VISIBLE_ROWS_USERS) {
+        const some = readers.slice(from, from + VISIBLE_ROWS_USERS);
+        const text = await visibleRowsForStatement(workspaceId, table, some, columns.has('deleted_at'));
+        const r = await lease.client.query({ text, values: [`[${images.join(',')}]`], rowMode: 'array', types: userValueTypes });
+        const first = 1 + some.length;
+        const names = r.fields.slice(first).map((f) => f.name);
+        for (const values of r.rows as unknown[][]) {
+          const index = Number(values[0]) - 1;
+          const row = Object.fromEntries(names.map((name, i) => [name, values[first + i]]));
+          some.forEach((reader, k) => {
+            // Only a true admits: NULL (unknown) is no more a yes here than in a WHERE.
+            if (values[1 + k] === true) out.get(reader.userId)?.push({ index, row });
+          });
+        }
       }
       return out;
     } catch (err) {

@@ -300,5 +300,13 @@ describe("visibleRows: a subject's select policy over captured rows", () => {
     expect(together.get(cy)?.map((v) => v.row.note)).toEqual(['a']);
     expect(together.get(nobody)).toEqual([]);
     expect(await sql.visibleRowsFor(B, [ana], 'no_such_table', images)).toEqual(new Map([[ana, []]]));
+    // More readers than one statement checks (VISIBLE_ROWS_USERS): several statements, the same answers.
+    const crowd = Array.from({ length: 450 }, () => newId());
+    const g3 = newId();
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [g3, B, 'crowd', crowd]);
+    await pool.query(`INSERT INTO platform.policies (id, workspace_id, name, policy_group_id, mode, table_name, operation, condition) VALUES ($1, $2, 'blue', $3, 'allow', 'tasks', 'select', '{"team": "blue"}')`, [newId(), B, g3]);
+    const many = await sql.visibleRowsFor(B, [...crowd, ana], 'tasks', images);
+    expect(new Set(crowd.map((u) => JSON.stringify(many.get(u)?.map((v) => v.row.note))))).toEqual(new Set(['["b"]']));
+    expect(many.get(ana)).toEqual(await alone(ana));
   });
 });
