@@ -331,6 +331,26 @@ describe('row event triggers', () => {
     expect((await as('GET', `${triggers(echo)}/${te.id}/events`)).body.length).toBe(2);
   });
 
+  it("a row trigger's run runs each step at the version its workflow names, not a newer one another editor added", async () => {
+    const editor = await h.user('stf-editor');
+    await h.addMember(owner.token, ws.id, editor.email, 'admin');
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE pinned (title text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['pinned']);
+    const stf = (await call('POST', '/api/v1/stfs', { name: 'pin-me', version: '1', runtime: 'javascript', code: b64('return { v: 1, title: $input.row.title };') })).body;
+    const wf = (await call('POST', '/api/v1/workflows', { name: 'pinned', stf_steps: [{ stf_version_id: stf.version.id, input_mappings: [] }] })).body.id;
+    const t = (await call('POST', triggers(wf), { event: 'row_inserted', table_name: 'pinned' })).body;
+    // Another editor adds a version of the STF (not changing the workflow, so not taking its trigger over).
+    const v2 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '2', runtime: 'javascript', code: b64('return { v: 2, leaked: $input.row };') }, editor.token);
+    expect(v2.status, JSON.stringify(v2.body)).toBe(201);
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO pinned (title) VALUES ('owner only')");
+    const [e] = await settle(wf, t.id, (x) => x.length === 1 && x[0].status === 'succeeded');
+    const run = (await call('GET', `/api/v1/workflows/${wf}/runs/${e.run_id}`)).body;
+    expect(run.output).toEqual({ v: 1, title: 'owner only' });
+    expect(run.steps.find((s: any) => s.kind === 'stf')).toMatchObject({ stf_version_id: stf.version.id });
+    // Run by hand, the unpinned step runs the newest version, as always.
+    expect((await call('POST', `/api/v1/workflows/${wf}/execute`, { row: { title: 'by hand' } })).body).toMatchObject({ v: 2 });
+  });
+
   it("an event whose trigger changed hands is dead, never run as the new owner; a bulk statement's loop-guarded rows are one dead event", async () => {
     const editor = await h.user('editor');
     await h.addMember(owner.token, ws.id, editor.email, 'admin');

@@ -15,7 +15,8 @@ import { RunHeartbeat } from './liveness.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
-import { claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
+import { claimQueuedRun, failQueuedRun, finishRun, getWorkflow, isRowEvent, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
+import type { WorkflowDefinition } from './definition.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */
 export type ExecutionAudit = Omit<AuditEntry, 'details'>;
@@ -37,7 +38,19 @@ export interface RecordedRun {
 /** A run already recorded (queued, then claimed by this process): its id; the engine must not record it again. */
 interface ClaimedRun {
   runId: string;
+  /**
+   * A row trigger's run: each step runs exactly the version its workflow names, as if pinned. Rows chosen by the
+   * trigger owner's policy never reach a newer version of an STF or effect that someone who did not change the
+   * workflow (the STF's or effect's own editor) added; whoever changes the workflow takes its row triggers over.
+   */
+  pinned?: boolean;
 }
+
+/** `def` with every step pinned to the version it names. */
+const pinnedSteps = (def: WorkflowDefinition): Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'> => ({
+  stf_steps: def.stf_steps.map((s) => ({ ...s, pin_version: true })),
+  effect_steps: def.effect_steps.map((s) => ({ ...s, pin_version: true })),
+});
 
 /**
  * The executions of one set of services: one heartbeat for all their runs, and one per-workspace cap. Build one per
@@ -123,7 +136,7 @@ export class WorkflowExecutions {
             resourceId: workflow.id,
           },
         },
-        { runId },
+        { runId, pinned: row.trigger === 'event' && isRowEvent(row.input) },
       ).catch(async (err: unknown) => {
         // It could not start (its steps could not be read, say): failed with why, not left for the sweep to call
         // interrupted. A run that got as far as recording its end is not touched.
@@ -180,7 +193,7 @@ export class WorkflowExecutions {
     const { workspace, workflow, input, executedBy, audit } = req;
     const runId = claimed?.runId ?? newRunId();
     const started = performance.now();
-    const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, workflow);
+    const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, claimed?.pinned ? pinnedSteps(workflow) : workflow);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
 
     // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.

@@ -164,7 +164,8 @@ export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string
 
 // --- runs ---------------------------------------------------------------------------------------------------
 
-const isRowEvent = (event: unknown): event is Record<string, unknown> & { type: string } =>
+/** A row trigger's event (its `$input`): rows chosen by its owner's select policy. */
+export const isRowEvent = (event: unknown): event is Record<string, unknown> & { type: string } =>
   event !== null && typeof event === 'object' && !Array.isArray(event) && typeof (event as { type?: unknown }).type === 'string' && (event as { type: string }).type.startsWith('row_');
 
 /**
