@@ -317,10 +317,15 @@ describe('row event triggers', () => {
     // flow into steps the peer wrote — an event recorded for the boss dies, new rows are chosen by the peer's policy.
     await h.sqlOk(boss.token, theirs.id, `INSERT INTO salaries (owner_id, who) VALUES ('${boss.id}', 'Grace Hopper')`);
     await dispatchRowChanges(h.services); // the event is written for the boss, pending
+    // Its schedule and hook run as their owner too (a table input step reads with their policies): handed over alike.
+    const schedule = (await as('POST', `/api/v1/workflows/${echo}/schedules`, { cron: '0 0 1 1 *', paused: true })).body;
+    const hook = (await as('POST', `/api/v1/workflows/${echo}/hooks`, { paused: true })).body;
     const patched = await as('PATCH', `/api/v1/workflows/${echo}`, { stf_steps: [{ stf_version_id: await stfOf('return $input;'), input_mappings: [] }] }, peer.token);
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     const handed = (await as('GET', `${triggers(echo)}/${te.id}`)).body;
     expect(handed.created_by).toBe(peer.id);
+    expect((await as('GET', `/api/v1/workflows/${echo}/schedules/${schedule.id}`)).body.created_by).toBe(peer.id);
+    expect((await as('GET', `/api/v1/workflows/${echo}/hooks/${hook.id}`)).body.created_by).toBe(peer.id);
     // A rename of the workflow alone changes no hands.
     await as('PATCH', `/api/v1/workflows/${leak}`, { name: 'leak, renamed' }, peer.token);
     expect((await as('GET', `${triggers(leak)}/${tl.id}`)).body.created_by).toBe(boss.id);

@@ -1232,8 +1232,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its row triggers (their pending events die as owner_changed)
-         * @description Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its row triggers (their pending events die as owner_changed)
+         * Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its schedules, hooks and triggers (a row trigger's pending events die as owner_changed)
+         * @description Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its schedules, hooks and triggers (a row trigger's pending events die as owner_changed)
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */

@@ -110,11 +110,15 @@ export function patchedDefinition(current: WorkflowView, patch: UpdateWorkflow):
 /** The row events: their `$input` is rows its owner's select policy chose. */
 export const ROW_EVENTS: readonly WorkflowTriggerEvent[] = ['row_inserted', 'row_updated', 'row_deleted'];
 
+/** What runs a workflow by itself, each as its `created_by`. */
+const AUTOMATIONS = ['platform.workflow_schedules', 'platform.workflow_hooks', 'platform.workflow_triggers'] as const;
+
 /**
  * Saves a changed workflow. When its steps change (`definition` differs from the saved one), whoever changed them
- * takes over the workflow's row triggers: rows chosen by one member's select policy never flow into steps another
- * member wrote since. Their events not yet run die as `owner_changed` (the dispatcher), like a trigger changed by
- * another editor. Run in the request's transaction.
+ * takes over its schedules, hooks and triggers, which run as their owner: a step reading a table (an input step) reads
+ * it with its runner's policies, and a row trigger's `$input` is rows its owner's policy chose — neither may flow into
+ * steps another member wrote since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like
+ * those of a trigger changed by another editor. Run in the request's transaction.
  */
 export async function updateWorkflow(
   db: Db,
@@ -132,14 +136,15 @@ export async function updateWorkflow(
     effect_steps: current.effect_steps,
   };
   if (JSON.stringify(before) !== JSON.stringify(definition)) {
-    await db
-      .updateTable('platform.workflow_triggers')
-      .set({ created_by: changedBy, updated_at: new Date() })
-      .where('workflow_id', '=', id)
-      .where('workspace_id', '=', workspaceId)
-      .where('event', 'in', ROW_EVENTS)
-      .where('created_by', '<>', changedBy)
-      .execute();
+    for (const table of AUTOMATIONS) {
+      await db
+        .updateTable(table)
+        .set({ created_by: changedBy, updated_at: new Date() })
+        .where('workflow_id', '=', id)
+        .where('workspace_id', '=', workspaceId)
+        .where('created_by', '<>', changedBy)
+        .execute();
+    }
   }
   const row = await db
     .updateTable('platform.workflows')

@@ -68,7 +68,7 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId',
     operation: 'update_workflow',
     response: Workflow,
-    summary: "Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its row triggers (their pending events die as owner_changed)",
+    summary: "Change a workflow (workflow editors); step lists given replace the saved ones. Whoever changes its steps takes over its schedules, hooks and triggers (a row trigger's pending events die as owner_changed)",
     body: UpdateWorkflowSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
