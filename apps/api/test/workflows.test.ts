@@ -339,6 +339,17 @@ describe('File and Table input sources', () => {
     const r = await execute(wf, {});
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toEqual({ rate: 3, skus: ['a'] });
+    // The rows were the owner's to read: so is the run made of them. Another member (who may select none of the
+    // table) reads it without its output; its input step says why.
+    const runId = r.headers.get('x-workflow-run-id') as string;
+    const peer = await h.user('peer');
+    await h.addMember(owner.token, ws.id, peer.email, 'member');
+    const mine = await h.call('GET', `/api/v1/workflows/${wf}/runs/${runId}`, { token: owner.token, workspace: ws.id });
+    expect(mine.body.output).toEqual({ rate: 3, skus: ['a'] });
+    expect(mine.body.steps.find((x: { name?: string }) => x.name === 'prices')).toMatchObject({ kind: 'input', caller_rows: true });
+    expect(mine.body.steps.find((x: { name?: string }) => x.name === 'cfg')).not.toHaveProperty('caller_rows');
+    const theirs = await h.call('GET', `/api/v1/workflows/${wf}/runs/${runId}`, { token: peer.token, workspace: ws.id });
+    expect(theirs.body).toMatchObject({ status: 'succeeded', output: null });
     // Anonymous: the Table source has no user whose policies could apply.
     const anon = await execute(wf, {}, { token: null });
     expect(anon.status).toBe(422);

@@ -2914,6 +2914,8 @@ export interface components {
                     found: string;
                     use: string;
                 }[];
+                /** @constant */
+                caller_rows?: true;
             }[];
             /** Format: date-time */
             started_at: string;
@@ -3085,6 +3087,8 @@ export interface components {
                     found: string;
                     use: string;
                 }[];
+                /** @constant */
+                caller_rows?: true;
             }[];
             /** Format: date-time */
             started_at: string;

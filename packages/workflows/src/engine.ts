@@ -41,8 +41,11 @@ export interface StepError {
 export type StfOutcome = { ok: true; output: unknown } | { ok: false; error: StepError };
 
 export interface StepRunners {
-  /** `deprecated` records, with the step, a source written in a form that still works but has a newer spelling. */
-  loadSource(step: InputStep, deprecated: (d: Omit<Deprecation, 'at'>) => void): Promise<unknown>;
+  /**
+   * `deprecated` records, with the step, a source written in a form that still works but has a newer spelling;
+   * `readRows` says the source read a table with the policies of the user the run runs as (StepRecord.caller_rows).
+   */
+  loadSource(step: InputStep, deprecated: (d: Omit<Deprecation, 'at'>) => void, readRows?: () => void): Promise<unknown>;
   runStf(stf: ResolvedStf, input: unknown, sources: Record<string, unknown>): Promise<StfOutcome>;
   /** Resolves with the response (any status) or rejects (an EffectError: refused, timeout, network, …). */
   runEffect(effect: ResolvedEffect, input: unknown, idempotencyKey: string): Promise<EffectResult>;
@@ -67,6 +70,11 @@ export interface StepRecord {
   attempts?: number;
   /** What this step's definition wrote in an older form that still works, and what to write instead. */
   deprecations?: Deprecation[];
+  /**
+   * An input step that read a table with the policies of the user the run ran as: the run (its output, its errors)
+   * is then whole only for that user (@wds/workflows store: rowsHiddenFrom).
+   */
+  caller_rows?: true;
 }
 
 /** `record` with its deprecations, when there are any. */
@@ -154,11 +162,16 @@ export async function executeWorkflow(
       const t = performance.now();
       const notes: Deprecation[] = [];
       const deprecated = (d: Omit<Deprecation, 'at'>) => notes.push({ at: `input_steps[${index}].source`, ...d });
+      let rows = false;
+      const readRows = () => {
+        rows = true;
+      };
+      const marked = (r: StepRecord): StepRecord => (rows ? { ...r, caller_rows: true } : r);
       try {
-        const value = await runners.loadSource(step, deprecated);
-        return { record: noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) }, notes), value };
+        const value = await runners.loadSource(step, deprecated, readRows);
+        return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) }, notes)), value };
       } catch (err) {
-        return { record: noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) }, notes) };
+        return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) }, notes)) };
       }
     }),
   );

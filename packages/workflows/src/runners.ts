@@ -119,6 +119,7 @@ async function loadSource(
   executedBy: string | null,
   step: InputStep,
   deprecated: (d: Omit<Deprecation, 'at'>) => void,
+  readRows: () => void,
 ): Promise<unknown> {
   const src = step.source;
   switch (src.type) {
@@ -144,9 +145,11 @@ async function loadSource(
       if (library) return library;
       if (!TABLE_NAME.test(src.name)) throw new EffectError('invalid', `Library ${src.name} is not a bundled library`);
       deprecated({ found: JSON.stringify({ type: 'Library', name: src.name }), use: JSON.stringify({ type: 'Table', name: src.name }) });
+      readRows();
       return tableRows(deps, workspace, executedBy, src.name);
     }
     case 'Table':
+      readRows();
       return tableRows(deps, workspace, executedBy, src.name);
     case 'File':
       return readFileSource(deps, workspace.id, src.id);
@@ -156,8 +159,8 @@ async function loadSource(
 /** The step runners of one execution in `workspace`, for `executedBy` (null: anonymous). */
 export function createStepRunners(deps: WorkflowExecutionDeps, workspace: RunWorkspace, executedBy: string | null): StepRunners {
   return {
-    loadSource: (step, deprecated) =>
-      loadSource(deps, workspace, executedBy, step, deprecated).catch((err: unknown) => {
+    loadSource: (step, deprecated, readRows = () => {}) =>
+      loadSource(deps, workspace, executedBy, step, deprecated, readRows).catch((err: unknown) => {
         // A refused statement (policy, missing table) is the step's failure, with its code as the kind.
         if (err instanceof ServiceError) throw new StepFailure(stepErrorOf(err));
         throw err;

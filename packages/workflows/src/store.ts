@@ -198,8 +198,14 @@ export function redactedError<E extends StepError>(e: E | null | undefined): E |
 }
 const redactedStep = (s: StepRecord): StepRecord => (s.error ? { ...s, error: redactedError(s.error) as StepError } : s);
 
-/** Whether a run is a row trigger's, read by someone other than the user it ran as (see rowsHidden). */
-const rowsHiddenFrom = (r: WorkflowRunRow, readerId: string | undefined): boolean => r.trigger === 'event' && rowsHidden(r.input, r.executed_by, readerId);
+/**
+ * Whether a run worked on rows chosen by the policies of the user it ran as, read by someone else: a row trigger's
+ * run (its `$input`, see rowsHidden), or one whose input step read a table as that user (StepRecord.caller_rows).
+ */
+const rowsHiddenFrom = (r: WorkflowRunRow, readerId: string | undefined): boolean =>
+  readerId !== undefined &&
+  readerId !== r.executed_by &&
+  ((r.trigger === 'event' && isRowEvent(r.input)) || ((r.steps ?? []) as StepRecord[]).some((s) => s.kind === 'input' && s.caller_rows === true));
 
 /** A run without its input and output; a row trigger's run, for anyone but its owner, without its errors' words. */
 const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryView => {

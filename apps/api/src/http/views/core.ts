@@ -228,6 +228,8 @@ const StepRecord = v.object({
   attempts: v.optional(NonNegative),
   /** What the step's definition wrote in an older form that still works, and what to write instead. */
   deprecations: v.optional(v.array(v.object({ at: v.string(), found: v.string(), use: v.string() }))),
+  /** An input step that read a table with the policies of the user the run ran as: the run is whole only for them. */
+  caller_rows: v.optional(v.literal(true)),
 });
 /** A run as listed: without its input and output. `error.step` names the failed step (`run` when interrupted or cancelled). */
 export const WorkflowRunSummary = v.object({
