@@ -277,6 +277,21 @@ describe('queued runs survive a lost job, and may not outlive their user', () =>
     expect(await ended(wf, runId)).toMatchObject({ status: 'succeeded', output: { n: 8 } });
   });
 
+  it("a schedule's run queued before another editor changed the workflow's steps does not run them as the old owner", async () => {
+    const other = await h.user('other-editor');
+    await h.addMember(owner.token, ws.id, other.email, 'admin');
+    const wf = await workflow([double]);
+    const schedule = (await h.call('POST', `/api/v1/workflows/${wf}/schedules`, { token: owner.token, workspace: ws.id, body: { cron: '0 0 1 1 *', paused: true } })).body;
+    const runId = await queueRun(h.services.db, { workflow: { id: wf, workspace_id: ws.id }, input: { n: 1 }, executedBy: owner.id, trigger: 'schedule', triggerId: schedule.id });
+    const patched = await h.call('PATCH', `/api/v1/workflows/${wf}`, { token: other.token, workspace: ws.id, body: { stf_steps: [{ stf_version_id: double, input_mappings: [] }, { stf_version_id: double, input_mappings: [] }] } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const sweeper = { ...h.services, config: { ...h.services.config, RUN_STALE_AFTER_MS: 0 } };
+    await requeueStaleRuns(sweeper);
+    expect(await ended(wf, runId)).toMatchObject({ status: 'failed', error: { step: 'run', kind: 'owner_changed' }, steps: [] });
+    // The schedule is the changer's now: its next runs are theirs.
+    expect((await h.call('GET', `/api/v1/workflows/${wf}/schedules/${schedule.id}`, { token: owner.token, workspace: ws.id })).body.created_by).toBe(other.id);
+  });
+
   it('a run queued by a user who is no longer a member ends failed without running', async () => {
     const leaving = await h.user('leaving');
     const m = await h.addMember(owner.token, ws.id, leaving.email, 'member');

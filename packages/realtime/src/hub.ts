@@ -6,8 +6,9 @@ import type { ServerMessage } from './messages.js';
 
 /**
  * The channel row capture notifies (migrations 0016_row_changes, 0017_row_capture_hardening): payload
- * `<workspace id>:<batch>:<mac>`, the MAC keyed with platform.row_capture_key (batchMac). Any session may NOTIFY on
- * any channel: a payload without the right MAC is not the capture's and is ignored.
+ * `<workspace id>:<batch>:<unix seconds>:<mac>`, the MAC keyed with platform.row_capture_key (batchMac). Any session
+ * may NOTIFY on any channel: a payload without the right MAC is not the capture's and is ignored, and one older than
+ * NOTIFY_MAX_AGE_S (a genuine one replayed later) too.
  */
 export const ROW_CHANGES_CHANNEL = 'wds_row_changes';
 
@@ -76,8 +77,11 @@ const CHUNK_BYTES = 8 * 1024 * 1024;
  */
 const TURN = 20;
 
-/** Batches remembered per workspace (queued or delivered): a genuine notification replayed is not delivered again. */
-const RECENT_BATCHES = 10_000;
+/** Batches remembered (queued or delivered), in all: a genuine notification replayed while fresh is not delivered again. */
+const RECENT_BATCHES = 100_000;
+
+/** How far a notification's time may be from the database's now (its clock, as measured at start). */
+const NOTIFY_MAX_AGE_S = 120;
 
 /** Why a subscriber is closed with CLOSE.interrupted. */
 const MISSED = {
@@ -96,16 +100,20 @@ interface Turn {
  * The MAC row capture appends to a notification: the first 32 hex digits of SHA-256 over
  * `<key>:<workspace id>:<batch>` (UTF-8), as the capture function computes it in PostgreSQL.
  */
-export function batchMac(key: string, workspaceId: string, batch: string): string {
-  return createHash('sha256').update(`${key}:${workspaceId}:${batch}`, 'utf8').digest('hex').slice(0, 32);
+export function batchMac(key: string, workspaceId: string, batch: string, at: string): string {
+  return createHash('sha256').update(`${key}:${workspaceId}:${batch}:${at}`, 'utf8').digest('hex').slice(0, 32);
 }
 
-/** The workspace and batch of a notification, if it is well formed and signed with `key`; null otherwise. */
-function verified(key: string, payload: string): { workspaceId: string; batch: string } | null {
-  const [workspaceId, batch, mac, ...rest] = payload.split(':');
-  if (rest.length > 0 || !workspaceId || !batch || !mac || !/^\d{1,19}$/.test(batch) || !/^[0-9a-f]{32}$/.test(mac)) return null;
+/**
+ * The workspace and batch of a notification, if it is well formed, signed with `key`, and sent within
+ * NOTIFY_MAX_AGE_S of `nowS` (the database's clock); null otherwise.
+ */
+function verified(key: string, payload: string, nowS: number): { workspaceId: string; batch: string } | null {
+  const [workspaceId, batch, at, mac, ...rest] = payload.split(':');
+  if (rest.length > 0 || !workspaceId || !batch || !at || !mac || !/^\d{1,19}$/.test(batch) || !/^\d{1,12}$/.test(at) || !/^[0-9a-f]{32}$/.test(mac)) return null;
   // Constant time: how much of a guess matched must not show in how long it takes to be refused.
-  return timingSafeEqual(Buffer.from(mac), Buffer.from(batchMac(key, workspaceId, batch))) ? { workspaceId, batch } : null;
+  if (!timingSafeEqual(Buffer.from(mac), Buffer.from(batchMac(key, workspaceId, batch, at)))) return null;
+  return Math.abs(nowS - Number(at)) <= NOTIFY_MAX_AGE_S ? { workspaceId, batch } : null;
 }
 
 const callerOf = (workspaceId: string, userId: string): SqlCaller => ({
@@ -137,8 +145,10 @@ export class RealtimeHub {
   private readonly concurrency: number;
   /** platform.row_capture_key, read at start: without it no notification can be trusted, and nothing is delivered. */
   private key: string | undefined;
-  /** Per workspace with subscribers: the batches queued lately, oldest first (at most RECENT_BATCHES). */
-  private readonly recent = new Map<string, Set<string>>();
+  /** The batches (`<workspace>:<batch>`) notified lately, oldest first (at most RECENT_BATCHES). */
+  private readonly recent = new Set<string>();
+  /** The database's clock minus this process's, in ms (measured at start): notifications carry the database's time. */
+  private skewMs = 0;
 
   constructor(private readonly opts: RealtimeHubOptions) {
     this.maxPending = opts.maxPendingBatches ?? 10_000;
@@ -170,8 +180,12 @@ export class RealtimeHub {
   /** Reads the notifications' key, then listens (so no notification arrives before it can be checked). */
   async start(): Promise<void> {
     try {
-      const { rows } = await this.opts.db.query<{ key: string }>('SELECT key FROM platform.row_capture_key');
+      const before = Date.now();
+      const { rows } = await this.opts.db.query<{ key: string; now_ms: number }>(
+        'SELECT key, extract(epoch FROM clock_timestamp())::float8 * 1000 AS now_ms FROM platform.row_capture_key',
+      );
       if (rows.length !== 1 || !rows[0]?.key) throw new Error(`platform.row_capture_key holds ${rows.length} keys, not one`);
+      this.skewMs = Number(rows[0].now_ms) - (before + Date.now()) / 2;
       this.key = rows[0].key;
     } catch (err) {
       // Unhealthy rather than down: the service runs, and realtime refuses subscribers (503) instead of sending nothing.
@@ -197,8 +211,6 @@ export class RealtimeHub {
     const s = this.subscribers.get(sub.workspaceId);
     if (!s?.delete(sub) || s.size > 0) return;
     this.subscribers.delete(sub.workspaceId);
-    // Nobody left to deliver to (a replay then reaches nobody who had the batch); memory follows the subscriptions.
-    this.recent.delete(sub.workspaceId);
   }
 
   /** Ends a subscription from the hub's side (whether or not its `close` removes it too). */
@@ -224,8 +236,9 @@ export class RealtimeHub {
 
   private notified(payload: string): void {
     // A forged notification (another workspace's batch, a flood to overflow the backlog) is not signed: ignored.
-    const n = this.key === undefined ? null : verified(this.key, payload);
-    if (!n || !this.subscribers.has(n.workspaceId) || !this.firstTime(n.workspaceId, n.batch)) return;
+    const n = this.key === undefined ? null : verified(this.key, payload, (Date.now() + this.skewMs) / 1000);
+    // Remembered whether or not anyone here follows the workspace yet: a replay must not reach who subscribes later.
+    if (!n || !this.firstTime(n.workspaceId, n.batch) || !this.subscribers.has(n.workspaceId)) return;
     const { workspaceId, batch } = n;
     const queue = this.pending.get(workspaceId);
     if (queue) {
@@ -245,14 +258,13 @@ export class RealtimeHub {
 
   /**
    * Whether a workspace's batch is new to this hub, remembering it: a genuine notification replayed (any session may
-   * LISTEN, and NOTIFY what it heard) is delivered once.
+   * LISTEN, and NOTIFY what it heard) is delivered once — while fresh; a stale one is refused by its time.
    */
   private firstTime(workspaceId: string, batch: string): boolean {
-    const seen = this.recent.get(workspaceId) ?? new Set<string>();
-    this.recent.set(workspaceId, seen);
-    if (seen.has(batch)) return false;
-    seen.add(batch);
-    if (seen.size > RECENT_BATCHES) seen.delete(seen.values().next().value as string);
+    const id = `${workspaceId}:${batch}`;
+    if (this.recent.has(id)) return false;
+    this.recent.add(id);
+    if (this.recent.size > RECENT_BATCHES) this.recent.delete(this.recent.values().next().value as string);
     return true;
   }
 

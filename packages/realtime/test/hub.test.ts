@@ -90,7 +90,8 @@ async function startedHub(opts: Partial<ConstructorParameters<typeof RealtimeHub
 /** A notification on the capture's channel, as any session may send one. */
 const notify = (payload: string) => pool.query('SELECT pg_notify($1, $2)', [ROW_CHANGES_CHANNEL, payload]);
 /** The notification row capture sends for a batch. */
-const signed = (ws: string, batch: string) => `${ws}:${batch}:${batchMac(key, ws, batch)}`;
+const now = () => String(Math.floor(Date.now() / 1000));
+const signed = (ws: string, batch: string, at = now()) => `${ws}:${batch}:${at}:${batchMac(key, ws, batch, at)}`;
 const lastBatch = async (ws: string) =>
   (await pool.query<{ b: string }>('SELECT max(batch)::text AS b FROM platform.row_changes WHERE workspace_id = $1', [ws])).rows[0]?.b as string;
 const values = (got: ServerMessage[]) => got.map((m) => (m as unknown as { data: { row: { v: number } } }).data.row.v);
@@ -209,39 +210,59 @@ describe('RealtimeHub', () => {
     expect(logged.join('\n')).toMatch(/row capture key/);
   });
 
-  it('a notification without the capture\'s MAC delivers nothing; a genuine one replayed is delivered once', async () => {
+  it('a notification without the capture\'s MAC delivers nothing; a genuine one replayed is not delivered again, nor when stale', async () => {
     const hub = await startedHub();
     const ws = await workspace();
     const elsewhere = await workspace();
     await insert(ws, 1);
     await settle(hub); // nobody subscribed yet: the genuine notification went by
     const batch = await lastBatch(ws);
-    const mac = batchMac(key, ws, batch);
+    const at = now();
+    const mac = batchMac(key, ws, batch, at);
     const s = subscriber(ws);
     s.remove = hub.add(s);
     const forged = [
       `${ws}:${batch}`, // the unsigned form
-      `${ws}:${batch}:`,
-      `${ws}:${batch}:${'0'.repeat(32)}`,
-      `${ws}:${batch}:${batchMac('another key', ws, batch)}`,
-      `${ws}:${batch}:${batchMac(key, elsewhere, batch)}`, // another workspace's MAC
-      `${ws}:${batch}:${mac.toUpperCase()}`,
-      `${ws}:${batch}:${mac.slice(0, 31)}`,
-      `${ws}:${batch}:${mac}0`,
-      `${ws}:${batch}:${mac}:x`,
-      `${ws}:0${batch}:${mac}`,
-      `${ws}:${batch}:${createHash('sha256').update(`${key}:${ws}:${batch}`).digest('hex')}`, // the whole digest
+      `${ws}:${batch}:${at}`,
+      `${ws}:${batch}:${at}:`,
+      `${ws}:${batch}:${at}:${'0'.repeat(32)}`,
+      `${ws}:${batch}:${at}:${batchMac('another key', ws, batch, at)}`,
+      `${ws}:${batch}:${at}:${batchMac(key, elsewhere, batch, at)}`, // another workspace's MAC
+      `${ws}:${batch}:${String(Number(at) + 1)}:${mac}`, // another time
+      `${ws}:${batch}:${at}:${mac.toUpperCase()}`,
+      `${ws}:${batch}:${at}:${mac.slice(0, 31)}`,
+      `${ws}:${batch}:${at}:${mac}0`,
+      `${ws}:${batch}:${at}:${mac}:x`,
+      `${ws}:0${batch}:${at}:${mac}`,
+      `${ws}:${batch}:${at}:${createHash('sha256').update(`${key}:${ws}:${batch}:${at}`).digest('hex')}`, // the whole digest
     ];
     for (const payload of forged) await notify(payload);
     await settle(hub);
     expect(s.got).toEqual([]);
     expect(s.closedWith).toBeUndefined();
-    await notify(signed(ws, batch));
-    await notify(signed(ws, batch));
-    await settle(hub);
+    // The batch that went by before they subscribed, replayed (properly signed, fresh): not theirs to get now.
     await notify(signed(ws, batch));
     await settle(hub);
-    expect(values(s.got)).toEqual([1]);
+    expect(s.got).toEqual([]);
+    // A batch while subscribed arrives once, however often it is replayed.
+    await insert(ws, 2);
+    await settle(hub);
+    const second = await lastBatch(ws);
+    await notify(signed(ws, second));
+    await notify(signed(ws, second));
+    await settle(hub);
+    expect(values(s.got)).toEqual([2]);
+    // A hub that never saw it (another process): a replay with the time it was sent, minutes ago, is refused; the
+    // same batch signed as sent now is taken (it is one of the capture's: only it has the key).
+    const other = await startedHub();
+    const t = subscriber(ws);
+    t.remove = other.add(t);
+    await notify(signed(ws, second, String(Number(now()) - 300)));
+    await settle(other);
+    expect(t.got).toEqual([]);
+    await notify(signed(ws, second));
+    await settle(other);
+    expect(values(t.got)).toEqual([2]);
   });
 
   it("one recipient's failing policy check closes only their subscriptions (1012); the others get the batch", async () => {

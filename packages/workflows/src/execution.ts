@@ -46,6 +46,13 @@ interface ClaimedRun {
   pinned?: boolean;
 }
 
+/** The automation that queued a run, by the run's trigger: where it keeps its owner, and what it is called. */
+const AUTOMATION_OF: Record<string, { table: 'platform.workflow_schedules' | 'platform.workflow_hooks' | 'platform.workflow_triggers'; name: string }> = {
+  schedule: { table: 'platform.workflow_schedules', name: 'schedule' },
+  webhook: { table: 'platform.workflow_hooks', name: 'hook' },
+  event: { table: 'platform.workflow_triggers', name: 'trigger' },
+};
+
 /** `def` with every step pinned to the version it names. */
 const pinnedSteps = (def: WorkflowDefinition): Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'> => ({
   stf_steps: def.stf_steps.map((s) => ({ ...s, pin_version: true })),
@@ -154,7 +161,7 @@ export class WorkflowExecutions {
    * user did not start by hand (a schedule, a hook, an event), still a workflow editor: automation runs as its owner,
    * who must keep the right to set it up — or, anonymous, the workflow still open to anonymous execution.
    */
-  async mayRun(row: { workspace_id: string; workflow_id: string; executed_by: string | null; trigger: string }) {
+  async mayRun(row: { workspace_id: string; workflow_id: string; executed_by: string | null; trigger: string; trigger_id: string | null }) {
     const { db } = this.#deps;
     const refused = (kind: string, message: string) => ({ refused: { kind, message } }) as const;
     const workspace = await findLiveWorkspace(db, row.workspace_id);
@@ -164,6 +171,15 @@ export class WorkflowExecutions {
       throw err;
     });
     if (!workflow) return refused('not_found', 'The workflow was deleted before the run started');
+    // Read after the workflow: whoever changes its steps takes its automation over in the same transaction, so a run
+    // that would get the new steps sees the new owner here, and does not run them as the old one (with their rows).
+    const automation = row.trigger_id ? AUTOMATION_OF[row.trigger] : undefined;
+    if (automation) {
+      const owner = await db.selectFrom(automation.table).select('created_by').where('id', '=', row.trigger_id as string).executeTakeFirst();
+      if (owner && owner.created_by !== row.executed_by) {
+        return refused('owner_changed', `The ${automation.name} that queued this run changed hands before it started (another editor changed it, or its workflow's steps)`);
+      }
+    }
     if (row.executed_by !== null) {
       const member = await resolveAccess(db, { userId: row.executed_by, scopedWorkspaceId: null }, workspace.id).catch((err: unknown) => {
         if (['NOT_FOUND', 'FORBIDDEN'].includes((err as { code?: string }).code ?? '')) return undefined;

@@ -93,10 +93,15 @@ describe('row capture', () => {
       ]);
       expect(c[0]?.row).toMatchObject({ id: expect.any(String), created_at: expect.any(String), deleted_at: null });
       await expect.poll(() => batches.length).toBe(3);
-      // Signed with the capture key (migration 0017), which realtime checks: `<workspace>:<batch>:<mac>`.
+      // Signed with the capture key (migration 0017), which realtime checks: `<workspace>:<batch>:<seconds>:<mac>`.
       const key = (await pool.query<{ key: string }>('SELECT key FROM platform.row_capture_key')).rows[0]?.key;
-      const mac = (batch: string) => createHash('sha256').update(`${key}:${A}:${batch}`).digest('hex').slice(0, 32);
-      expect(new Set(batches)).toEqual(new Set(c.map((x) => `${A}:${x.batch}:${mac(x.batch)}`)));
+      const mac = (batch: string, at: string) => createHash('sha256').update(`${key}:${A}:${batch}:${at}`).digest('hex').slice(0, 32);
+      const sent = batches.map((p) => p.split(':'));
+      expect(new Set(sent.map(([ws, batch]) => `${ws}:${batch}`))).toEqual(new Set(c.map((x) => `${A}:${x.batch}`)));
+      for (const [, batch, at, m] of sent) {
+        expect(m).toBe(mac(batch as string, at as string));
+        expect(Math.abs(Number(at) - Date.now() / 1000)).toBeLessThan(60);
+      }
     } finally {
       await listener.end();
     }
@@ -123,6 +128,22 @@ describe('row capture', () => {
     await sql.execute(admin(A), 'ALTER TABLE docs RENAME TO papers', limits);
     await sql.execute(admin(A), "INSERT INTO papers (title) VALUES ('after')", limits);
     expect((await changes(A, 'papers')).map((c) => c.row?.title)).toEqual(['after']);
+  });
+
+  it('any column names: the function\'s own (op, ws, b, flagged, logical) and its row aliases (x, y, n_, o_) neither break nor forge a capture', async () => {
+    await table(A, 'names', 'op text, ws text, b int, flagged boolean, logical text, n bigint, x jsonb, y jsonb, n_ jsonb, o_ jsonb');
+    const forged = `'{"id": "00000000-0000-4000-8000-0000000000aa", "secret": "forged"}'`;
+    await sql.execute(admin(A), `INSERT INTO names (op, ws, b, flagged, logical, n, x, y, n_, o_) VALUES ('o', 'w', 1, true, 'l', 2, ${forged}, ${forged}, ${forged}, ${forged})`, limits);
+    await sql.execute(admin(A), 'UPDATE names SET b = b + 1', limits);
+    await sql.execute(admin(A), 'DELETE FROM names', limits);
+    const c = await changes(A, 'names');
+    expect(c.map((x) => x.op)).toEqual(['insert', 'update', 'delete']);
+    // Each image is the row, never one of its columns.
+    expect(c[0]?.row).toMatchObject({ op: 'o', b: 1, x: { secret: 'forged' } });
+    expect(c[1]?.row).toMatchObject({ op: 'o', b: 2 });
+    expect(c[1]?.old).toMatchObject({ op: 'o', b: 1 });
+    expect(c[2]?.old).toMatchObject({ op: 'o', b: 2 });
+    for (const image of [c[0]?.row, c[1]?.row, c[1]?.old, c[2]?.old]) expect((image as { id: string }).id).not.toBe('00000000-0000-4000-8000-0000000000aa');
   });
 
   it("an update never fails for the table's id: one of another type, or none", async () => {

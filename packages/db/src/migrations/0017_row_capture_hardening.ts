@@ -5,9 +5,10 @@ import { type Kysely, sql } from 'kysely';
  *
  * - **Signed notifications.** Any session may `NOTIFY` on any channel, so a payload `<workspace>:<batch>` could be
  *   forged by a raw workspace session (another workspace's retained batch replayed to its subscribers, or a flood that
- *   trips their backlog). The payload is now `<workspace>:<batch>:<mac>`, the MAC the first 32 hex digits of
- *   `sha256(<key>:<workspace>:<batch>)` with a random key in `platform.row_capture_key`, which only the service and
- *   the capture function's role read. Realtime drops a notification whose MAC does not match.
+ *   trips their backlog). The payload is now `<workspace>:<batch>:<unix seconds>:<mac>`, the MAC the first 32 hex
+ *   digits of `sha256(<key>:<workspace>:<batch>:<seconds>)` with a random key in `platform.row_capture_key`, which
+ *   only the service and the capture function's role read. Realtime drops a notification whose MAC does not match,
+ *   or whose time is two minutes off (a genuine one replayed later).
  * - **No user code with the function's rights.** `to_jsonb` calls a type's cast to json(b) when it is not built in; a
  *   cast a workspace role wrote (over an enum or range type of its own: only a raw session can create one, the
  *   rewriter allows neither) would run as `wds_row_capture`, which may write any workspace's outbox. A statement on a
@@ -15,6 +16,9 @@ import { type Kysely, sql } from 'kysely';
  *   function a superuser owns (extensions') are trusted.
  * - **Its owner** is `wds_row_capture` on servers where the service is no superuser too (0016 left the service's
  *   own rights there).
+ * - **Any column names**: a table with a column called like one of the function's variables (`op`, `ws`) or its
+ *   row aliases (`x`, `n_`) made its writes fail or, worse, recorded that column as the row (`to_jsonb(x)` reads a
+ *   column `x` before the row `x`); rows are now `alias.*` and variables win.
  * - **Updates pair** a new row with its old image only by an `id` no other row of the statement shares.
  * - **Capture time.** `created_at` is the capture's clock time, not its transaction's start: a transaction open for
  *   longer than the retention no longer commits rows that are pruned before realtime reads them.
@@ -28,6 +32,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
     CREATE OR REPLACE FUNCTION user_data.wds_capture_rows() RETURNS trigger
       LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+    #variable_conflict use_variable
+    -- (The table's columns may be called anything, op, ws or n_ included: a name in the statements below is this
+    -- function's variable, and a row is always alias.*, never a bare alias a column of that name would shadow.)
     DECLARE
       owner_name text;
       ws uuid;
@@ -39,6 +46,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       b bigint;
       n bigint;
       mac_key text;
+      sent text;
     BEGIN
       IF pg_catalog.current_setting('wds.row_capture', true) = 'off' THEN
         RETURN NULL;
@@ -99,7 +107,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       b := nextval('platform.row_change_batches');
       IF op = 'insert' THEN
         INSERT INTO platform.row_changes (batch, workspace_id, table_name, op, row, needs_dispatch)
-          SELECT b, ws, logical, op, to_jsonb(n_), flagged FROM wds_new_rows n_;
+          SELECT b, ws, logical, op, to_jsonb(n_.*), flagged FROM wds_new_rows n_;
       ELSIF op = 'update' THEN
         -- A soft delete (the rewriter's DELETE on a table with deleted_at) is an update that sets deleted_at: a
         -- delete for everyone who reads the table, so it is recorded as one.
@@ -116,20 +124,22 @@ export async function up(db: Kysely<unknown>): Promise<void> {
                 -- Paired by an id that is one row's on both sides only: with a repeated id (a table of the tenant's
                 -- own id column) a new row could be paired with another row's old image, and a reader who may see
                 -- one of them would learn of the other (a RowDeleted next to a RowUpdated). Unpaired, old is null.
-                FROM (SELECT r, count(*) OVER (PARTITION BY r -> 'id') AS k FROM (SELECT to_jsonb(x) AS r FROM wds_new_rows x) x2) n_
-                LEFT JOIN (SELECT r, count(*) OVER (PARTITION BY r -> 'id') AS k FROM (SELECT to_jsonb(y) AS r FROM wds_old_rows y) y2) o_
+                FROM (SELECT r, count(*) OVER (PARTITION BY r -> 'id') AS k FROM (SELECT to_jsonb(x.*) AS r FROM wds_new_rows x) x2) n_
+                LEFT JOIN (SELECT r, count(*) OVER (PARTITION BY r -> 'id') AS k FROM (SELECT to_jsonb(y.*) AS r FROM wds_old_rows y) y2) o_
                   ON o_.r -> 'id' = n_.r -> 'id' AND n_.k = 1 AND o_.k = 1
             ) x;
       ELSE
         INSERT INTO platform.row_changes (batch, workspace_id, table_name, op, old, needs_dispatch)
-          SELECT b, ws, logical, op, to_jsonb(o_), flagged FROM wds_old_rows o_;
+          SELECT b, ws, logical, op, to_jsonb(o_.*), flagged FROM wds_old_rows o_;
       END IF;
       GET DIAGNOSTICS n = ROW_COUNT;
       IF n > 0 THEN
         -- Signed: any session can NOTIFY on any channel, only this function knows the key (realtime checks it).
         SELECT k.key INTO mac_key FROM platform.row_capture_key k LIMIT 1;
-        PERFORM pg_notify('wds_row_changes', ws::text || ':' || b::text || ':' ||
-          left(encode(sha256(convert_to(coalesce(mac_key, '') || ':' || ws::text || ':' || b::text, 'UTF8')), 'hex'), 32));
+        -- With its time (unix seconds): a genuine notification replayed later is refused by it.
+        sent := floor(extract(epoch FROM clock_timestamp()))::bigint::text;
+        PERFORM pg_notify('wds_row_changes', ws::text || ':' || b::text || ':' || sent || ':' ||
+          left(encode(sha256(convert_to(coalesce(mac_key, '') || ':' || ws::text || ':' || b::text || ':' || sent, 'UTF8')), 'hex'), 32));
       END IF;
       RETURN NULL;
     END
@@ -138,6 +148,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     -- The function's owner is wds_row_capture. 0016 could not make it so where the service is no superuser (a new
     -- owner needs CREATE on the function's schema): it then kept the service's rights. Here it is given, and taken
     -- back once the function has moved.
+    -- On its own: whatever happens below, the function can read the key it signs with.
+    DO $$
+    BEGIN
+      GRANT SELECT ON platform.row_capture_key TO wds_row_capture;
+    EXCEPTION WHEN OTHERS THEN
+      RAISE WARNING 'row capture key not granted to wds_row_capture: %', SQLERRM;
+    END
+    $$;
     DO $$
     BEGIN
       IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = CURRENT_USER) THEN
@@ -147,7 +165,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       GRANT INSERT ON platform.row_changes TO wds_row_capture;
       GRANT USAGE ON SEQUENCE platform.row_changes_id_seq, platform.row_change_batches TO wds_row_capture;
       GRANT SELECT (workspace_id, table_name, event, paused) ON platform.workflow_triggers TO wds_row_capture;
-      GRANT SELECT ON platform.row_capture_key TO wds_row_capture;
       IF (SELECT p.proowner::regrole::text FROM pg_catalog.pg_proc p WHERE p.oid = 'user_data.wds_capture_rows()'::regprocedure) <> 'wds_row_capture' THEN
         GRANT CREATE ON SCHEMA user_data TO wds_row_capture;
         ALTER FUNCTION user_data.wds_capture_rows() OWNER TO wds_row_capture;
@@ -161,9 +178,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  // The function stays as hardened (0016's down drops it); notifications signed with no key never match.
+  // The function stays as hardened (0016's down drops it), and so does the key it reads: dropping the key would fail
+  // every captured write.
   await sql`
     ALTER TABLE platform.row_changes ALTER COLUMN created_at SET DEFAULT now();
-    DROP TABLE platform.row_capture_key;
   `.execute(db);
 }
