@@ -54,6 +54,12 @@ export interface RealtimeHubOptions {
   chunkRows?: number;
   /** Workspaces whose batches are delivered at the same time (each delivery holds a service and a workspace connection). */
   concurrency?: number;
+  /**
+   * How long one run of policy checks waits for the workspace's own SQL connections (default 2 s). A workspace whose
+   * statements keep them all busy longer has its subscribers closed (1012) rather than hold a delivery slot — which
+   * every workspace shares — for its SQL_ACQUIRE_TIMEOUT_MS.
+   */
+  checkWaitMs?: number;
 }
 
 interface CapturedRow {
@@ -88,8 +94,12 @@ const MISSED = {
   policy: 'could not check a change against your policies; reconnect and read again',
   allowed: 'could not check your access to this workspace; reconnect and read again',
   delivery: 'changes could not be delivered; reconnect and read again',
+  busy: "the workspace's database connections were all busy; reconnect and read again",
   pruned: 'changes were missed; reconnect and read again',
 } as const;
+
+/** A workspace's SQL connections stayed busy past checkWaitMs: its delivery gives up (drain). */
+class WorkspaceBusy extends Error {}
 
 /** What is left of a workspace's turn (see TURN). */
 interface Turn {
@@ -143,6 +153,7 @@ export class RealtimeHub {
   private readonly waiting: string[] = [];
   private active = 0;
   private readonly concurrency: number;
+  private readonly checkWaitMs: number;
   /** platform.row_capture_key, read at start: without it no notification can be trusted, and nothing is delivered. */
   private key: string | undefined;
   /** The batches (`<workspace>:<batch>`) notified lately, oldest first (at most RECENT_BATCHES). */
@@ -154,6 +165,7 @@ export class RealtimeHub {
     this.maxPending = opts.maxPendingBatches ?? 10_000;
     this.chunk = opts.chunkRows ?? 500;
     this.concurrency = opts.concurrency ?? 4;
+    this.checkWaitMs = opts.checkWaitMs ?? 2000;
     this.listener = new ChannelListener(opts.databaseUrl, ROW_CHANGES_CHANNEL, {
       name: 'wds-realtime',
       onMessage: (payload) => this.notified(payload),
@@ -295,10 +307,12 @@ export class RealtimeHub {
         if (after === null) this.pending.get(workspaceId)?.shift();
         else next.after = after;
       } catch (err) {
-        // The rest of the batch is lost (the outbox could not be read, say): its subscribers must not go on unaware.
-        this.opts.log?.('realtime delivery failed', err);
+        // The rest of the batch is lost (the outbox could not be read, its connections stayed busy): its subscribers
+        // must not go on unaware.
+        const busy = err instanceof WorkspaceBusy;
+        this.opts.log?.(busy ? 'realtime delivery gave up: the workspace kept its SQL connections busy' : 'realtime delivery failed', busy ? undefined : err);
         this.pending.get(workspaceId)?.shift();
-        this.endAll(workspaceId, CLOSE.interrupted, MISSED.delivery);
+        this.endAll(workspaceId, CLOSE.interrupted, busy ? MISSED.busy : MISSED.delivery);
         turn.left--;
       }
     }
@@ -382,21 +396,26 @@ export class RealtimeHub {
     }
     // Every subscribed user at once, in one query a run (visibleRowsFor); when that fails (one user's policy cannot be
     // evaluated over these rows, say), one by one, so that only whose it is misses the change.
+    // The workspace's own connections are waited for at most checkWaitMs in all: the slot is everyone's.
+    const wait = AbortSignal.timeout(this.checkWaitMs);
+    const busy = (err: unknown) => err === wait.reason || (err as { code?: unknown })?.code === 'TOO_MANY_REQUESTS';
     let together: Map<string, ServerMessage[]> | undefined;
     const many = this.opts.sql.visibleRowsFor?.bind(this.opts.sql);
     if (many && byUser.size > 1) {
       const users = [...byUser.keys()];
       try {
-        together = await this.messagesOf(users, table, rows, turn, (images) => many(workspaceId, users, table, images));
+        together = await this.messagesOf(users, table, rows, turn, (images) => many(workspaceId, users, table, images, wait));
       } catch (err) {
+        if (busy(err)) throw new WorkspaceBusy();
         this.opts.log?.('realtime policy check of all subscribers failed; checking them one by one', err);
       }
     }
     for (const [userId, subs] of byUser) {
       let messages: ServerMessage[];
       try {
-        messages = together?.get(userId) ?? (await this.messagesFor(callerOf(workspaceId, userId), table, rows, turn));
+        messages = together?.get(userId) ?? (await this.messagesFor(callerOf(workspaceId, userId), table, rows, turn, wait));
       } catch (err) {
+        if (busy(err)) throw new WorkspaceBusy();
         // Their policy does not evaluate on these rows (a cast error, say): they cannot know what they missed.
         this.opts.log?.('realtime policy check failed', err);
         for (const s of subs) this.end(s, CLOSE.interrupted, MISSED.policy);
@@ -416,9 +435,9 @@ export class RealtimeHub {
   }
 
   /** What one user may learn of a chunk: the rows they can select, in the batch's order. */
-  private async messagesFor(caller: SqlCaller, table: string, rows: CapturedRow[], turn: Turn): Promise<ServerMessage[]> {
+  private async messagesFor(caller: SqlCaller, table: string, rows: CapturedRow[], turn: Turn, wait?: AbortSignal): Promise<ServerMessage[]> {
     const userId = caller.subject.userId as string;
-    const one = async (images: string[]) => new Map([[userId, await this.opts.sql.visibleRows(caller, table, images)]]);
+    const one = async (images: string[]) => new Map([[userId, await this.opts.sql.visibleRows(caller, table, images, wait)]]);
     return (await this.messagesOf([userId], table, rows, turn, one)).get(userId) ?? [];
   }
 

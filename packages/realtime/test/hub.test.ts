@@ -349,6 +349,31 @@ describe('RealtimeHub', () => {
     expect(calls.one).toBe(4);
   });
 
+  it("a workspace whose SQL connections stay busy gives up its delivery slot: its subscribers are closed (1012), others get theirs", async () => {
+    const stuck = await workspace();
+    const free = await workspace();
+    // The stuck workspace's connections never come free: a check waits until the hub stops waiting (its signal).
+    const never = (signal?: AbortSignal) => new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    const hub = await startedHub({
+      concurrency: 1, // one delivery slot: without giving it up, the stuck workspace would hold it for good
+      checkWaitMs: 200,
+      sql: {
+        visibleRows: (caller, table, images, signal) => (caller.workspaceId === stuck ? never(signal) : sql.visibleRows(caller, table, images, signal)),
+        visibleRowsFor: (ws, users, table, images, signal) => (ws === stuck ? never(signal) : sql.visibleRowsFor(ws, users, table, images, signal)),
+      },
+    });
+    const a = subscriber(stuck);
+    a.remove = hub.add(a);
+    const b = subscriber(free);
+    b.remove = hub.add(b);
+    await insert(stuck, 1);
+    await insert(free, 2);
+    await settle(hub);
+    expect([a.closedWith, a.reason]).toEqual([CLOSE.interrupted, "the workspace's database connections were all busy; reconnect and read again"]);
+    expect(values(b.got)).toEqual([2]);
+    expect(b.closedWith).toBeUndefined();
+  });
+
   it("a batch whose delivery fails as a whole closes the workspace's subscribers (1012)", async () => {
     // The outbox cannot be read (the service's connection broke, say); the key can.
     const failing = {

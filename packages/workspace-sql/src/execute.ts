@@ -490,7 +490,7 @@ export class WorkspaceSql {
    * columns and value types). None when the table is gone or no policy lets them read it. Evaluated by PostgreSQL,
    * on a read-only connection of the workspace's role, with the filter the rewriter would use (row-capture.ts).
    */
-  async visibleRows(caller: SqlCaller, table: string, images: string[]): Promise<{ index: number; row: Record<string, unknown> }[]> {
+  async visibleRows(caller: SqlCaller, table: string, images: string[], signal?: AbortSignal): Promise<{ index: number; row: Record<string, unknown> }[]> {
     if (images.length === 0) return [];
     const ctx = await this.context(caller, [table]);
     const columns = ctx.catalog.get(table);
@@ -498,7 +498,8 @@ export class WorkspaceSql {
     const d = decide({ policies: ctx.policies, groups: ctx.groups, subject: caller.subject, table, operation: 'select' });
     if (!d.allowed) return [];
     const text = await visibleRowsStatement(caller.workspaceId, table, d.filter, caller.subject.userId, columns.has('deleted_at'));
-    const lease = await this.pools.acquire(caller.workspaceId);
+    // `signal`: how long the caller waits for one of the workspace's connections (their reason when it gives up).
+    const lease = await this.pools.acquire(caller.workspaceId, signal);
     let broken = false;
     try {
       // The images stay JSON text from the outbox to here: a numeric's scale or a large int8 survives.
@@ -527,6 +528,7 @@ export class WorkspaceSql {
     userIds: readonly string[],
     table: string,
     images: string[],
+    signal?: AbortSignal,
   ): Promise<Map<string, { index: number; row: Record<string, unknown> }[]>> {
     const out = new Map<string, { index: number; row: Record<string, unknown> }[]>(userIds.map((u) => [u, []]));
     if (images.length === 0 || userIds.length === 0) return out;
@@ -540,7 +542,7 @@ export class WorkspaceSql {
       if (d.allowed) readers.push({ userId, filter: d.filter });
     }
     if (readers.length === 0) return out;
-    const lease = await this.pools.acquire(workspaceId);
+    const lease = await this.pools.acquire(workspaceId, signal);
     let broken = false;
     try {
       // At most VISIBLE_ROWS_USERS boolean columns a statement (PostgreSQL takes 1664 result columns, the table's own

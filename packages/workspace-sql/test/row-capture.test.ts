@@ -329,5 +329,9 @@ describe("visibleRows: a subject's select policy over captured rows", () => {
     const many = await sql.visibleRowsFor(B, [...crowd, ana], 'tasks', images);
     expect(new Set(crowd.map((u) => JSON.stringify(many.get(u)?.map((v) => v.row.note))))).toEqual(new Set(['["b"]']));
     expect(many.get(ana)).toEqual(await alone(ana));
+    // The caller bounds the wait for a connection (realtime does): its signal's reason when it gives up.
+    const gone = AbortSignal.abort(new Error('gave up waiting'));
+    await expect(sql.visibleRows(as(B, ana), 'tasks', images, gone)).rejects.toThrow('gave up waiting');
+    await expect(sql.visibleRowsFor(B, [ana, ben], 'tasks', images, gone)).rejects.toThrow('gave up waiting');
   });
 });
