@@ -5,6 +5,7 @@ import { createDatabase } from '@wds/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WorkspaceConnector, WorkspaceSql } from '../src/index.js';
+import { visibleRowsForStatement, visibleRowsStatement } from '../src/row-capture.js';
 
 let pool: pg.Pool;
 let url: string;
@@ -333,5 +334,38 @@ describe("visibleRows: a subject's select policy over captured rows", () => {
     const gone = AbortSignal.abort(new Error('gave up waiting'));
     await expect(sql.visibleRows(as(B, ana), 'tasks', images, gone)).rejects.toThrow('gave up waiting');
     await expect(sql.visibleRowsFor(B, [ana, ben], 'tasks', images, gone)).rejects.toThrow('gave up waiting');
+  });
+  it("hostile text in a policy's values and in the table name stays data: quotes, comment openers, $$", async () => {
+    await table(B, 'hostile', 'note text');
+    const who = newId();
+    const group = newId();
+    const nasty = ["it's", 'a"b', '-- x', '/* y', '$$ z $$', "'); DROP TABLE x; --", '$tag$ w $tag$'];
+    await pool.query('INSERT INTO platform.policy_groups (id, workspace_id, name, user_ids) VALUES ($1, $2, $3, $4)', [group, B, 'nasty', [who, reader]]);
+    await pool.query(
+      "INSERT INTO platform.policies (id, workspace_id, name, policy_group_id, mode, table_name, operation, condition) VALUES ($1, $2, 'in', $3, 'allow', 'hostile', 'select', $4)",
+      [newId(), B, group, JSON.stringify({ note: { $in: nasty.slice(0, 5) } })],
+    );
+    await pool.query(
+      "INSERT INTO platform.policies (id, workspace_id, name, policy_group_id, mode, table_name, operation, condition) VALUES ($1, $2, 'not', $3, 'deny', 'hostile', 'select', $4)",
+      [newId(), B, group, JSON.stringify({ note: "'); DROP TABLE x; --" })],
+    );
+    const values = [...nasty, 'plain'].map((n) => `'${n.replace(/'/g, "''")}'`).join('), (');
+    await sql.execute(admin(B), `INSERT INTO hostile (note) VALUES (${values})`, limits);
+    const { rows } = await pool.query<{ t: string }>("SELECT row::text AS t FROM platform.row_changes WHERE workspace_id = $1 AND table_name = 'hostile' ORDER BY id", [B]);
+    const images = rows.map((r) => r.t);
+    const alone = await sql.visibleRows(as(B, who), 'hostile', images);
+    expect(alone.map((v) => v.row.note)).toEqual(nasty.slice(0, 5));
+    const together = await sql.visibleRowsFor(B, [who, reader], 'hostile', images);
+    expect(together.get(who)).toEqual(alone);
+    expect(together.get(reader)).toEqual(alone);
+    // What the same user reads through the SQL endpoint: the same rows.
+    expect((await sql.execute(as(B, who), 'SELECT note FROM hostile ORDER BY id', limits)).rows?.map((r) => r.note).sort()).toEqual(nasty.slice(0, 5).sort());
+    // A table name that is no logical name never becomes SQL text: refused before anything runs.
+    for (const name of ['x"y', "q'; --", 'a$$b', 'c/*d', 'Hostile']) {
+      await expect(sql.visibleRows(as(B, who), name, images)).rejects.toMatchObject({ code: 'INVALID_TABLE' });
+      await expect(sql.visibleRowsFor(B, [who], name, images)).rejects.toMatchObject({ code: 'INVALID_TABLE' });
+    }
+    await expect(visibleRowsStatement(B, 'x"y', null, who, false)).rejects.toMatchObject({ code: 'INVALID_TABLE' });
+    await expect(visibleRowsForStatement(B, "q'; --", [{ filter: null, userId: who }], false)).rejects.toMatchObject({ code: 'INVALID_TABLE' });
   });
 });
