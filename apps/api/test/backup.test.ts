@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createDb, findPgTools, openEmbeddedDatabase, sql } from '@wds/db';
 import { BLOB_DELETION_LOCK, type BackupManifest, type BlobStore, createBackup, createFsBlobStore, restoreBackup } from '@wds/storage';
-import { createDatabase } from '@wds/testkit';
+import { createDatabase, createServiceRoleDatabase } from '@wds/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
@@ -278,21 +278,7 @@ describe('pnpm cli backup / restore', () => {
     expect(b.code, b.stderr).toBe(0);
 
     // The restoring service is no superuser, as on a managed database: a role with CREATEROLE owning its database.
-    const server = inject('pgServerUrl');
-    const service = `wds_svc_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE ROLE ${service} LOGIN CREATEROLE PASSWORD 'service-password'`);
-      await admin.query(`CREATE DATABASE ${service} OWNER ${service}`);
-    } finally {
-      await admin.end();
-    }
-    const u = new URL(server);
-    u.username = service;
-    u.password = 'service-password';
-    u.pathname = `/${service}`;
-    const url = u.toString();
+    const url = await createServiceRoleDatabase(inject('pgServerUrl'));
     const blobDir = tempDir('blobs');
     const r = await cli(['restore', secondBackup], { DATABASE_URL: url, STORAGE_DIR: blobDir });
     expect(r.code, r.stderr).toBe(0);

@@ -1,7 +1,5 @@
 import '@wds/testkit';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { createDatabase, dropDatabase } from '@wds/testkit';
+import { createDatabase, createServiceRoleDatabase, dropDatabase } from '@wds/testkit';
 import { describe, expect, inject, it } from 'vitest';
 import { createDb, migrateToLatest, sql } from '../src/index.js';
 
@@ -27,21 +25,7 @@ describe('migrateToLatest', () => {
   });
 
   it('as a service that is no superuser (a managed database): the row capture function is owned by its own role', async () => {
-    const server = inject('pgServerUrl');
-    const service = `wds_mig_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE ROLE ${service} LOGIN CREATEROLE PASSWORD 'service-password'`);
-      await admin.query(`CREATE DATABASE ${service} OWNER ${service}`);
-    } finally {
-      await admin.end();
-    }
-    const u = new URL(server);
-    u.username = service;
-    u.password = 'service-password';
-    u.pathname = `/${service}`;
-    const { db } = createDb(u.toString(), { max: 2 });
+    const { db } = createDb(await createServiceRoleDatabase(inject('pgServerUrl'), { prefix: 'wds_mig' }), { max: 2 });
     try {
       await migrateToLatest(db);
       const { rows } = await sql<{ owner: string; create: boolean }>`

@@ -17,6 +17,23 @@ export async function createDatabase(serverUrl: string, opts: CreateDatabaseOpti
   return withDatabase(serverUrl, name);
 }
 
+/**
+ * A database owned by a new login role that is no superuser but may create roles — the service's rights on a managed
+ * database — and the URL that connects to it as that role.
+ */
+export async function createServiceRoleDatabase(serverUrl: string, opts: { prefix?: string } = {}): Promise<string> {
+  const role = `${(opts.prefix ?? 'wds_svc').toLowerCase().replace(/[^a-z0-9_]+/g, '_').slice(0, 40)}_${randomBytes(4).toString('hex')}`;
+  const password = randomBytes(12).toString('hex');
+  await withClient(serverUrl, async (client) => {
+    await client.query(`CREATE ROLE ${pg.escapeIdentifier(role)} LOGIN CREATEROLE PASSWORD '${password}'`);
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(role)} OWNER ${pg.escapeIdentifier(role)}`);
+  });
+  const u = new URL(withDatabase(serverUrl, role));
+  u.username = role;
+  u.password = password;
+  return u.toString();
+}
+
 /** Drops the database of `url`, closing any connections still open to it. */
 export async function dropDatabase(url: string): Promise<void> {
   const name = decodeURIComponent(new URL(url).pathname.slice(1));

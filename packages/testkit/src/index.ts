@@ -1,6 +1,6 @@
 import './vitest-context.js';
 
-export { type CreateDatabaseOptions, createDatabase, dropDatabase } from './database.js';
+export { type CreateDatabaseOptions, createDatabase, createServiceRoleDatabase, dropDatabase } from './database.js';
 export { startTestPostgres, type TestPostgres } from './server.js';
 export { startContainerEngine, type TestContainerEngine } from './container-engine.js';
 export { CHROMIUM_LOOPBACK_ARGS, chromiumPath } from './browser.js';

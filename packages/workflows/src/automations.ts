@@ -6,9 +6,9 @@
 import { type Database, type Db, isUuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { Selectable } from 'kysely';
-import { getWorkflow } from './store.js';
+import { type AUTOMATION_OF, getWorkflow } from './store.js';
 
-export type AutomationTable = 'platform.workflow_schedules' | 'platform.workflow_hooks' | 'platform.workflow_triggers';
+export type AutomationTable = (typeof AUTOMATION_OF)[keyof typeof AUTOMATION_OF]['table'];
 
 /** The rows of one kind of automation, by the workflow they belong to; `what` names it in a 404. */
 export function automationRows<T extends AutomationTable>(table: T, what: string) {

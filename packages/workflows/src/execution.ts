@@ -15,7 +15,7 @@ import { RunHeartbeat } from './liveness.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
-import { claimQueuedRun, failQueuedRun, finishRun, getWorkflow, isRowEvent, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
+import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, isRowEvent, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
 import type { WorkflowDefinition } from './definition.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */
@@ -45,13 +45,6 @@ interface ClaimedRun {
    */
   pinned?: boolean;
 }
-
-/** The automation that queued a run, by the run's trigger: where it keeps its owner, and what it is called. */
-const AUTOMATION_OF: Record<string, { table: 'platform.workflow_schedules' | 'platform.workflow_hooks' | 'platform.workflow_triggers'; name: string }> = {
-  schedule: { table: 'platform.workflow_schedules', name: 'schedule' },
-  webhook: { table: 'platform.workflow_hooks', name: 'hook' },
-  event: { table: 'platform.workflow_triggers', name: 'trigger' },
-};
 
 /** `def` with every step pinned to the version it names. */
 const pinnedSteps = (def: WorkflowDefinition): Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'> => ({
@@ -173,7 +166,7 @@ export class WorkflowExecutions {
     if (!workflow) return refused('not_found', 'The workflow was deleted before the run started');
     // Read after the workflow: whoever changes its steps takes its automation over in the same transaction, so a run
     // that would get the new steps sees the new owner here, and does not run them as the old one (with their rows).
-    const automation = row.trigger_id ? AUTOMATION_OF[row.trigger] : undefined;
+    const automation = row.trigger_id && row.trigger in AUTOMATION_OF ? AUTOMATION_OF[row.trigger as keyof typeof AUTOMATION_OF] : undefined;
     if (automation) {
       const owner = await db.selectFrom(automation.table).select('created_by').where('id', '=', row.trigger_id as string).executeTakeFirst();
       if (owner && owner.created_by !== row.executed_by) {

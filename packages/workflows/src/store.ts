@@ -110,8 +110,15 @@ export function patchedDefinition(current: WorkflowView, patch: UpdateWorkflow):
 /** The row events: their `$input` is rows its owner's select policy chose. */
 export const ROW_EVENTS: readonly WorkflowTriggerEvent[] = ['row_inserted', 'row_updated', 'row_deleted'];
 
-/** What runs a workflow by itself, each as its `created_by`. */
-const AUTOMATIONS = ['platform.workflow_schedules', 'platform.workflow_hooks', 'platform.workflow_triggers'] as const;
+/**
+ * What runs a workflow by itself, each as its owner (`created_by`), by the trigger its runs record: where it keeps
+ * that owner, and what it is called.
+ */
+export const AUTOMATION_OF = {
+  schedule: { table: 'platform.workflow_schedules', name: 'schedule' },
+  webhook: { table: 'platform.workflow_hooks', name: 'hook' },
+  event: { table: 'platform.workflow_triggers', name: 'trigger' },
+} as const;
 
 /**
  * Saves a changed workflow. When its steps change (`definition` differs from the saved one), whoever changed them
@@ -129,14 +136,8 @@ export async function updateWorkflow(
   changedBy: string,
 ): Promise<WorkflowView> {
   const current = await getWorkflow(db, workspaceId, id);
-  const before: WorkflowDefinition = {
-    input_schema: current.input_schema,
-    input_steps: current.input_steps,
-    stf_steps: current.stf_steps,
-    effect_steps: current.effect_steps,
-  };
-  if (JSON.stringify(before) !== JSON.stringify(definition)) {
-    for (const table of AUTOMATIONS) {
+  if (JSON.stringify(patchedDefinition(current, {})) !== JSON.stringify(definition)) {
+    for (const { table } of Object.values(AUTOMATION_OF)) {
       await db
         .updateTable(table)
         .set({ created_by: changedBy, updated_at: new Date() })
@@ -207,7 +208,7 @@ const rowsHiddenFrom = (r: WorkflowRunRow, readerId: string | undefined): boolea
   readerId !== r.executed_by &&
   ((r.trigger === 'event' && isRowEvent(r.input)) || ((r.steps ?? []) as StepRecord[]).some((s) => s.kind === 'input' && s.caller_rows === true));
 
-/** A run without its input and output; a row trigger's run, for anyone but its owner, without its errors' words. */
+/** A run without its input and output; one made of its user's rows (rowsHiddenFrom), for anyone else, without its errors' words. */
 const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryView => {
   // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps).
   const error = (r.error ?? null) as RunError | null;
@@ -231,8 +232,9 @@ const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryV
 };
 
 /**
- * A run with its input and output. A row trigger's run is whole only for the user it ran as: anyone else gets its
- * input without the rows (rowEventFor), no output, and its errors without their messages.
+ * A run with its input and output. One made of its user's rows (rowsHiddenFrom) is whole only for that user: anyone
+ * else gets no output and its errors without their messages, and a row trigger's input without the rows
+ * (rowEventFor).
  */
 const toRunView = (r: WorkflowRunRow, readerId?: string): WorkflowRunView => ({
   ...toRunSummary(r, readerId),
@@ -324,7 +326,7 @@ export async function listRuns(
     trigger?: WorkflowRunTrigger | undefined;
     trigger_id?: string | undefined;
   },
-  /** Who reads them: a row trigger's runs are whole only for the user they ran as (toRunSummary). */
+  /** Who reads them: a run made of its user's rows is whole only for that user (toRunSummary). */
   readerId?: string,
 ): Promise<WorkflowRunSummaryView[]> {
   await getWorkflow(db, workspaceId, workflowId);

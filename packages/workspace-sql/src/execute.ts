@@ -498,17 +498,35 @@ export class WorkspaceSql {
     const d = decide({ policies: ctx.policies, groups: ctx.groups, subject: caller.subject, table, operation: 'select' });
     if (!d.allowed) return [];
     const text = await visibleRowsStatement(caller.workspaceId, table, d.filter, caller.subject.userId, columns.has('deleted_at'));
-    // `signal`: how long the caller waits for one of the workspace's connections (their reason when it gives up).
-    const lease = await this.pools.acquire(caller.workspaceId, signal);
-    let broken = false;
-    try {
-      // The images stay JSON text from the outbox to here: a numeric's scale or a large int8 survives.
-      const r = await lease.client.query({ text, values: [`[${images.join(',')}]`], rowMode: 'array', types: userValueTypes });
+    return this.onImages(caller.workspaceId, images, signal, async (query) => {
+      const r = await query(text);
       const names = r.fields.slice(1).map((f) => f.name);
-      return (r.rows as unknown[][]).map((values) => ({
+      return r.rows.map((values) => ({
         index: Number(values[0]) - 1,
         row: Object.fromEntries(names.map((name, i) => [name, values[i + 1]])),
       }));
+    });
+  }
+
+  /**
+   * Runs `work` on one of the workspace's connections, with `query` sending a statement over `images` as `$1` (one
+   * JSON array, serialised once: the images stay JSON text from the outbox to here, so a numeric's scale or a large
+   * int8 survives). `signal`: how long to wait for the connection (its reason when it gives up).
+   */
+  private async onImages<T>(
+    workspaceId: string,
+    images: string[],
+    signal: AbortSignal | undefined,
+    work: (query: (text: string) => Promise<{ fields: { name: string }[]; rows: unknown[][] }>) => Promise<T>,
+  ): Promise<T> {
+    const values = [`[${images.join(',')}]`];
+    const lease = await this.pools.acquire(workspaceId, signal);
+    let broken = false;
+    try {
+      return await work(async (text) => {
+        const r = await lease.client.query({ text, values, rowMode: 'array', types: userValueTypes });
+        return { fields: r.fields, rows: r.rows as unknown[][] };
+      });
     } catch (err) {
       broken = isConnectionError(err);
       throw mapDatabaseError(err, { statementTimeoutMs: this.sessionTimeoutMs, maxRows: images.length });
@@ -542,18 +560,15 @@ export class WorkspaceSql {
       if (d.allowed) readers.push({ userId, filter: d.filter });
     }
     if (readers.length === 0) return out;
-    const lease = await this.pools.acquire(workspaceId, signal);
-    let broken = false;
-    try {
+    return this.onImages(workspaceId, images, signal, async (query) => {
       // At most VISIBLE_ROWS_USERS boolean columns a statement (PostgreSQL takes 1664 result columns, the table's own
       // included).
       for (let from = 0; from < readers.length; from += VISIBLE_ROWS_USERS) {
         const some = readers.slice(from, from + VISIBLE_ROWS_USERS);
-        const text = await visibleRowsForStatement(workspaceId, table, some, columns.has('deleted_at'));
-        const r = await lease.client.query({ text, values: [`[${images.join(',')}]`], rowMode: 'array', types: userValueTypes });
+        const r = await query(await visibleRowsForStatement(workspaceId, table, some, columns.has('deleted_at')));
         const first = 1 + some.length;
         const names = r.fields.slice(first).map((f) => f.name);
-        for (const values of r.rows as unknown[][]) {
+        for (const values of r.rows) {
           const index = Number(values[0]) - 1;
           const row = Object.fromEntries(names.map((name, i) => [name, values[first + i]]));
           some.forEach((reader, k) => {
@@ -563,12 +578,7 @@ export class WorkspaceSql {
         }
       }
       return out;
-    } catch (err) {
-      broken = isConnectionError(err);
-      throw mapDatabaseError(err, { statementTimeoutMs: this.sessionTimeoutMs, maxRows: images.length });
-    } finally {
-      lease.release(broken);
-    }
+    });
   }
 
   /**

@@ -54,16 +54,26 @@ export async function visibleRowsStatement(
   userId: string | null,
   softDelete: boolean,
 ): Promise<string> {
+  const { tree, select } = await capturedRowsSelect(workspaceId, table);
+  const where: Filter | null = softDelete ? (filter ? { kind: 'and', args: [filter, LIVE] } : LIVE) : filter;
+  select.whereClause = compileFilter(where, { qualifier: 't', userId });
+  return printVerified(tree);
+}
+
+/** A read skips soft-deleted rows (the rewriter's rule for a table with deleted_at): so do these statements. */
+const LIVE: Filter = { kind: 'null', column: 'deleted_at', isNull: true };
+
+/**
+ * The parsed `SELECT o.i, t.* … WHERE true` over `$1`'s images as rows of the table (its physical name from
+ * physicalName, which refuses anything but a logical name), for the statements above and below to fill in.
+ */
+async function capturedRowsSelect(workspaceId: string, table: string) {
   await loadParser();
   const physical = physicalName(workspaceId, table);
   const parsed = parseOne(
     `SELECT o.i, t.* FROM pg_catalog.jsonb_array_elements($1::pg_catalog.jsonb) WITH ORDINALITY AS o(e, i), LATERAL pg_catalog.jsonb_populate_record(NULL::user_data."${physical}", o.e) AS t WHERE true`,
   );
-  // A read skips soft-deleted rows (the rewriter's rule for a table with deleted_at): so does this.
-  const live: Filter = { kind: 'null', column: 'deleted_at', isNull: true };
-  const where: Filter | null = softDelete ? (filter ? { kind: 'and', args: [filter, live] } : live) : filter;
-  (parsed.stmt as { SelectStmt: { whereClause: unknown } }).SelectStmt.whereClause = compileFilter(where, { qualifier: 't', userId });
-  return printVerified(parsed.tree);
+  return { tree: parsed.tree, select: (parsed.stmt as { SelectStmt: { targetList: unknown[]; whereClause: unknown } }).SelectStmt };
 }
 
 /**
@@ -78,17 +88,12 @@ export async function visibleRowsForStatement(
   subjects: readonly { filter: Filter | null; userId: string | null }[],
   softDelete: boolean,
 ): Promise<string> {
-  await loadParser();
-  const physical = physicalName(workspaceId, table);
-  const parsed = parseOne(
-    `SELECT o.i, t.* FROM pg_catalog.jsonb_array_elements($1::pg_catalog.jsonb) WITH ORDINALITY AS o(e, i), LATERAL pg_catalog.jsonb_populate_record(NULL::user_data."${physical}", o.e) AS t WHERE true`,
-  );
-  const select = (parsed.stmt as { SelectStmt: { targetList: unknown[]; whereClause: unknown } }).SelectStmt;
+  const { tree, select } = await capturedRowsSelect(workspaceId, table);
   const [position, columns] = select.targetList;
   const admitted = subjects.map((s) => ({ ResTarget: { val: compileFilter(s.filter, { qualifier: 't', userId: s.userId }) } }));
   select.targetList = [position, ...admitted, columns];
-  if (softDelete) select.whereClause = compileFilter({ kind: 'null', column: 'deleted_at', isNull: true }, { qualifier: 't', userId: null });
-  return printVerified(parsed.tree);
+  if (softDelete) select.whereClause = compileFilter(LIVE, { qualifier: 't', userId: null });
+  return printVerified(tree);
 }
 
 /** A captured row whose JSON text is longer than this travels as its policy columns only (`capturedImagesSql`). */
