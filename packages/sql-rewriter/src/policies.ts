@@ -5,7 +5,7 @@ import { TRUE, type Wrappers, ZERO, and, as, call, caseWhen, col, eq, isNull, re
 import { guardedWhere, simpleConjuncts } from './guards.js';
 import { USER_SCHEMA, physicalName } from './names.js';
 import { firstDifference } from './verify.js';
-import type { FilterFn, RewriteOptions } from './rewrite.js';
+import type { Columns, FilterFn, RewriteOptions } from './rewrite.js';
 
 /**
  * The policy pass: every table reference gets the caller's row filter and, on tables with `deleted_at`, the
@@ -21,7 +21,7 @@ export function rewriteRead(
   ref: TableRef,
   wrap: Wrappers,
   workspaceId: string,
-  columns: ReadonlySet<string> | undefined,
+  columns: Columns | undefined,
   preds: (Node | null | undefined)[],
 ) {
   const rv = ref.node;
@@ -81,7 +81,7 @@ export function rewriteWrite(
     if (f) checks.push(call([USER_SCHEMA, ROW_CHECK_FUNCTION], [f, text(`${ref.table}:${operation}`)]));
   };
   const live = has(ref.table, 'deleted_at') ? isNull(col(q, 'deleted_at')) : undefined;
-  const columns = opts.catalog.get(ref.table) ?? new Set<string>();
+  const columns: Columns = opts.catalog.get(ref.table) ?? new Map();
   // UPDATE and DELETE touch only rows the caller may also select (as PostgreSQL's RLS does for statements that
   // read the rows): their WHERE, SET and RETURNING never see a hidden row, and counts never include one.
   const readable = (operation: Operation) => {

@@ -10,8 +10,15 @@ import { addSystemColumns } from './system-columns.js';
 import { assertRoundTrip } from './verify.js';
 import type { AnyNode } from './parse.js';
 
+/**
+ * A table's columns, each with its type as pg_type names it (`int4`, `timestamptz`, `_text` for text[]) when that
+ * is a built-in type, else ''. The rewriter copies a comparison next to the policy filter only for some types
+ * (guards.ts).
+ */
+export type Columns = ReadonlyMap<string, string>;
+
 /** Columns of each existing workspace table, by logical name (tables that do not exist are absent). */
-export type Catalog = ReadonlyMap<string, ReadonlySet<string>>;
+export type Catalog = ReadonlyMap<string, Columns>;
 
 /** The row filter of a (table, operation), as an expression over columns qualified by `qualifier`; null is TRUE. */
 export type FilterFn = (table: string, operation: Operation, qualifier: string) => Node | null;

@@ -2,6 +2,7 @@ import type { Node } from '@pgsql/types';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { analyze, isLogicalName, loadParser, physicalName, rewrite } from '../src/index.js';
 import { checkCollationName, checkFunctionName, checkOpclassName, checkOperatorName, checkTypeName } from '../src/qualified-names.js';
+import { columns } from './catalog.js';
 
 const names = (...parts: string[]): Node[] => parts.map((sval) => ({ String: { sval } }));
 const code = (fn: () => void): string | undefined => {
@@ -120,7 +121,7 @@ describe('physical names of workspace objects', () => {
   });
 
   it('refuses hostile index and constraint names in every place they are mapped (quotes, comment openers, $$)', () => {
-    const catalog = new Map([['t', new Set(['id', 'x'])]]);
+    const catalog = new Map([['t', columns(['id', 'x'])]]);
     const run = (sql: string) => code(() => rewrite(analyze(sql), { workspaceId: ws, catalog }));
     for (const bad of [`a'b`, 'a"b', 'a/*b', 'a--b', 'a$$b', '$q$x$q$', 'A', 'a b', `${'x'.repeat(40)}'`, 'ws_0190aaaa_bbbb_7ccc_8ddd_ffffffffffff_t_pkey']) {
       const q = `"${bad.replaceAll('"', '""')}"`;
@@ -137,7 +138,7 @@ describe('physical names of workspace objects', () => {
   });
 
   it('prints a long name as a plain identifier that re-parses to the analysed statement (rewrite verifies it)', () => {
-    const catalog = new Map([['t', new Set(['id', 'x'])]]);
+    const catalog = new Map([['t', columns(['id', 'x'])]]);
     const long = `idx_${'a_'.repeat(29)}z`; // 63 characters
     const sql = rewrite(analyze(`CREATE INDEX ${long} ON t (x)`), { workspaceId: ws, catalog });
     expect(sql).toContain(physicalName(ws, long, 'index'));
@@ -145,7 +146,7 @@ describe('physical names of workspace objects', () => {
   });
 
   it('rewrites CREATE INDEX, DROP INDEX and ON CONFLICT ON CONSTRAINT with the same long name alike', () => {
-    const catalog = new Map([['journal_entries', new Set(['id', 'status'])]]);
+    const catalog = new Map([['journal_entries', columns(['id', 'status'])]]);
     const rewriteSql = (sql: string) => rewrite(analyze(sql), { workspaceId: ws, catalog });
     const created = rewriteSql('CREATE INDEX idx_journal_entries_status ON journal_entries (status)');
     const dropped = rewriteSql('DROP INDEX idx_journal_entries_status');

@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type FilterFn, analyze, loadParser, rewrite, toLogicalText } from '../src/index.js';
+import { columns } from './catalog.js';
 
 const WS = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
 const P = 'user_data.ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_';
 const catalog = new Map([
-  ['orders', new Set(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
-  ['items', new Set(['id', 'order_id'])],
+  ['orders', columns(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
+  ['items', columns(['id', 'order_id'])],
 ]);
 const ownerFilter: FilterFn = (table, _op, q) =>
   table === 'orders'

@@ -3,12 +3,13 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { analyze, loadParser, rewrite } from '../src/index.js';
 import { RULES, type Rule } from '../src/rules.js';
 import type { NodeTag } from '../src/walk.js';
+import { columns } from './catalog.js';
 
 const WS = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
 const PREFIX = 'ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_';
 const catalog = new Map([
-  ['orders', new Set(['id', 'owner', 'total', 'meta', 'created_at', 'updated_at', 'deleted_at'])],
-  ['items', new Set(['id', 'order_id', 'name'])],
+  ['orders', columns(['id', 'owner', 'total', 'meta', 'created_at', 'updated_at', 'deleted_at'])],
+  ['items', columns(['id', 'order_id', 'name'])],
 ]);
 const run = (sql: string) => rewrite(analyze(sql), { workspaceId: WS, catalog });
 const refusedWith = (code: string, message?: string) => expect.objectContaining({ code, ...(message ? { message: expect.stringContaining(message) } : {}) });
@@ -340,5 +341,40 @@ describe('simple predicates copied into the filtered read', () => {
     expect(sql).toContain("WHERE owner = 'a'");
     // Without column aliases the copy is made (so an index can serve it).
     expect(rewrite(analyze("SELECT * FROM orders AS o WHERE owner = 'a'"), { workspaceId: WS, catalog, filter })).toContain("orders.owner = 'a'");
+  });
+
+  // Issue 28, finding 3: a copy runs where PostgreSQL puts it, possibly on rows the filter hides, so it must not be
+  // able to fail on a row's value. Only the column's own type, never a cast of the column.
+  const typed = new Map([
+    ['ledger', new Map([['amount', 'numeric'], ['title', 'text'], ['day', 'date'], ['n', 'int4'], ['tags', '_text'], ['doc', 'json'], ['at', 'timestamptz']])],
+  ]);
+  const copiesOf = (where: string) => {
+    const sql = rewrite(analyze(`SELECT * FROM ledger WHERE ${where}`), { workspaceId: WS, catalog: typed, filter: () => ({ A_Const: { boolval: { boolval: true } } }) });
+    const fence = sql.slice(sql.indexOf('( SELECT'), sql.indexOf('OFFSET 0'));
+    return fence.includes(' AND ');
+  };
+  it.each([
+    ["title = 'x'", true],
+    ["title < 'A' AND amount = 1", true],
+    ['amount = 1.5', true],
+    ['amount > 1e400', true],
+    ['n = 1.5', true],
+    ["day = '2020-01-01'", true],
+    ["at > '2020-01-01'::timestamptz", true],
+    ["at > '2020-01-01'::pg_catalog.timestamptz", true],
+    ["amount IN (1, 2.5, '3')", true],
+    ['doc IS NOT NULL', true],
+    ["amount = '1'::float8", false],
+    ["'1'::float4 < amount", false],
+    ["amount IN (1, '2'::float8)", false],
+    ["day = '2020-01-01'::timestamp", false],
+    ["at > '2020-01-01'::date", false],
+    ["n = '1'::int8", false],
+    ["tags = '{a}'", false],
+    ["doc = 'x'", false],
+    ["title = 'x' COLLATE \"C\"", false],
+    ["unknown_col = 'x'", false],
+  ])('%s is copied next to the filter: %s', (where, copied) => {
+    expect(copiesOf(where)).toBe(copied);
   });
 });

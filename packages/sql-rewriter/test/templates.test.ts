@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { columns } from './catalog.js';
 import {
   type FilterFn,
   type RewriteOptions,
@@ -20,8 +21,8 @@ import {
 
 const WS = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
 const catalog = new Map([
-  ['orders', new Set(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
-  ['items', new Set(['id', 'order_id', 'title'])],
+  ['orders', columns(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
+  ['items', columns(['id', 'order_id', 'title'])],
 ]);
 const ownerFilter: FilterFn = (table, _op, q) =>
   table === 'orders'

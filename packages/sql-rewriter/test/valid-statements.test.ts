@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type FilterFn, analyze, loadParser, rewrite } from '../src/index.js';
+import { columns } from './catalog.js';
 
 beforeAll(loadParser);
 
@@ -93,8 +94,8 @@ const VALID: string[] = [
 
 const WS = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
 const catalog = new Map([
-  ['orders', new Set(['id', 'owner', 'total', 'meta', 'created_at', 'updated_at', 'deleted_at'])],
-  ['items', new Set(['id', 'order_id', 'name'])],
+  ['orders', columns(['id', 'owner', 'total', 'meta', 'created_at', 'updated_at', 'deleted_at'])],
+  ['items', columns(['id', 'order_id', 'name'])],
 ]);
 const filter: FilterFn = (_table, _op, q) => ({
   A_Expr: {

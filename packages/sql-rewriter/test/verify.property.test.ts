@@ -2,6 +2,7 @@ import { ServiceError } from '@wds/errors';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ALLOWED_FUNCTIONS, type FilterFn, analyze, assertRoundTrip, firstDifference, loadParser, parseSqlTree, rewrite } from '../src/index.js';
+import { columns } from './catalog.js';
 
 const parseSync = (sql: string) => parseSqlTree(sql);
 
@@ -15,8 +16,8 @@ const parseSync = (sql: string) => parseSqlTree(sql);
 const WS = '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee';
 const PREFIX = 'ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_';
 const catalog = new Map([
-  ['orders', new Set(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
-  ['items', new Set(['id', 'order_id', 'title'])],
+  ['orders', columns(['id', 'owner', 'total', 'created_at', 'updated_at', 'deleted_at'])],
+  ['items', columns(['id', 'order_id', 'title'])],
 ]);
 const filter: FilterFn = (_table, _op, q) => ({
   A_Expr: {

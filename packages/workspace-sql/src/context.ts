@@ -1,11 +1,11 @@
 import type { Policy, PolicyGroup } from '@wds/policy-engine';
 import { ServiceError } from '@wds/errors';
-import { physicalName, workspacePrefix, workspaceRole } from '@wds/sql-rewriter';
+import { type Columns, physicalName, workspacePrefix, workspaceRole } from '@wds/sql-rewriter';
 import type pg from 'pg';
 
 export interface SqlContext {
-  /** Columns of the referenced tables that exist, by logical name. */
-  catalog: Map<string, Set<string>>;
+  /** Columns of the referenced tables that exist (with their types), by logical name. */
+  catalog: Map<string, Columns>;
   policies: Policy[];
   groups: PolicyGroup[];
   /** Users of the workspace's DDL policy group (empty when none is set). */
@@ -24,8 +24,10 @@ export async function loadContext(
     // Named: each pooled connection parses and plans it once, not on every request.
     name: 'wds_load_sql_context',
     text: `SELECT
-      (SELECT coalesce(json_agg(json_build_object('t', c.relname, 'c', a.attname)), '[]')
+      (SELECT coalesce(json_agg(json_build_object('t', c.relname, 'c', a.attname,
+              'y', CASE WHEN y.typnamespace = 'pg_catalog'::regnamespace THEN y.typname::text ELSE '' END)), '[]')
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+         JOIN pg_catalog.pg_type y ON y.oid = a.atttypid
         WHERE c.relnamespace = 'user_data'::regnamespace AND c.relname = ANY($1::text[])
           AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
       (SELECT coalesce(json_agg(c.relname), '[]') FROM pg_catalog.pg_class c
@@ -48,12 +50,12 @@ export async function loadContext(
     const logical = (row.foreign as string[]).map((t) => t.slice(prefix.length)).join(', ');
     throw new ServiceError('EXECUTION_ERROR', `Table ${logical} is not owned by this workspace`, 'ask the operator to remove it');
   }
-  const catalog = new Map<string, Set<string>>();
-  for (const { t, c } of row.columns as { t: string; c: string }[]) {
+  const catalog = new Map<string, Map<string, string>>();
+  for (const { t, c, y } of row.columns as { t: string; c: string; y: string }[]) {
     const logical = t.slice(prefix.length);
-    const set = catalog.get(logical) ?? new Set<string>();
-    set.add(c);
-    catalog.set(logical, set);
+    const columns = catalog.get(logical) ?? new Map<string, string>();
+    columns.set(c, y);
+    catalog.set(logical, columns);
   }
   return { catalog, policies: row.policies, groups: row.groups, ddlUserIds: row.ddl_user_ids ?? [] };
 }

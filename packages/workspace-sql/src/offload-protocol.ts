@@ -3,7 +3,7 @@ import type { RewriteInput, StatementSummary } from './statement.js';
 /** Messages between WorkspaceSql and its analysis worker (offload-worker.ts). */
 export type ToWorker =
   | { op: 'analyse'; id: number; sql: string }
-  | { op: 'rewrite'; id: number; handle: number; input: Omit<RewriteInput, 'catalog'> & { catalog: [string, string[]][] } }
+  | { op: 'rewrite'; id: number; handle: number; input: Omit<RewriteInput, 'catalog'> & { catalog: [string, [string, string][]][] } }
   | { op: 'release'; handle: number };
 
 export type FromWorker =

@@ -36,7 +36,7 @@ port.on('message', async (m: ToWorker) => {
       const a = analyses.get(m.handle);
       if (!a) return send({ id: m.id, error: { message: 'unknown statement handle' } });
       try {
-        const catalog = new Map(m.input.catalog.map(([t, cols]) => [t, new Set(cols)]));
+        const catalog = new Map(m.input.catalog.map(([t, cols]) => [t, new Map(cols)]));
         send({ id: m.id, sql: rewriteWith(a, { ...m.input, catalog }) });
       } catch (err) {
         send({ id: m.id, error: failure(err) });

@@ -69,7 +69,7 @@ export class AnalysisWorker {
       rewrite: async (input: RewriteInput) => {
         // Handles are the worker's own: a worker started since (after a crash) holds other statements.
         if (released || worker !== this.#worker) throw analyserLost('the SQL analyser restarted before this statement was rewritten');
-        const catalog = [...input.catalog].map(([t, cols]) => [t, [...cols]] as [string, string[]]);
+        const catalog = [...input.catalog].map(([t, cols]) => [t, [...cols]] as [string, [string, string][]]);
         const r = await this.#call((id) => ({ op: 'rewrite', id, handle, input: { ...input, catalog } }));
         if (!('sql' in r)) throw new Error('analysis worker: unexpected answer');
         return r.sql;
