@@ -4,10 +4,13 @@ import { type Wrappers, replaceWrapper } from './ast.js';
 import { USER_SCHEMA, workspacePrefix } from './names.js';
 import { parseOne } from './parse.js';
 
-/** The information_schema pass: `tables` and `columns` become subqueries over this workspace's tables only. */
+/**
+ * The information_schema pass: `tables` and `columns` become subqueries over this workspace's tables only, fenced
+ * (OFFSET 0) like a filtered table, so the user's WHERE never runs on a row before the workspace's scope did.
+ */
 export function replaceInfoSchema(ref: TableRef, wrap: Wrappers, workspaceId: string) {
   const prefix = workspacePrefix(workspaceId);
-  const from = `FROM information_schema.${ref.table} c WHERE c.table_schema = '${USER_SCHEMA}' AND starts_with(c.table_name::text, '${prefix}')`;
+  const from = `FROM information_schema.${ref.table} c WHERE c.table_schema = '${USER_SCHEMA}' AND starts_with(c.table_name::text, '${prefix}') OFFSET 0`;
   const strip = (e: string) => `substr(${e}::text, ${prefix.length + 1})`;
   // The prefix is derived from a UUID (hex digits and underscores), so it is safe inside these literals.
   const sql =

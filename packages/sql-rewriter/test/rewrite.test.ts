@@ -139,3 +139,13 @@ describe('toLogicalText', () => {
     expect(toLogicalText('permission denied for role wds_ws_0190aaaabbbb7ccc8dddeeeeeeeeeeee')).toBe('permission denied for role workspace role');
   });
 });
+
+describe('information_schema is fenced like a filtered table', () => {
+  it("the user's WHERE runs outside the workspace's scope (OFFSET 0), never on another schema's rows", () => {
+    const sql = run("SELECT column_name FROM information_schema.columns WHERE column_name::int = 1 AND table_name = 'orders'");
+    const fence = sql.indexOf(' OFFSET 0 )');
+    expect(fence).toBeGreaterThan(0);
+    expect(sql.indexOf('column_name::int = 1')).toBeGreaterThan(fence);
+    expect(sql.slice(0, fence)).not.toContain("'orders'");
+  });
+});
