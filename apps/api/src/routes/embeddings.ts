@@ -80,9 +80,9 @@ export const embeddingRoutes = [
     path: `${base}/status`,
     operation: 'get_column_embedding_status',
     response: ColumnEmbeddingStatus,
-    summary: 'Embedded, pending and total rows of each embedded column of a table',
+    summary: 'Embedded, pending and total rows of each embedded column of a table: of the rows the caller may read, unless they may run DDL',
     query: v.object({ table_name: Name }),
-    handler: (ctx) => columnStatus(ctx.db, ctx.access.workspace.id, ctx.query.table_name),
+    handler: (ctx) => columnStatus(embeddingDeps(ctx.services), sqlCallerOf(ctx), ctx.query.table_name),
   }),
   defineRoute({
     ...member,
@@ -139,8 +139,8 @@ export const embeddingRoutes = [
     path: `${base}/tables/status`,
     operation: 'get_table_embedding_status',
     response: TableEmbeddingStatus,
-    summary: 'Per table: total live rows, embedded rows, pending rows, failed rows',
-    handler: (ctx) => tableStatus(embeddingDeps(ctx.services), ctx.access.workspace.id),
+    summary: 'Per table: total live rows, embedded rows, pending rows, failed rows; of the rows the caller may read, unless they may run DDL',
+    handler: (ctx) => tableStatus(embeddingDeps(ctx.services), sqlCallerOf(ctx)),
   }),
   defineRoute({
     ...member,
@@ -166,7 +166,7 @@ export const embeddingRoutes = [
     handler: async (ctx) => {
       await assertDdlAllowed(ctx);
       const deps = embeddingDeps(ctx.services);
-      const names = ctx.body.table_names ?? (await tableStatus(deps, ctx.access.workspace.id)).tables.map((t) => t.table_name);
+      const names = ctx.body.table_names ?? (await tableStatus(deps, sqlCallerOf(ctx))).tables.map((t) => t.table_name);
       ctx.audit({ resourceId: names.join(',') || null, details: { table_names: names } });
       if (names.length === 0) return { tables: [] };
       return embedTables(deps, ctx.access.workspace.id, names, true);
