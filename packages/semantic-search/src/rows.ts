@@ -389,10 +389,10 @@ export async function searchTables(
       'poll GET …/embeddings/tables/status until tables are completed',
     );
   }
-  // Candidates only from tables the caller may read at all: how long a search takes must not depend on how many
+  // Candidates only from tables the caller may read a row of: how long a search takes must not depend on how many
   // rows of a table they cannot read are embedded.
   const readable: string[] = [];
-  for (const t of await embeddedTables(deps.db, caller.workspaceId)) {
+  for (const { table_name: t } of tables) {
     if ((!tableNames || tableNames.includes(t)) && (await deps.sql.readScope(caller, t)) !== 'none') readable.push(t);
   }
   if (readable.length === 0) return { results: [], status };
@@ -429,9 +429,3 @@ export async function searchTables(
   return { results: found.map((f) => ({ table_name: f.table, score: f.score, row: f.row })), status };
 }
 
-/** The tables with table-row items (what a search can find). */
-async function embeddedTables(db: Db, workspaceId: string): Promise<string[]> {
-  const { rows } = await sql<{ table_name: string }>`
-    SELECT DISTINCT table_name FROM platform.embedding_items WHERE workspace_id = ${workspaceId} AND surface = 'table_row'`.execute(db);
-  return rows.map((r) => r.table_name);
-}

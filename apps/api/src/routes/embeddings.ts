@@ -80,7 +80,7 @@ export const embeddingRoutes = [
     path: `${base}/status`,
     operation: 'get_column_embedding_status',
     response: ColumnEmbeddingStatus,
-    summary: 'Embedded, pending and total rows of each embedded column of a table: of the rows the caller may read, unless they may run DDL',
+    summary: 'Embedded, pending and total rows of each embedded column of a table',
     query: v.object({ table_name: Name }),
     handler: (ctx) => columnStatus(embeddingDeps(ctx.services), sqlCallerOf(ctx), ctx.query.table_name),
   }),
@@ -139,7 +139,7 @@ export const embeddingRoutes = [
     path: `${base}/tables/status`,
     operation: 'get_table_embedding_status',
     response: TableEmbeddingStatus,
-    summary: 'Per table: total live rows, embedded rows, pending rows, failed rows; of the rows the caller may read, unless they may run DDL',
+    summary: 'Per table: total live rows, embedded rows, pending rows, failed rows',
     handler: (ctx) => tableStatus(embeddingDeps(ctx.services), sqlCallerOf(ctx)),
   }),
   defineRoute({
