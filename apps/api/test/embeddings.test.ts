@@ -374,4 +374,30 @@ describe('counts of rows the caller cannot read', () => {
     expect(await tables(none.token)).toEqual([]);
     expect(await tables(some.token)).toEqual(mine(1, 1));
   });
+
+  test('counted over pages of the caller’s rows (more than SQL_MAX_ROWS, integer ids in their own order)', async ({ h, owner, ws }) => {
+    const some = await h.user('some');
+    await h.addMember(owner.token, ws.id, some.email);
+    const max = h.services.config.SQL_MAX_ROWS;
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE bulk (id int PRIMARY KEY, body text, priority int)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['bulk']);
+    // Visible: ids 1 … 2·max+1 of priority 1 (1000 sorts before 999 as text: the pages follow the integers); hidden: the rest.
+    const visible = 2 * max + 1;
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO bulk SELECT g, 'row ' || g, CASE WHEN g <= ${visible} THEN 1 ELSE 2 END FROM generate_series(1, ${visible + 300}) g`);
+    const g = await h.group(owner.token, ws.id, { name: 'p1', user_ids: [some.id] });
+    await h.policy(owner.token, ws.id, { policy_group_id: g, table_name: 'bulk', operation: 'select', condition: { priority: 1 } });
+    expect((await h.call('POST', emb(ws.id, '/generate'), { token: owner.token, body: { table_name: 'bulk', column_name: 'body' } })).status).toBe(200);
+    await h.sqlOk(owner.token, ws.id, `UPDATE bulk SET body = 'changed ' || id WHERE id > ${max} - 10`);
+    const status = async (token: string) => (await h.call('GET', emb(ws.id, '/status?table_name=bulk'), { token })).body.columns[0];
+    expect(await status(owner.token)).toMatchObject({ total_rows: visible + 300, embedded_rows: max - 10 });
+    expect(await status(some.token)).toMatchObject({ total_rows: visible, embedded_rows: max - 10, pending_rows: visible - max + 10 });
+
+    expect((await h.call('POST', emb(ws.id, '/tables/embed'), { token: owner.token, body: { table_names: ['bulk'] } })).status).toBe(202);
+    await until(async () => {
+      const t = (await h.call('GET', emb(ws.id, '/tables/status'), { token: owner.token })).body.tables[0];
+      return t?.status === 'completed' && t.embedded_rows === visible + 300 ? t : undefined;
+    }, 120_000);
+    const mine = (await h.call('GET', emb(ws.id, '/tables/status'), { token: some.token })).body.tables;
+    expect(mine).toEqual([{ table_name: 'bulk', total_rows: visible, embedded_rows: visible, pending_rows: 0, failed_rows: 0, status: 'completed' }]);
+  }, 180_000);
 });

@@ -62,12 +62,13 @@ export async function pagesAs(
   each: (rows: Record<string, unknown>[]) => Promise<void>,
 ): Promise<void> {
   const page = Math.max(1, Math.floor(limits.maxRows));
-  const select = `SELECT id::text AS id${opts.columns ? `, ${opts.columns}` : ''} FROM ${table}`;
+  // ORDER BY and the keyset name t.id, the column: a bare `id` in ORDER BY would be the output's id::text.
+  const select = `SELECT t.id::text AS id${opts.columns ? `, ${opts.columns}` : ''} FROM ${table} AS t`;
   let after: string | null = null;
   for (;;) {
     // Keyset on the id's own type and order (the literal takes the column's type), so each page is one index range.
-    const keyset: string = after === null ? 'id IS NOT NULL' : `id > ${literal(after)}`;
-    const rows = await readAs(sql, caller, limits, `${select} WHERE ${keyset} AND (${opts.where ?? 'TRUE'}) ORDER BY id LIMIT ${page}`);
+    const keyset: string = after === null ? 't.id IS NOT NULL' : `t.id > ${literal(after)}`;
+    const rows = await readAs(sql, caller, limits, `${select} WHERE ${keyset} AND (${opts.where ?? 'TRUE'}) ORDER BY t.id LIMIT ${page}`);
     if (rows.length > 0) await each(rows);
     if (rows.length < page) return;
     after = String((rows[rows.length - 1] as Record<string, unknown>).id);
