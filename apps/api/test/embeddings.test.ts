@@ -275,3 +275,129 @@ describe('table-row embeddings', () => {
     expect(regen.body.tables.map((t: { table_name: string }) => t.table_name)).toEqual(['recipes', 'tickets']);
   });
 });
+
+describe('counts of rows the caller cannot read', () => {
+  type Col = { total_rows: number; embedded_rows: number; pending_rows: number };
+  type Tbl = { table_name: string; total_rows: number; embedded_rows: number; pending_rows: number; failed_rows: number; status: string };
+
+  // A member with no select policy on tickets, one who may read priority 1 only, and one of the DDL group (no select
+  // policy either): the first two are counted only the rows their SELECT returns, the DDL member the whole table.
+  async function readers(h: Harness, owner: { token: string; id: string }, ws: string) {
+    const none = await h.user('none');
+    const some = await h.user('some');
+    const ddl = await h.user('ddl');
+    for (const u of [none, some, ddl]) await h.addMember(owner.token, ws, u.email);
+    await tickets(h, owner.token, ws, [owner.id]);
+    const g = await h.group(owner.token, ws, { name: 'p1', user_ids: [some.id] });
+    await h.policy(owner.token, ws, { policy_group_id: g, table_name: 'tickets', operation: 'select', condition: { priority: 1 } });
+    const d = await h.group(owner.token, ws, { name: 'ddl', user_ids: [ddl.id] });
+    expect((await h.call('PATCH', `/api/v1/workspaces/${ws}`, { token: owner.token, body: { ddl_policy_group_id: d } })).status).toBe(200);
+    return { none, some, ddl };
+  }
+
+  test('column status counts only the rows the caller may read, whatever hidden rows come and go', async ({ h, owner, ws }) => {
+    const { none, some, ddl } = await readers(h, owner, ws.id);
+    const body = { table_name: 'tickets', column_name: 'body' };
+    expect((await h.call('POST', emb(ws.id, '/generate'), { token: owner.token, body })).status).toBe(200);
+    const status = async (token: string): Promise<Col> => {
+      const r = await h.call('GET', emb(ws.id, '/status?table_name=tickets'), { token });
+      expect(r.status).toBe(200);
+      return r.body.columns[0];
+    };
+    const counts = (total: number, embedded: number) => ({ total_rows: total, embedded_rows: embedded, pending_rows: total - embedded });
+    expect(await status(owner.token)).toMatchObject(counts(3, 3));
+    expect(await status(ddl.token)).toMatchObject(counts(3, 3));
+    expect(await status(none.token)).toMatchObject(counts(0, 0));
+    expect(await status(some.token)).toMatchObject(counts(1, 1));
+
+    // Hidden rows come (not embedded yet), change and go: the members' counts never move.
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO tickets (title, body, priority) VALUES ('h1', 'hidden one', 2), ('h2', 'hidden two', 3)");
+    expect(await status(owner.token)).toMatchObject(counts(5, 3));
+    expect(await status(none.token)).toMatchObject(counts(0, 0));
+    expect(await status(some.token)).toMatchObject(counts(1, 1));
+    await h.sqlOk(owner.token, ws.id, "UPDATE tickets SET body = 'changed' WHERE title = 'vpn'");
+    expect(await status(ddl.token)).toMatchObject(counts(5, 2));
+    expect(await status(some.token)).toMatchObject(counts(1, 1));
+    await h.sqlOk(owner.token, ws.id, "DELETE FROM tickets WHERE title IN ('h1', 'h2', 'invoice')");
+    expect(await status(owner.token)).toMatchObject(counts(2, 1));
+    expect(await status(none.token)).toMatchObject(counts(0, 0));
+    expect(await status(some.token)).toMatchObject(counts(1, 1));
+    // Their own rows do count: a change to a row they can read is pending for them.
+    await h.sqlOk(owner.token, ws.id, "UPDATE tickets SET body = 'the printer is fine now' WHERE title = 'printer'");
+    expect(await status(some.token)).toMatchObject(counts(1, 0));
+    // A search by someone no policy lets read the table finds nothing.
+    const s = await h.call('POST', emb(ws.id, '/similarity-search'), { token: none.token, body: { ...body, query: 'printer' } });
+    expect(s.body.results).toEqual([]);
+  });
+
+  test('table status and search status count only the rows the caller may read; hidden rows leave no trace', async ({ h, owner, ws }) => {
+    const { none, some, ddl } = await readers(h, owner, ws.id);
+    const tables = async (token: string): Promise<Tbl[]> => {
+      const r = await h.call('GET', emb(ws.id, '/tables/status'), { token });
+      expect(r.status).toBe(200);
+      return r.body.tables;
+    };
+    const search = async (token: string) => h.call('POST', emb(ws.id, '/tables/search'), { token, body: { query: 'printer paper', limit: 5 } });
+    const settled = (total: number) => until(async () => {
+      const t = (await tables(owner.token)).find((x) => x.table_name === 'tickets');
+      return t && t.status === 'completed' && t.total_rows === total && t.embedded_rows === total ? t : undefined;
+    });
+    expect((await h.call('POST', emb(ws.id, '/tables/embed'), { token: owner.token, body: { table_names: ['tickets'] } })).status).toBe(202);
+    await settled(3);
+    const mine = (total: number, embedded: number) => [
+      { table_name: 'tickets', total_rows: total, embedded_rows: embedded, pending_rows: total - embedded, failed_rows: 0, status: 'completed' },
+    ];
+    expect(await tables(ddl.token)).toEqual(mine(3, 3));
+    expect(await tables(none.token)).toEqual([]);
+    expect(await tables(some.token)).toEqual(mine(1, 1));
+    const before = { none: await search(none.token), some: await search(some.token) };
+    expect(before.none.status).toBe(200);
+    expect(before.none.body).toEqual({ results: [], status: { pending: 0, processing: 0, completed: 0, failed: 0, skipped: 0 } });
+    expect(before.some.body.status).toEqual({ pending: 0, processing: 0, completed: 1, failed: 0, skipped: 0 });
+    expect(before.some.body.results.map((r: { row: { title: string } }) => r.row.title)).toEqual(['printer']);
+
+    // A hidden row not embedded yet is pending for the owner only.
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO tickets (title, body, priority) VALUES ('h1', 'hidden printer paper', 2)");
+    expect((await tables(owner.token))[0]?.total_rows).toBe(4);
+    expect(await tables(none.token)).toEqual([]);
+    expect(await tables(some.token)).toEqual(mine(1, 1));
+    // With auto-embed, hidden rows come and go through the job: the members' answers are the same throughout.
+    await h.call('PATCH', `/api/v1/workspaces/${ws.id}`, { token: owner.token, body: { auto_embed_tables: true } });
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO tickets (title, body, priority) VALUES ('h2', 'hidden printer toner', 3)");
+    await settled(5);
+    expect(await tables(none.token)).toEqual([]);
+    expect(await tables(some.token)).toEqual(mine(1, 1));
+    expect((await search(none.token)).body).toEqual(before.none.body);
+    expect((await search(some.token)).body.status).toEqual(before.some.body.status);
+    await h.sqlOk(owner.token, ws.id, "DELETE FROM tickets WHERE title IN ('h1', 'h2')");
+    await settled(3);
+    expect(await tables(none.token)).toEqual([]);
+    expect(await tables(some.token)).toEqual(mine(1, 1));
+  });
+
+  test('counted over pages of the caller’s rows (more than SQL_MAX_ROWS, integer ids in their own order)', async ({ h, owner, ws }) => {
+    const some = await h.user('some');
+    await h.addMember(owner.token, ws.id, some.email);
+    const max = h.services.config.SQL_MAX_ROWS;
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE bulk (id int PRIMARY KEY, body text, priority int)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['bulk']);
+    // Visible: ids 1 … 2·max+1 of priority 1 (1000 sorts before 999 as text: the pages follow the integers); hidden: the rest.
+    const visible = 2 * max + 1;
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO bulk SELECT g, 'row ' || g, CASE WHEN g <= ${visible} THEN 1 ELSE 2 END FROM generate_series(1, ${visible + 300}) g`);
+    const g = await h.group(owner.token, ws.id, { name: 'p1', user_ids: [some.id] });
+    await h.policy(owner.token, ws.id, { policy_group_id: g, table_name: 'bulk', operation: 'select', condition: { priority: 1 } });
+    expect((await h.call('POST', emb(ws.id, '/generate'), { token: owner.token, body: { table_name: 'bulk', column_name: 'body' } })).status).toBe(200);
+    await h.sqlOk(owner.token, ws.id, `UPDATE bulk SET body = 'changed ' || id WHERE id > ${max} - 10`);
+    const status = async (token: string) => (await h.call('GET', emb(ws.id, '/status?table_name=bulk'), { token })).body.columns[0];
+    expect(await status(owner.token)).toMatchObject({ total_rows: visible + 300, embedded_rows: max - 10 });
+    expect(await status(some.token)).toMatchObject({ total_rows: visible, embedded_rows: max - 10, pending_rows: visible - max + 10 });
+
+    expect((await h.call('POST', emb(ws.id, '/tables/embed'), { token: owner.token, body: { table_names: ['bulk'] } })).status).toBe(202);
+    await until(async () => {
+      const t = (await h.call('GET', emb(ws.id, '/tables/status'), { token: owner.token })).body.tables[0];
+      return t?.status === 'completed' && t.embedded_rows === visible + 300 ? t : undefined;
+    }, 120_000);
+    const mine = (await h.call('GET', emb(ws.id, '/tables/status'), { token: some.token })).body.tables;
+    expect(mine).toEqual([{ table_name: 'bulk', total_rows: visible, embedded_rows: visible, pending_rows: 0, failed_rows: 0, status: 'completed' }]);
+  }, 180_000);
+});

@@ -11,6 +11,7 @@ import type { SearchEmbedder } from './embedder.js';
 import { EMBEDDING_SUFFIX, embeddingColumns, isEmbeddingType, isTextType, liveOnly, loadTable, quoteIdent, type TableInfo, withTable } from './tables.js';
 import { similaritySql, vectorText } from './vectors.js';
 import { visibleTop } from './visible.js';
+import { callerView, countAs, pagesAs } from './caller-counts.js';
 
 const BATCH = 64;
 const MAX_IDENT = 63;
@@ -133,15 +134,56 @@ export interface ColumnStatus {
   pending_rows: number;
 }
 
-export function columnStatus(db: Db, workspaceId: string, table: string): Promise<{ table_name: string; columns: ColumnStatus[] }> {
-  return withTable(db, workspaceId, table, (trx, info) => countColumns(trx, workspaceId, table, info));
+/**
+ * The embedded columns of a table and their counts, as the caller may see them (caller-counts.ts): the whole table's
+ * for those who may run DDL and for a select policy that admits every live row, else those of the rows their SELECT
+ * returns (none when no policy lets them read the table).
+ */
+export async function columnStatus(
+  deps: { db: Db; sql: Pick<WorkspaceSql, 'mayRunDdl' | 'readScope' | 'execute'>; limits: SqlLimits },
+  caller: SqlCaller,
+  table: string,
+): Promise<{ table_name: string; columns: ColumnStatus[] }> {
+  const whole = () => withTable(deps.db, caller.workspaceId, table, (trx, info) => countColumns(trx, caller.workspaceId, table, info));
+  const view = await callerView(deps.sql, caller);
+  if (view.ddl) return whole();
+  const info = await loadTable(deps.db, caller.workspaceId, table); // its 400s before any policy is looked at
+  const scope = await view.scope(table);
+  if (scope === 'whole') return whole();
+  const columns: ColumnStatus[] = [];
+  for (const { column, embedding } of textEmbeddings(info)) {
+    let total = 0;
+    let embedded = 0;
+    if (scope === 'filtered') {
+      const col = quoteIdent(column);
+      const hasText = `${col} IS NOT NULL AND btrim(${col}) <> ''`;
+      total = await countAs(deps.sql, caller, deps.limits, table, hasText);
+      // The caller's rows with a vector, and the hash of their text now, matched with what was embedded.
+      await pagesAs(deps.sql, caller, deps.limits, table, { where: `${hasText} AND ${quoteIdent(embedding)} IS NOT NULL`, columns: `md5(${col}) AS hash` }, async (rows) => {
+        const { rows: n } = await sql<{ n: string }>`
+          SELECT count(*) AS n
+            FROM unnest(${rows.map((r) => String(r.id))}::text[], ${rows.map((r) => String(r.hash))}::text[]) AS v(id, hash)
+            JOIN platform.embedding_items i
+              ON i.workspace_id = ${caller.workspaceId} AND i.surface = 'column' AND i.target_key = ${targetPrefix(table, column)} || v.id
+             AND i.content_hash = v.hash`.execute(deps.db);
+        embedded += Number(n[0]?.n ?? 0);
+      });
+    }
+    columns.push({ column_name: column, embedding_column: embedding, total_rows: total, embedded_rows: embedded, pending_rows: total - embedded });
+  }
+  return { table_name: table, columns };
+}
+
+/** The text columns of a table that have an embedding column. */
+function textEmbeddings(info: TableInfo): { column: string; embedding: string }[] {
+  return embeddingColumns(info)
+    .map((embedding) => ({ column: embedding.slice(0, -EMBEDDING_SUFFIX.length), embedding }))
+    .filter(({ column }) => isTextType(info.columns.get(column)));
 }
 
 async function countColumns(db: Db, workspaceId: string, table: string, info: TableInfo): Promise<{ table_name: string; columns: ColumnStatus[] }> {
   const columns: ColumnStatus[] = [];
-  for (const embedding of embeddingColumns(info)) {
-    const column = embedding.slice(0, -EMBEDDING_SUFFIX.length);
-    if (!isTextType(info.columns.get(column))) continue;
+  for (const { column, embedding } of textEmbeddings(info)) {
     const col = quoteIdent(column);
     const { rows } = await sql<{ total: string; embedded: string }>`
       SELECT count(*) AS total,
@@ -179,6 +221,8 @@ export async function searchColumn(
   if (!isEmbeddingType(type)) {
     throw new ServiceError('CONFLICT', `Column ${column} of ${table} has no embeddings yet`, 'POST …/embeddings/generate with this table_name and column_name first');
   }
+  // Nothing to rank for a caller no policy lets read the table: the answer (and its time) says nothing of its rows.
+  if ((await deps.sql.readScope(caller, table)) === 'none') return { results: [] };
   const pgvector = (type as string).startsWith('vector');
   const [vector] = await embedder.embed([query]);
   // Numbers, commas and brackets only (vectorText), so the query vector is written into the SQL as a literal.

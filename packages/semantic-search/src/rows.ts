@@ -17,6 +17,7 @@ import type { Enqueue } from './jobs.js';
 import type { StatusCounts } from './status.js';
 import { embeddingColumns, liveOnly, loadTable, type TableInfo, withTable } from './tables.js';
 import { visibleTop } from './visible.js';
+import { callerView, countAs, pagesAs } from './caller-counts.js';
 
 const BATCH = 64;
 const LEFT_OUT = ['created_at', 'updated_at', 'deleted_at'];
@@ -137,7 +138,7 @@ export async function embedTables(deps: RowDeps, workspaceId: string, tables: st
     await recordRequest(deps.db, workspaceId, t, force);
     await deps.enqueue({ kind: 'table', workspaceId, table: t });
   }
-  const status = await tableStatus(deps, workspaceId);
+  const status = await wholeStatus(deps, workspaceId);
   return { tables: status.tables.filter((s) => names.includes(s.table_name)) };
 }
 
@@ -301,21 +302,61 @@ function pendingRows(t: TableCounts, total: number): number {
   return Math.max(items, t.force ? total : total - t.completed);
 }
 
-export async function tableStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<{ tables: TableEmbedding[] }> {
+/** A table's status from its counts (`total`: its live rows, or the caller's view of them). */
+function embeddingOf(t: TableCounts, total: number): TableEmbedding {
+  const pending = pendingRows(t, total);
+  const status = t.processing > 0 ? 'processing' : pending > 0 || t.requested ? 'pending' : t.failed > 0 || t.requestFailed ? 'failed' : 'completed';
+  return { table_name: t.table_name, total_rows: total, embedded_rows: t.completed, pending_rows: pending, failed_rows: t.failed, status };
+}
+
+/**
+ * The counts of `t` over the rows the caller's SELECT returns (caller-counts.ts): their items by state, and the
+ * table's request only as far as it covers those rows (a pending request with nothing of theirs left to embed, or a
+ * failed one with everything of theirs embedded, is not theirs to see). Undefined when they see no row of it, so a
+ * table that only hidden rows were written to is not listed either.
+ */
+async function visibleCounts(deps: Pick<RowDeps, 'db' | 'sql' | 'limits'>, caller: SqlCaller, t: TableCounts): Promise<TableCounts & { total: number } | undefined> {
+  const total = await countAs(deps.sql, caller, deps.limits, t.table_name);
+  const seen: TableCounts & { total: number } = { ...t, pending: 0, processing: 0, completed: 0, failed: 0, total };
+  await pagesAs(deps.sql, caller, deps.limits, t.table_name, {}, async (rows) => {
+    const { rows: counts } = await sql<{ status: string; n: string }>`
+      SELECT status, count(*) AS n FROM platform.embedding_items
+       WHERE workspace_id = ${caller.workspaceId} AND surface = 'table_row'
+         AND target_key = ANY(${rows.map((r) => `${t.table_name}:${String(r.id)}`)}::text[])
+       GROUP BY status`.execute(deps.db);
+    for (const c of counts) if (c.status === 'pending' || c.status === 'processing' || c.status === 'completed' || c.status === 'failed') seen[c.status] += Number(c.n);
+  });
+  if (total === 0 && seen.pending + seen.processing + seen.completed + seen.failed === 0) return undefined;
+  const unembedded = total > seen.completed;
+  seen.requested = t.requested && (t.force ? total > 0 : unembedded);
+  seen.requestFailed = t.requestFailed && unembedded;
+  return seen;
+}
+
+/**
+ * Each embedded table's status as the caller may see it: whole-table counts for those who may run DDL and for a
+ * select policy that admits every live row; otherwise the counts of the rows their SELECT returns, and only tables
+ * they can read a row of (caller-counts.ts).
+ */
+export async function tableStatus(deps: Pick<RowDeps, 'db' | 'sql' | 'limits' | 'stuckAfterMs'>, caller: SqlCaller): Promise<{ tables: TableEmbedding[] }> {
+  const view = await callerView(deps.sql, caller);
   const tables: TableEmbedding[] = [];
-  for (const t of await tableCounts(deps, workspaceId)) {
-    const total = await liveRows(deps.db, workspaceId, t.table_name);
-    const status =
-      t.processing > 0 ? 'processing' : t.pending > 0 || t.requested ? 'pending' : t.failed > 0 || t.requestFailed ? 'failed' : 'completed';
-    tables.push({
-      table_name: t.table_name,
-      total_rows: total,
-      embedded_rows: t.completed,
-      pending_rows: pendingRows(t, total),
-      failed_rows: t.failed,
-      status,
-    });
+  for (const t of await tableCounts(deps, caller.workspaceId)) {
+    const scope = await view.scope(t.table_name);
+    if (scope === 'whole') {
+      tables.push(embeddingOf(t, await liveRows(deps.db, caller.workspaceId, t.table_name)));
+    } else if (scope === 'filtered') {
+      const seen = await visibleCounts(deps, caller, t);
+      if (seen) tables.push(embeddingOf(seen, seen.total));
+    }
   }
+  return { tables };
+}
+
+/** tableStatus of the whole tables, for the answers of embed and regenerate (DDL only). */
+async function wholeStatus(deps: Pick<RowDeps, 'db' | 'stuckAfterMs'>, workspaceId: string): Promise<{ tables: TableEmbedding[] }> {
+  const tables: TableEmbedding[] = [];
+  for (const t of await tableCounts(deps, workspaceId)) tables.push(embeddingOf(t, await liveRows(deps.db, workspaceId, t.table_name)));
   return { tables };
 }
 
@@ -333,13 +374,13 @@ export async function searchTables(
   tableNames?: string[],
 ): Promise<{ results: RowHit[]; status: StatusCounts }> {
   const embedder = deps.embedder.require();
-  // Item counts; the rows of a table are counted only while a request waits for its job to make their items.
-  const counts = await tableCounts(deps, caller.workspaceId);
+  // The counts are the caller's (tableStatus): the rows of a table they cannot read count for nothing.
+  const { tables } = await tableStatus(deps, caller);
   const status: StatusCounts = { pending: 0, processing: 0, completed: 0, failed: 0, skipped: 0 };
-  for (const t of counts) {
-    status.completed += t.completed;
-    status.pending += t.requested ? pendingRows(t, await liveRows(deps.db, caller.workspaceId, t.table_name)) : t.pending + t.processing;
-    status.failed += t.failed;
+  for (const t of tables) {
+    status.completed += t.embedded_rows;
+    status.pending += t.pending_rows;
+    status.failed += t.failed_rows;
   }
   if (status.completed === 0 && status.pending > 0) {
     throw new ServiceError(
@@ -348,12 +389,19 @@ export async function searchTables(
       'poll GET …/embeddings/tables/status until tables are completed',
     );
   }
+  // Candidates only from tables the caller may read a row of: how long a search takes must not depend on how many
+  // rows of a table they cannot read are embedded.
+  const readable: string[] = [];
+  for (const { table_name: t } of tables) {
+    if ((!tableNames || tableNames.includes(t)) && (await deps.sql.readScope(caller, t)) !== 'none') readable.push(t);
+  }
+  if (readable.length === 0) return { results: [], status };
   const [vector] = await embedder.embed([query]);
   const omit = new Map<string, string[]>();
-  for (const t of counts) {
+  for (const t of readable) {
     try {
-      const info = await loadTable(deps.db, caller.workspaceId, t.table_name);
-      omit.set(t.table_name, embeddingColumns(info));
+      const info = await loadTable(deps.db, caller.workspaceId, t);
+      omit.set(t, embeddingColumns(info));
     } catch {
       // dropped
     }
@@ -373,10 +421,11 @@ export async function searchTables(
         model: embedder.model,
         useVector: deps.pgvector,
         index: deps.vectorIndex,
-        ...(tableNames ? { tableNames } : {}),
+        tableNames: readable,
       });
       return hits.map((h) => ({ table: h.table_name as string, rowId: h.row_id as string, score: h.score }));
     },
   });
   return { results: found.map((f) => ({ table_name: f.table, score: f.score, row: f.row })), status };
 }
+

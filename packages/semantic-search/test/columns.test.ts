@@ -44,6 +44,15 @@ const deps = () => ({
   },
 });
 
+// The table has no workspace role here, so status is asked as a caller who may run DDL: the whole table's counts
+// (apps/api/test/embeddings.test.ts counts as members, through their policies).
+const caller = { workspaceId: ws, ddlGroupId: null, isAdmin: true, subject: { kind: 'user' as const, userId: newId() } };
+const statusDeps = () => ({
+  db,
+  sql: { mayRunDdl: async () => true, readScope: async () => 'every' as const, execute: async () => ({ kind: 'select' as const, tables: [], executed_sql: '' }) },
+  limits: { statementTimeoutMs: 10_000, maxRows: 1000 },
+});
+
 describe('column embeddings on plain PostgreSQL', () => {
   it('embeds live rows with text only, once, and again when the text changes', async () => {
     expect(await generateColumn(deps(), ws, 'notes', 'body')).toEqual({ generated_count: 2, column_added: true, embedding_column: 'body_embedding' });
@@ -52,7 +61,7 @@ describe('column embeddings on plain PostgreSQL', () => {
     const { rows } = await sql<{ v: number[] | null }>`SELECT body_embedding AS v FROM ${sql.raw(`user_data."${physicalName(ws, 'notes')}"`)} WHERE n = 1`.execute(db);
     expect(rows[0]?.v).toHaveLength(16);
     await sql`UPDATE ${sql.raw(`user_data."${physicalName(ws, 'notes')}"`)} SET body = 'epsilon' WHERE n = 2`.execute(db);
-    expect((await columnStatus(db, ws, 'notes')).columns[0]).toMatchObject({ total_rows: 2, embedded_rows: 1, pending_rows: 1 });
+    expect((await columnStatus(statusDeps(), caller, 'notes')).columns[0]).toMatchObject({ total_rows: 2, embedded_rows: 1, pending_rows: 1 });
     expect(await generateColumn(deps(), ws, 'notes', 'body')).toMatchObject({ generated_count: 1 });
   });
 

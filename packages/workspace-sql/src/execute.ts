@@ -35,6 +35,7 @@ import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
 import { forgetPrepared, runCappedRead } from './capped-read.js';
 import { installRowCapture, visibleRowsForStatement, visibleRowsStatement } from './row-capture.js';
+import { type ReadScope, mayRunDdlOf, readScopeOf } from './read-scope.js';
 
 /** Users one visibleRowsFor statement checks at most (the rest in the next). */
 export const VISIBLE_ROWS_USERS = 200;
@@ -94,13 +95,11 @@ export interface PreviewResult {
 
 function checkDdl(a: StatementSummary, caller: SqlCaller, ctx: SqlContext): void {
   if (a.kind !== 'ddl') return;
-  const s = caller.subject;
-  const allowed = s.kind === 'user' && (caller.isAdmin || ctx.ddlUserIds.includes(s.userId));
-  if (!allowed) {
+  if (!mayRunDdlOf(ctx, caller)) {
     throw new ServiceError(
       'DDL_FORBIDDEN',
       'Schema changes need the admin role or membership of the DDL policy group',
-      s.kind === 'stf' ? 'STFs cannot run DDL' : undefined,
+      caller.subject.kind === 'stf' ? 'STFs cannot run DDL' : undefined,
     );
   }
 }
@@ -579,6 +578,16 @@ export class WorkspaceSql {
       }
       return out;
     });
+  }
+
+  /** How much of `table` the caller's reads cover (read-scope.ts), from the same policy context their statements use. */
+  async readScope(caller: SqlCaller, table: string): Promise<ReadScope> {
+    return readScopeOf(await this.context(caller, [table]), caller, table);
+  }
+
+  /** Whether the caller may run DDL in the workspace: the rule their DDL statements are checked by. */
+  async mayRunDdl(caller: SqlCaller): Promise<boolean> {
+    return mayRunDdlOf(await this.context(caller, []), caller);
   }
 
   /**

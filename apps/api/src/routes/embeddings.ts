@@ -82,7 +82,7 @@ export const embeddingRoutes = [
     response: ColumnEmbeddingStatus,
     summary: 'Embedded, pending and total rows of each embedded column of a table',
     query: v.object({ table_name: Name }),
-    handler: (ctx) => columnStatus(ctx.db, ctx.access.workspace.id, ctx.query.table_name),
+    handler: (ctx) => columnStatus(embeddingDeps(ctx.services), sqlCallerOf(ctx), ctx.query.table_name),
   }),
   defineRoute({
     ...member,
@@ -140,7 +140,7 @@ export const embeddingRoutes = [
     operation: 'get_table_embedding_status',
     response: TableEmbeddingStatus,
     summary: 'Per table: total live rows, embedded rows, pending rows, failed rows',
-    handler: (ctx) => tableStatus(embeddingDeps(ctx.services), ctx.access.workspace.id),
+    handler: (ctx) => tableStatus(embeddingDeps(ctx.services), sqlCallerOf(ctx)),
   }),
   defineRoute({
     ...member,
@@ -166,7 +166,7 @@ export const embeddingRoutes = [
     handler: async (ctx) => {
       await assertDdlAllowed(ctx);
       const deps = embeddingDeps(ctx.services);
-      const names = ctx.body.table_names ?? (await tableStatus(deps, ctx.access.workspace.id)).tables.map((t) => t.table_name);
+      const names = ctx.body.table_names ?? (await tableStatus(deps, sqlCallerOf(ctx))).tables.map((t) => t.table_name);
       ctx.audit({ resourceId: names.join(',') || null, details: { table_names: names } });
       if (names.length === 0) return { tables: [] };
       return embedTables(deps, ctx.access.workspace.id, names, true);
