@@ -7,3 +7,4 @@ export { mapDatabaseError } from './errors.js';
 export { userValueTypes } from './values.js';
 export { DEFAULT_REWRITE_CACHE, type RewriteCacheLimits, type RewriteCacheStats } from './rewrite-cache.js';
 export { MAX_CAPTURED_IMAGE_BYTES, capturedImagesSql } from './row-capture.js';
+export { WorkspacePrincipals, workspacePrincipal } from './principals.js';
