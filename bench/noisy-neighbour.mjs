@@ -1,7 +1,9 @@
-// Noisy neighbour: a victim tenant's latency quiet and while another tenant abuses the service, one abuse at a
-// time. The victim runs a policy-free SELECT over /sql and an instant STF run, one after the other, from 127.0.0.1;
+// Noisy neighbour: a victim tenant's latency quiet and while another user abuses the service, one abuse at a
+// time, spread over BENCH_WORKSPACES (default 10) workspaces of that one user (client i uses workspace i mod N).
+// The victim runs a policy-free SELECT over /sql and an instant STF run, one after the other, from 127.0.0.1;
 // the abuser sends from 127.0.0.2 (so per-address limits hit the abuser, not the victim). Prints the victim's
 // p50/p99 per phase and the ratio to the quiet phase (the goal is within 2x). Never an assertion.
+// BENCH_ONLY=<regex> runs only the abuses whose name matches.
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import { createDatabase, startTestPostgres } from '@wds/testkit';
@@ -44,9 +46,10 @@ function request(who, method, path, body, headers = {}) {
   });
 }
 
-const { victim, abuser } = setup;
+const { victim, abusers } = setup;
+const N = abusers.length;
 const asVictim = { authorization: `Bearer ${victim.token}`, 'x-workspace-id': victim.workspaceId };
-const asAbuser = { authorization: `Bearer ${abuser.token}`, 'x-workspace-id': abuser.workspaceId };
+const asAbuser = (a) => ({ authorization: `Bearer ${a.token}`, 'x-workspace-id': a.workspaceId });
 const sqlPath = (ws) => `/api/v1/workspaces/${ws}/sql`;
 
 const probes = {
@@ -54,17 +57,18 @@ const probes = {
   stf: () => request('victim', 'POST', '/api/v1/stfs/instant-run', { stf_id: victim.stfs.quick, input: { n: 1 } }, asVictim),
 };
 
-/** An abuse: `clients` loops sending one kind of request until stopped. */
+/** An abuse: `clients` loops sending one kind of request until stopped; client i abuses workspace a = i mod N. */
 const abuses = {
   'runaway SQL (32 clients, long statements)': {
-    clients: 32,
-    send: () => request('abuser', 'POST', sqlPath(abuser.workspaceId), { sql: 'SELECT count(*) FROM generate_series(1, 100000000)' }, asAbuser),
+    clients: Math.max(32, 2 * N),
+    send: (a) => request('abuser', 'POST', sqlPath(a.workspaceId), { sql: 'SELECT count(*) FROM generate_series(1, 100000000)' }, asAbuser(a)),
   },
-  'infinite-loop STFs (8)': { clients: 8, send: () => request('abuser', 'POST', '/api/v1/stfs/instant-run', { stf_id: abuser.stfs.loop, input: {} }, asAbuser) },
-  'memory-bomb STFs (4)': { clients: 4, send: () => request('abuser', 'POST', '/api/v1/stfs/instant-run', { stf_id: abuser.stfs.bomb, input: {} }, asAbuser) },
+  'infinite-loop STFs (8)': { clients: Math.max(8, N), send: (a) => request('abuser', 'POST', '/api/v1/stfs/instant-run', { stf_id: a.stfs.loop, input: {} }, asAbuser(a)) },
+  'memory-bomb STFs (4)': { clients: Math.max(4, N), send: (a) => request('abuser', 'POST', '/api/v1/stfs/instant-run', { stf_id: a.stfs.bomb, input: {} }, asAbuser(a)) },
   'bad-token flood (64 clients)': { clients: 64, send: () => request('abuser', 'GET', '/api/v1/workspaces', undefined, { authorization: 'Bearer wds_not_a_token' }) },
-  'valid-token flood (64 clients)': { clients: 64, send: () => request('abuser', 'GET', `/api/v1/workspaces/${abuser.workspaceId}`, undefined, asAbuser) },
+  'valid-token flood (64 clients)': { clients: 64, send: (a) => request('abuser', 'GET', `/api/v1/workspaces/${a.workspaceId}`, undefined, asAbuser(a)) },
 };
+const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 
 const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
@@ -87,9 +91,9 @@ async function measure() {
 async function underAbuse(abuse) {
   let stop = false;
   const statuses = new Map();
-  const loops = Array.from({ length: abuse.clients }, async () => {
+  const loops = Array.from({ length: abuse.clients }, async (_, i) => {
     while (!stop) {
-      const status = await abuse.send().catch(() => 'error');
+      const status = await abuse.send(abusers[i % N]).catch(() => 'error');
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
   });
@@ -106,10 +110,13 @@ const fmt = (xs) => `${pct(xs, 0.5).toFixed(1)}/${pct(xs, 0.99).toFixed(1)}`;
 const ratio = (xs, base) => `${(pct(xs, 0.5) / pct(base, 0.5)).toFixed(2)}x/${(pct(xs, 0.99) / pct(base, 0.99)).toFixed(2)}x`;
 
 const budgets = process.env.BENCH_BUDGETS === '1' ? 'request-rate budgets on (12000/min per caller, 24000/min per workspace)' : 'default settings';
-console.log(`Victim latency (ms, p50/p99) quiet and under each abuse, ${SECONDS} s per phase, ${budgets}, PostgreSQL ${server.kind}\n`);
+console.log(
+  `Victim latency (ms, p50/p99) quiet and under each abuse spread over ${N} workspace(s) of one user, ${SECONDS} s per phase, ${budgets}, PostgreSQL ${server.kind}\n`,
+);
 console.log(`${'phase'.padEnd(38)} ${'SQL p50/p99'.padStart(14)} ${'vs quiet'.padStart(12)} ${'STF p50/p99'.padStart(14)} ${'vs quiet'.padStart(12)}  victim non-200  abuser statuses`);
 console.log(`${'quiet'.padEnd(38)} ${fmt(quiet.lat.sql).padStart(14)} ${''.padStart(12)} ${fmt(quiet.lat.stf).padStart(14)} ${''.padStart(12)}  ${quiet.failures.sql + quiet.failures.stf}`);
 for (const [name, abuse] of Object.entries(abuses)) {
+  if (only && !only.test(name)) continue;
   const r = await underAbuse(abuse);
   const statuses = [...r.statuses].map(([s, n]) => `${s}:${n}`).join(' ');
   console.log(

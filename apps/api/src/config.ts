@@ -101,6 +101,9 @@ export const ConfigSchema = v.object({
   WORKFLOW_JOB_CONCURRENCY: int(4, 1, 1000),
   // Runs one workspace may have queued at once; one more is 429.
   WORKFLOW_WORKSPACE_QUEUED_MAX: int(1000, 1, 1_000_000),
+  // Workspaces one user may have created and not deleted; one more is 403. 0: no limit. Fair sharing is by the
+  // workspaces' creator either way; this bounds what else one person multiplies.
+  MAX_WORKSPACES_PER_USER: int(100, 0, 1_000_000),
   // Workflow schedules: how often a process with background work fires the due ones, and the shortest interval one
   // may have (a cron expression firing more often is refused).
   SCHEDULE_TICK_MS: int(1000, 100, 60_000),

@@ -62,12 +62,12 @@ export class Harness {
     };
     // STORAGE_DIR shares a blob directory with another harness (a restarted process); it is then not removed.
     const blobDir = env.STORAGE_DIR ?? mkdtempSync(join(tmpdir(), 'wds-blobs-'));
-    // The server's own assembly (services-setup.ts), on this database: one worker, the job queue started on the
+    // The server's own assembly (services-setup.ts), on this database: one worker (unless STF_JS_WORKERS says), the job queue started on the
     // first enqueue (most test files never queue a job).
     const opened = await openServices(
       loadConfig({ ...configEnv, DATABASE_URL: url, DB_POOL_MAX: '5', STORAGE_DIR: blobDir, SECRETS_KEY: randomBytes(32).toString('base64') }),
       createLogger('silent'),
-      { runJobs: true, startJobs: false, runtimes: { jsWorkers: 1, prewarm: false } },
+      { runJobs: true, startJobs: false, runtimes: { jsWorkers: Number(env.STF_JS_WORKERS ?? 1), prewarm: false } },
     );
     const services = opened.services;
     const h = new Harness(services, createApp(services), url);

@@ -2,7 +2,7 @@ import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
 import { type LogLine, type RuntimeName, StfError, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
 import { openSecrets } from '@wds/stfs';
-import type { SqlSession } from '@wds/workspace-sql';
+import { type SqlSession, workspacePrincipal } from '@wds/workspace-sql';
 import type { StfRunnerDeps } from './deps.js';
 import { runLimits } from './limits.js';
 
@@ -13,10 +13,14 @@ export interface RunnableVersion {
   code: Buffer;
 }
 
-/** What a run needs of its workspace: the id, and the DDL group its sql() calls are checked against. */
+/**
+ * What a run needs of its workspace: the id, the DDL group its sql() calls are checked against, and its creator
+ * (whose share of the runtime the run takes: workspacePrincipal).
+ */
 export interface RunWorkspace {
   id: string;
   ddl_policy_group_id: string | null;
+  created_by: string | null;
 }
 
 /** DECISIONS §6: what instant-run answers (a failure of the user's code is `success: false`, still a 200). */
@@ -51,7 +55,8 @@ export interface RunRequest {
  * transaction) opens at the first sql() call, so code that does not query pays nothing for it. A runtime this
  * server does not have, or whose engine is unreachable, is a 503 ServiceError; a workspace with too many runs
  * already waiting for the runtime is a 429; failures of the code (a run that waited its whole time limit included:
- * kind 'timeout') are answers. Runs queue per workspace (`workspaceId`), so one workspace's load waits its turn.
+ * kind 'timeout') are answers. Runs queue per workspace and take turns by its creator (`principalId`), so one user's
+ * load over any number of workspaces waits its turn.
  */
 export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer> {
   if (!deps.metrics) return runOnce(deps, req);
@@ -103,6 +108,7 @@ async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer>
       sources: req.sources,
       caller: req.caller,
       workspaceId: req.workspace.id,
+      principalId: workspacePrincipal(req.workspace),
       stfId: version.stf_id,
       secrets,
       limits: runLimits(version.runtime, deps.config),

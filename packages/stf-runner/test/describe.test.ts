@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { describeVersion } from '../src/index.js';
 import { depsWith, fakeRuntime } from './fakes.js';
 
-const workspace = { id: 'ws-1', ddl_policy_group_id: null };
+const workspace = { id: 'ws-1', ddl_policy_group_id: null, created_by: null };
 const row = { id: 'v-1', stf_id: 'stf-1', version: '1.0', runtime: 'javascript' as const, code: Buffer.from('x'), input_schema: null, output_schema: null };
 const head = { stf_id: 'stf-1', stf_version_id: 'v-1', version: '1.0', runtime: 'javascript' };
 // What the origin-style docker STF of @wds/stf-runtime's tests prints for {"operation":"describe"} (its container run

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { runAsUser } from '../src/index.js';
 import { depsWith, fakeRuntime } from './fakes.js';
 
-const workspace = { id: 'ws-1', ddl_policy_group_id: null };
+const workspace = { id: 'ws-1', ddl_policy_group_id: null, created_by: null };
 const version = { stf_id: 'stf-1', runtime: 'javascript' as const, code: Buffer.from('return 1') };
 const ok = { output: 1, logs: [], duration_ms: 1 };
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { runAsUser, runLimits, runStf } from '../src/index.js';
 import { config, depsWith, fakeRuntime } from './fakes.js';
 
-const workspace = { id: 'ws-1', ddl_policy_group_id: 'ddl-1' };
+const workspace = { id: 'ws-1', ddl_policy_group_id: 'ddl-1', created_by: null };
 const version = { stf_id: 'stf-1', runtime: 'javascript' as const, code: Buffer.from('export default () => 1') };
 const ok = { output: { ok: true }, logs: [], duration_ms: 3 };
 

@@ -36,6 +36,12 @@ export interface StfRunRequest {
    * queue for a runtime's workers per workspace (fair-queue.ts); runs without a workspace share one queue.
    */
   workspaceId?: string | null;
+  /**
+   * Whose share of the runtime the run takes (the workspace's creator, @wds/workspace-sql workspacePrincipal): runs
+   * are admitted by principal first, then by workspace, so one user's many workspaces get one share. Default: the
+   * workspace itself.
+   */
+  principalId?: string | null;
   stfId?: string | null;
   /** The STF's secrets by env key; their values are masked in captured logs. */
   secrets: Record<string, string>;

@@ -70,7 +70,7 @@ describe('FairQueue', () => {
     (first as Grant).release();
     await Promise.all(tagged);
     expect(order).toEqual(['B', 'A', 'A']);
-    expect(q.stats()).toEqual({ running: 0, waiting: 0, workspaces: {} });
+    expect(q.stats()).toEqual({ running: 0, waiting: 0, workspaces: {}, principals: {} });
   });
 
   it('gives up on a run whose wait reaches maxWaitMs, before any run ahead of it ends', async () => {
@@ -103,5 +103,59 @@ describe('FairQueue', () => {
     q.close();
     await expect(waiting).rejects.toThrow(/closed/);
     await expect(q.acquire('B', FOREVER)).rejects.toThrow(/closed/);
+  });
+
+  describe('by principal first (one user, many workspaces)', () => {
+    /** Workspaces A1..A4 are one principal's, B another's. */
+    const principalOf = (ws: string) => (ws.startsWith('A') ? 'user:a' : 'user:b');
+    const ask = (q: FairQueue, granted: string[], ws: string) =>
+      q.acquire(ws, FOREVER, principalOf(ws)).then((g) => {
+        if (!g) throw new Error('timed out');
+        granted.push(ws);
+        return g;
+      });
+
+    it('many workspaces of one principal hold at most maxRunningPerWorkspace slots together; another finds a free one', async () => {
+      const q = new FairQueue({ capacity: 2, maxRunningPerWorkspace: 1, maxQueuedPerWorkspace: 10, slotName: 'workers' });
+      const granted: string[] = [];
+      const a = ['A1', 'A2', 'A3', 'A4'].map((ws) => ask(q, granted, ws));
+      await flush();
+      // Per workspace, each of A1..A4 would have had one of its own: two slots for A's user.
+      expect(granted).toEqual(['A1']);
+      expect(q.stats().principals).toEqual({ 'user:a': { running: 1, waiting: 3 } });
+      const b = await ask(q, granted, 'B');
+      expect(granted).toEqual(['A1', 'B']);
+      b.release();
+      await flush();
+      expect(granted).toEqual(['A1', 'B']); // the free slot stays free: A's user is at its bound
+      (await a[0]!).release();
+      await flush();
+      expect(granted).toEqual(['A1', 'B', 'A2']);
+      for (const g of a.slice(1)) {
+        (await g).release();
+        await flush();
+      }
+      expect(granted).toEqual(['A1', 'B', 'A2', 'A3', 'A4']);
+      expect(q.stats()).toEqual({ running: 0, waiting: 0, workspaces: {}, principals: {} });
+    });
+
+    it('a freed slot goes to the principal with fewer runs, whatever the number of its workspaces; within one, workspaces take turns', async () => {
+      const q = new FairQueue({ capacity: 1, maxQueuedPerWorkspace: 100, slotName: 'workers' });
+      const granted: string[] = [];
+      const grants: Grant[] = [];
+      const take = (ws: string) => void ask(q, granted, ws).then((g) => grants.push(g));
+      take('A1');
+      await flush();
+      for (const ws of ['A1', 'A2', 'A3', 'A1', 'A2', 'A3']) take(ws);
+      take('B');
+      take('B');
+      await flush();
+      for (let i = 0; i < 8; i++) {
+        grants.shift()!.release();
+        await flush();
+      }
+      // B's user alternates with A's, not with each of A's workspaces; A's workspaces take turns among themselves.
+      expect(granted).toEqual(['A1', 'B', 'A2', 'B', 'A3', 'A1', 'A2', 'A3', 'A1']);
+    });
   });
 });

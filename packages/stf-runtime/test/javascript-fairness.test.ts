@@ -85,7 +85,7 @@ describe('javascript runtime: fair sharing between workspaces', () => {
 
     await open(gates, 'holder');
     expect((await holder).output).toBe('holder');
-    expect(rt.stats().queue).toEqual({ running: 0, waiting: 0, workspaces: {} });
+    expect(rt.stats().queue).toEqual({ running: 0, waiting: 0, workspaces: {}, principals: {} });
   });
 
   it('refuses a run beyond the per-workspace queue with StfRuntimeBusy; other workspaces still queue', async () => {

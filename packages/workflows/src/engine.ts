@@ -263,9 +263,9 @@ export async function executeWorkflow(
 }
 
 export interface WorkflowConcurrencyOptions {
-  /** Executions one workspace may have in progress at once. WORKFLOW_WORKSPACE_CONCURRENCY. */
+  /** Executions one principal may have in progress at once. WORKFLOW_WORKSPACE_CONCURRENCY. */
   maxRunning: number;
-  /** Executions one workspace may have waiting; one more is refused at once. WORKFLOW_WORKSPACE_QUEUE. */
+  /** Executions one principal may have waiting; one more is refused at once. WORKFLOW_WORKSPACE_QUEUE. */
   maxQueued: number;
   /** How long an execution may wait for its turn before it is refused. WORKFLOW_QUEUE_TIMEOUT_MS. */
   maxWaitMs: number;
@@ -277,9 +277,10 @@ interface Lane {
 }
 
 /**
- * A cap on each workspace's workflow executions at once: a semaphore per workspace with a bounded queue and a
- * bounded wait, so one workspace's burst cannot hold every STF slot and connection of the service; beyond either
- * bound the execution is refused with 429 TOO_MANY_REQUESTS before anything of it ran or was recorded.
+ * A cap on each principal's workflow executions at once (the key: the workspace's creator, workspacePrincipal, so
+ * one user's many workspaces share one cap): a semaphore per principal with a bounded queue and a bounded wait, so
+ * one user's burst cannot hold every STF slot and connection of the service; beyond either bound the execution is
+ * refused with 429 TOO_MANY_REQUESTS before anything of it ran or was recorded.
  * Acquire before starting the run, release when it has ended.
  */
 export class WorkflowConcurrency {
@@ -287,12 +288,12 @@ export class WorkflowConcurrency {
 
   constructor(private readonly opts: WorkflowConcurrencyOptions) {}
 
-  /** Resolves with the release function once the workspace has a free place; rejects with a 429 ServiceError. */
-  acquire(workspaceId: string): Promise<() => void> {
-    let lane = this.lanes.get(workspaceId);
+  /** Resolves with the release function once the principal has a free place; rejects with a 429 ServiceError. */
+  acquire(principal: string): Promise<() => void> {
+    let lane = this.lanes.get(principal);
     if (!lane) {
       lane = { running: 0, waiting: [] };
-      this.lanes.set(workspaceId, lane);
+      this.lanes.set(principal, lane);
     }
     const l = lane;
     let released = false;
@@ -304,7 +305,7 @@ export class WorkflowConcurrency {
         clearTimeout(next.timer);
         next.admit(); // the place passes on: `running` stays
       } else if (--l.running === 0) {
-        this.lanes.delete(workspaceId);
+        this.lanes.delete(principal);
       }
     };
     if (l.running < this.opts.maxRunning) {
@@ -315,7 +316,7 @@ export class WorkflowConcurrency {
       return Promise.reject(
         new ServiceError(
           'TOO_MANY_REQUESTS',
-          `This workspace already has ${l.running} workflow executions in progress and ${l.waiting.length} waiting`,
+          `The workspaces of this workspace's creator already have ${l.running} workflow executions in progress and ${l.waiting.length} waiting`,
           `at most ${this.opts.maxRunning} run and ${this.opts.maxQueued} wait at once; retry when some have finished`,
         ),
       );
@@ -329,7 +330,7 @@ export class WorkflowConcurrency {
           reject(
             new ServiceError(
               'TOO_MANY_REQUESTS',
-              `This workspace's workflow executions did not free a place within ${this.opts.maxWaitMs} ms`,
+              `The workflow executions of this workspace's creator did not free a place within ${this.opts.maxWaitMs} ms`,
               `at most ${this.opts.maxRunning} run at once; retry when some have finished`,
             ),
           );
@@ -339,9 +340,9 @@ export class WorkflowConcurrency {
     });
   }
 
-  /** Executions in progress and waiting in one workspace. */
-  stats(workspaceId: string): { running: number; waiting: number } {
-    const lane = this.lanes.get(workspaceId);
+  /** Executions in progress and waiting of one principal. */
+  stats(principal: string): { running: number; waiting: number } {
+    const lane = this.lanes.get(principal);
     return { running: lane?.running ?? 0, waiting: lane?.waiting.length ?? 0 };
   }
 }

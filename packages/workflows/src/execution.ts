@@ -6,6 +6,7 @@
  */
 import type { AuditEntry } from '@wds/audit';
 import { newId } from '@wds/db';
+import { workspacePrincipal } from '@wds/workspace-sql';
 import { ServiceError } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
 import { type ExecutionResult, executeWorkflow, type StepRecord, WorkflowConcurrency } from './engine.js';
@@ -77,9 +78,9 @@ export class WorkflowExecutions {
     });
   }
 
-  /** Waits for the workspace's turn (bounded; 429 beyond), then runs and records the execution. */
+  /** Waits for the turn of the workspace's creator (bounded; 429 beyond), then runs and records the execution. */
   async execute(req: ExecutionRequest): Promise<RecordedRun> {
-    const release = await this.#gate.acquire(req.workspace.id);
+    const release = await this.#gate.acquire(workspacePrincipal(req.workspace));
     try {
       return await this.#run(req);
     } finally {
@@ -114,7 +115,7 @@ export class WorkflowExecutions {
     const { workspace, workflow } = checked;
     let release: () => void;
     try {
-      release = await this.#gate.acquire(workspace.id);
+      release = await this.#gate.acquire(workspacePrincipal(workspace));
     } catch (err) {
       await requeueRun(db, runId);
       throw err;

@@ -56,14 +56,19 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
 
 /**
  * Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept).
- * Its priority is minus the runs its workspace has queued or running, so a workspace with a backlog does not hold up
- * the next run of one without (the queue takes higher priorities first, then the oldest).
+ * Its priority is minus the runs queued or running in all workspaces of its workspace's creator (the principal,
+ * @wds/workspace-sql workspacePrincipal), so one user's backlog over any number of workspaces does not hold up the
+ * next run of another (the queue takes higher priorities first, then the oldest).
  */
 export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger' | 'db'>, runId: string): Promise<void> {
   try {
     const { n } = await deps.db
-      .selectFrom('platform.workflow_runs as q')
-      .innerJoin('platform.workflow_runs as r', 'r.workspace_id', 'q.workspace_id')
+      .selectFrom('platform.workflow_runs as r')
+      .innerJoin('platform.workspaces as rw', 'rw.id', 'r.workspace_id')
+      .innerJoin('platform.workspaces as qw', (j) =>
+        j.on((eb) => eb.or([eb('qw.id', '=', eb.ref('rw.id')), eb('qw.created_by', '=', eb.ref('rw.created_by'))])),
+      )
+      .innerJoin('platform.workflow_runs as q', 'q.workspace_id', 'qw.id')
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .where('r.id', '=', runId)
       .where('q.status', 'in', ['queued', 'running'])

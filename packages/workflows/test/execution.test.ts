@@ -80,8 +80,8 @@ beforeAll(async () => {
 });
 afterAll(() => db.destroy());
 
-const workspaceA = () => ({ id: A, ddl_policy_group_id: null });
-const member = { userId: newId(), workspace: { id: A, ddl_policy_group_id: null } };
+const workspaceA = () => ({ id: A, ddl_policy_group_id: null, created_by: null });
+const member = { userId: newId(), workspace: { id: A, ddl_policy_group_id: null, created_by: null } };
 const code = (p: Promise<unknown>) => p.then(() => 'ok', (e: ServiceError) => e.code);
 
 describe('who may execute', () => {

@@ -342,7 +342,7 @@ describe('Library and Table sources, executed and recorded', () => {
     );
     tables.length = 0;
     const run = await executeAndRecord(depsOf(), {
-      workspace: { id: W, ddl_policy_group_id: null },
+      workspace: { id: W, ddl_policy_group_id: null, created_by: null },
       workflow: wf,
       input: {},
       executedBy: member,
@@ -376,7 +376,7 @@ describe('Library and Table sources, executed and recorded', () => {
       null,
     );
     const request = (workflow: typeof wf) => ({
-      workspace: { id: W, ddl_policy_group_id: null },
+      workspace: { id: W, ddl_policy_group_id: null, created_by: null },
       workflow,
       input: {},
       executedBy: null,

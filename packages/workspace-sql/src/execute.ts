@@ -30,6 +30,7 @@ import { AnalysisWorker } from './offload.js';
 import { type StatementSummary, analyseStatement, decideAll, filterFrom, summarize } from './statement.js';
 import { RewriteCache, type RewriteCacheLimits, type RewriteCacheStats } from './rewrite-cache.js';
 import { runCountingRows } from './discard-rows.js';
+import { WorkspacePrincipals } from './principals.js';
 import { TenantPools, type TenantPoolsOptions } from './tenant-pools.js';
 import { userValueTypes } from './values.js';
 import { AuditGroup } from './audit-group.js';
@@ -212,7 +213,9 @@ export class WorkspaceSql {
       // transaction with BEGIN READ WRITE and SET LOCAL. Standard strings, as the rewrite templates write them.
       sessionOptions: `-c statement_timeout=${this.sessionTimeoutMs} -c lock_timeout=${this.sessionTimeoutMs} -c search_path=pg_catalog -c default_transaction_read_only=on -c standard_conforming_strings=on`,
     });
-    this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id) });
+    // The caps are per workspace creator (principals.ts): one user's many workspaces get one share.
+    const principals = new WorkspacePrincipals(pool);
+    this.pools = new TenantPools({ ...limits, connect: (id) => connector.connect(id), principalOf: (id) => principals.of(id) });
   }
 
   /** Waits until the audit entries of every read answered so far are written (or have failed). */

@@ -8,3 +8,4 @@ export { userValueTypes } from './values.js';
 export { DEFAULT_REWRITE_CACHE, type RewriteCacheLimits, type RewriteCacheStats } from './rewrite-cache.js';
 export { MAX_CAPTURED_IMAGE_BYTES, capturedImagesSql } from './row-capture.js';
 export type { ReadScope } from './read-scope.js';
+export { WorkspacePrincipals, workspacePrincipal } from './principals.js';

@@ -2,9 +2,12 @@ import { ServiceError } from '@wds/errors';
 import type pg from 'pg';
 
 /**
- * Connections per workspace. Each workspace's SQL runs on connections logged in as that workspace's own role, so a
- * connection can only ever be reused by the workspace that opened it. One workspace's load waits on its own slots
- * (`maxPerWorkspace`), never on another's; the overall cap (`maxTotal`) is shared in fair turns.
+ * Connections per workspace, shared by principal. Each workspace's SQL runs on connections logged in as that
+ * workspace's own role, so a connection can only ever be reused by the workspace that opened it. The caps
+ * (`maxPerWorkspace`, `maxPerWorkspaceShared`) hold for a principal — the user who created the workspaces
+ * (principals.ts) — across all of its workspaces together, so one user's load over any number of workspaces gets
+ * one fair share; the overall cap (`maxTotal`) is shared in fair turns, first between principals, then between the
+ * workspaces of one. One principal's load waits on its own slots, never on another's.
  */
 export interface TenantPoolsOptions {
   /**
@@ -12,17 +15,25 @@ export interface TenantPoolsOptions {
    * and a connection timeout: a hanging connect holds its slot until it settles).
    */
   connect(workspaceId: string): Promise<pg.Client>;
-  /** Connections (= concurrent statements or open STF sessions) one workspace may hold. SQL_WORKSPACE_CONNECTIONS. */
+  /**
+   * Whose share a workspace's connections take (workspacePrincipal; WorkspacePrincipals.of). Without it every
+   * workspace is its own principal.
+   */
+  principalOf?(workspaceId: string): string | Promise<string>;
+  /**
+   * Connections (= concurrent statements or open STF sessions) one principal may hold across its workspaces.
+   * SQL_WORKSPACE_CONNECTIONS.
+   */
   maxPerWorkspace: number;
   /**
-   * What one workspace may hold while another workspace is using SQL too (holding or waiting for a connection, or
+   * What one principal may hold while another principal is using SQL too (holding or waiting for a connection, or
    * having asked for one within `contentionWindowMs`): its statements share the database's CPUs with theirs, and
-   * PostgreSQL has no priorities, so a workspace alone gets `maxPerWorkspace` and one among others this many.
+   * PostgreSQL has no priorities, so a principal alone gets `maxPerWorkspace` and one among others this many.
    * Statements already running are not stopped; new ones wait. SQL_WORKSPACE_CONNECTIONS_SHARED; default
    * `maxPerWorkspace` (no difference).
    */
   maxPerWorkspaceShared?: number;
-  /** How recent another workspace's last acquire must be for it to count as using SQL. Default 2000 ms. */
+  /** How recent another principal's last acquire must be for it to count as using SQL. Default 2000 ms. */
   contentionWindowMs?: number;
   /** Open connections across all workspaces: leased, idle and connecting. SQL_POOL_MAX. */
   maxTotal: number;
@@ -54,10 +65,21 @@ export interface TenantPoolsStats extends WorkspacePoolStats {
   /** leased + idle + connecting; never above `maxTotal`. */
   open: number;
   workspaces: Record<string, WorkspacePoolStats>;
+  /** The same summed over each principal's workspaces (only principals with a workspace listed above). */
+  principals: Record<string, WorkspacePoolStats>;
+}
+
+interface Principal {
+  key: string;
+  /** Its workspaces with anything open or waiting. */
+  tenants: Set<Tenant>;
+  /** Turn number of its last served acquire: among equals, the principal served longest ago goes next. */
+  served: number;
 }
 
 interface Tenant {
   id: string;
+  principal: Principal;
   leased: number;
   connecting: number;
   /** Least recently used first; reuse takes the last. */
@@ -91,14 +113,15 @@ interface Waiter {
 
 export class TenantPools {
   private readonly tenants = new Map<string, Tenant>();
+  private readonly principals = new Map<string, Principal>();
   /** Every idle connection, least recently used first: the one to close when another workspace needs a slot. */
   private readonly idle = new Set<Conn>();
   private open = 0;
   private turn = 0;
   private closed = false;
-  /** Workspace → when it last asked for a connection (pruned to the contention window). */
+  /** Principal → when it last asked for a connection (pruned to the contention window). */
   private readonly lastAsked = new Map<string, number>();
-  /** Workspaces using SQL as of the current pump (see maxPerWorkspaceShared). */
+  /** Principals using SQL as of the current pump (see maxPerWorkspaceShared). */
   private active = 0;
 
   constructor(private readonly opts: TenantPoolsOptions) {
@@ -109,10 +132,16 @@ export class TenantPools {
 
   /** A connection of the workspace: at once, after waiting its turn, or a 429 ServiceError (queue full, timeout). */
   acquire(workspaceId: string, signal?: AbortSignal): Promise<Lease> {
+    const principal = this.opts.principalOf ? this.opts.principalOf(workspaceId) : workspaceId;
+    if (typeof principal === 'string') return this.enqueue(workspaceId, principal, signal);
+    return principal.then((key) => this.enqueue(workspaceId, key, signal));
+  }
+
+  private enqueue(workspaceId: string, principal: string, signal: AbortSignal | undefined): Promise<Lease> {
     if (this.closed) return Promise.reject(closedError());
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const t = this.tenant(workspaceId);
-    this.asked(workspaceId);
+    const t = this.tenant(workspaceId, principal);
+    this.asked(t.principal.key);
     return new Promise<Lease>((resolve, reject) => {
       const w: Waiter = { tenant: t, connecting: false, settled: false, resolve, reject };
       w.timer = setTimeout(() => this.settle(w, timeoutError(w.connecting, this.opts.acquireTimeoutMs)), this.opts.acquireTimeoutMs);
@@ -131,10 +160,16 @@ export class TenantPools {
   }
 
   stats(): TenantPoolsStats {
-    const all: TenantPoolsStats = { open: this.open, leased: 0, idle: 0, connecting: 0, waiting: 0, workspaces: {} };
+    const all: TenantPoolsStats = { open: this.open, leased: 0, idle: 0, connecting: 0, waiting: 0, workspaces: {}, principals: {} };
     for (const t of this.tenants.values()) {
       const s = { leased: t.leased, idle: t.idle.length, connecting: t.connecting, waiting: t.waiters.length };
       all.workspaces[t.id] = s;
+      const p = all.principals[t.principal.key] ?? { leased: 0, idle: 0, connecting: 0, waiting: 0 };
+      all.principals[t.principal.key] = p;
+      p.leased += s.leased;
+      p.idle += s.idle;
+      p.connecting += s.connecting;
+      p.waiting += s.waiting;
       all.leased += s.leased;
       all.idle += s.idle;
       all.connecting += s.connecting;
@@ -153,9 +188,10 @@ export class TenantPools {
 
   /**
    * Hands out every connection that can be handed out now, one waiter per step. When slots are scarce the next is a
-   * waiter of the workspace holding the fewest connections, and among equals the one served longest ago: waiting
-   * workspaces take turns, many waiters of one cannot starve another, and a workspace at its fair share keeps reusing
-   * its own connections instead of trading them (each trade is a close and a new login).
+   * waiter of the principal holding the fewest connections (among equals the one served longest ago), and of its
+   * workspaces the one holding the fewest (likewise): waiting principals take turns, then their workspaces; many
+   * waiters or many workspaces of one cannot starve another, and a principal at its fair share keeps reusing its own
+   * connections instead of trading them (each trade is a close and a new login).
    * Without contention this is just "the next waiter of the workspace that released".
    */
   private pump(): void {
@@ -167,7 +203,7 @@ export class TenantPools {
       }
       if (!next) return;
       const w = next.waiters.shift()!;
-      next.served = ++this.turn;
+      next.served = next.principal.served = ++this.turn;
       const own = next.idle.at(-1);
       if (own) {
         this.unpark(own);
@@ -181,7 +217,7 @@ export class TenantPools {
   }
 
   private canServe(t: Tenant): boolean {
-    if (t.waiters.length === 0 || held(t) >= this.capOf(t)) return false;
+    if (t.waiters.length === 0 || heldBy(t.principal) >= this.capOf(t.principal)) return false;
     return t.idle.length > 0 || this.open < this.opts.maxTotal || this.idle.size > 0;
   }
 
@@ -299,11 +335,11 @@ export class TenantPools {
     else w.reject(err);
   }
 
-  /** maxPerWorkspace alone, maxPerWorkspaceShared while another workspace uses SQL too. */
-  private capOf(t: Tenant): number {
+  /** maxPerWorkspace alone, maxPerWorkspaceShared while another principal uses SQL too. */
+  private capOf(p: Principal): number {
     const shared = this.opts.maxPerWorkspaceShared;
     if (shared === undefined || shared >= this.opts.maxPerWorkspace) return this.opts.maxPerWorkspace;
-    const selfActive = held(t) > 0 || t.waiters.length > 0 || this.recentlyAsked(t.id);
+    const selfActive = heldBy(p) > 0 || [...p.tenants].some((t) => t.waiters.length > 0) || this.recentlyAsked(p.key);
     return this.active - (selfActive ? 1 : 0) > 0 ? Math.max(1, shared) : this.opts.maxPerWorkspace;
   }
 
@@ -324,32 +360,54 @@ export class TenantPools {
     return at !== undefined && Date.now() - at < (this.opts.contentionWindowMs ?? 2000);
   }
 
-  /** Workspaces holding or waiting for connections, or that asked within the window. */
+  /** Principals holding or waiting for connections, or that asked within the window. */
   private countActive(): number {
     if (this.opts.maxPerWorkspaceShared === undefined) return 0;
-    const ids = new Set<string>();
-    for (const t of this.tenants.values()) if (held(t) > 0 || t.waiters.length > 0) ids.add(t.id);
-    for (const id of this.lastAsked.keys()) if (this.recentlyAsked(id)) ids.add(id);
-    return ids.size;
+    const keys = new Set<string>();
+    for (const t of this.tenants.values()) if (held(t) > 0 || t.waiters.length > 0) keys.add(t.principal.key);
+    for (const key of this.lastAsked.keys()) if (this.recentlyAsked(key)) keys.add(key);
+    return keys.size;
   }
 
-  private tenant(id: string): Tenant {
+  private tenant(id: string, principal: string): Tenant {
     let t = this.tenants.get(id);
     if (!t) {
-      t = { id, leased: 0, connecting: 0, idle: [], waiters: [], served: 0 };
+      let p = this.principals.get(principal);
+      if (!p) {
+        p = { key: principal, tenants: new Set(), served: 0 };
+        this.principals.set(principal, p);
+      }
+      t = { id, principal: p, leased: 0, connecting: 0, idle: [], waiters: [], served: 0 };
+      p.tenants.add(t);
       this.tenants.set(id, t);
     }
     return t;
   }
 
-  /** Forgets a workspace with nothing open or waiting, so many workspaces do not accumulate. */
+  /** Forgets a workspace (and its principal) with nothing open or waiting, so many workspaces do not accumulate. */
   private tidy(t: Tenant): void {
-    if (t.leased + t.connecting + t.idle.length + t.waiters.length === 0) this.tenants.delete(t.id);
+    if (t.leased + t.connecting + t.idle.length + t.waiters.length !== 0 || this.tenants.get(t.id) !== t) return;
+    this.tenants.delete(t.id);
+    t.principal.tenants.delete(t);
+    if (t.principal.tenants.size === 0) this.principals.delete(t.principal.key);
   }
 }
 
 const held = (t: Tenant) => t.leased + t.connecting;
-const before = (a: Tenant, b: Tenant) => held(a) < held(b) || (held(a) === held(b) && a.served < b.served);
+const heldBy = (p: Principal) => {
+  let n = 0;
+  for (const t of p.tenants) n += held(t);
+  return n;
+};
+/** Principals first (fewest held, then served longest ago), then the workspaces of one principal likewise. */
+const before = (a: Tenant, b: Tenant) => {
+  if (a.principal !== b.principal) {
+    const ha = heldBy(a.principal);
+    const hb = heldBy(b.principal);
+    return ha < hb || (ha === hb && a.principal.served < b.principal.served);
+  }
+  return held(a) < held(b) || (held(a) === held(b) && a.served < b.served);
+};
 
 const closedError = () => new ServiceError('SERVICE_UNAVAILABLE', 'The service is shutting down', 'the SQL connection pools are closed');
 
@@ -357,7 +415,7 @@ const queueFullError = (o: TenantPoolsOptions) =>
   new ServiceError(
     'TOO_MANY_REQUESTS',
     'Too many SQL statements of this workspace are waiting for a connection',
-    `at most ${o.maxPerWorkspace} run at a time (SQL_WORKSPACE_CONNECTIONS) and ${o.maxQueuePerWorkspace} may wait ` +
+    `at most ${o.maxPerWorkspace} run at a time across the workspaces of its creator (SQL_WORKSPACE_CONNECTIONS) and ${o.maxQueuePerWorkspace} may wait ` +
       '(SQL_WORKSPACE_QUEUE); retry later',
   );
 
@@ -367,7 +425,7 @@ const timeoutError = (connecting: boolean, ms: number) =>
     : new ServiceError(
         'TOO_MANY_REQUESTS',
         `No database connection became free within ${ms} ms`,
-        "the workspace's statements (SQL_WORKSPACE_CONNECTIONS at a time) or all workspaces (SQL_POOL_MAX) kept " +
+        "the statements of the workspace's creator (SQL_WORKSPACE_CONNECTIONS at a time) or all workspaces (SQL_POOL_MAX) kept " +
           'every connection busy for SQL_ACQUIRE_TIMEOUT_MS; retry later',
       );
 

@@ -628,6 +628,8 @@ describe('invariants under random load (fake connections)', () => {
               new Promise((resolve, reject) => {
                 connects.push({ ws, resolve: resolve as never, reject });
               }),
+            // A and B are one principal's workspaces, C another's: the caps hold for A and B together.
+            principalOf: (ws) => (ws === 'C' ? 'p2' : 'p1'),
             maxPerWorkspace,
             maxTotal,
             maxQueuePerWorkspace,
@@ -651,12 +653,13 @@ describe('invariants under random load (fake connections)', () => {
             expect(s.leased).toBe(held.length);
             // Every client neither lent out nor closed sits idle in the pool.
             expect(s.idle).toBe(created.filter((c) => !c.ended && !held.some((h) => h.lease.client === (c as never))).length);
-            for (const w of Object.values(s.workspaces)) {
-              expect(w.leased + w.connecting).toBeLessThanOrEqual(maxPerWorkspace);
+            for (const [ws, w] of Object.entries(s.workspaces)) {
+              const own = s.principals[ws === 'C' ? 'p2' : 'p1']!;
+              expect(own.leased + own.connecting).toBeLessThanOrEqual(maxPerWorkspace);
               expect(w.waiting).toBeLessThanOrEqual(maxQueuePerWorkspace);
-              // Work-conserving: a waiter waits only for its own slot or for the overall cap with nothing idle.
+              // Work-conserving: a waiter waits only for its principal's slots or for the overall cap with nothing idle.
               if (w.waiting > 0) {
-                const ownFull = w.leased + w.connecting >= maxPerWorkspace;
+                const ownFull = own.leased + own.connecting >= maxPerWorkspace;
                 expect(ownFull || (w.idle === 0 && s.open >= maxTotal && s.idle === 0)).toBe(true);
               }
             }
@@ -752,5 +755,72 @@ describe('shared cap: a workspace among others holds at most maxPerWorkspaceShar
     const two = await Promise.all([p.acquire('A'), p.acquire('A')]);
     expect(p.stats().workspaces.A?.leased).toBe(2);
     for (const l of two) l.release();
+  });
+});
+
+describe('by principal: one user, many workspaces, one share', () => {
+  /** Workspaces A1..A9 are one user's, B another's. */
+  const principalOf = (ws: string) => Promise.resolve(ws.startsWith('A') ? 'user:a' : 'user:b');
+
+  it("one principal's statements over many workspaces hold at most maxPerWorkspace connections together", async () => {
+    const { pools: p, tag } = pools({ maxPerWorkspace: 2, maxTotal: 10, principalOf });
+    await admin.query('SELECT pg_advisory_lock(7101)');
+    // Two statements in each of five workspaces of A's user: per workspace that would be ten connections.
+    const leases = ['A1', 'A2', 'A3', 'A4', 'A5'].flatMap((ws) => [ws, ws]).map((ws) => track(p.acquire(ws)));
+    await expect.poll(() => leases.filter((l) => l.state === 'fulfilled').length).toBe(2);
+    const queries = leases
+      .filter((l) => l.state === 'fulfilled')
+      .map((l) => track(l.value!.client.query('SELECT pg_advisory_xact_lock_shared(7101)')));
+    const blocked = async () =>
+      (
+        await admin.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE starts_with(application_name, $1) AND wait_event_type = 'Lock'`,
+          [`${tag}:A`],
+        )
+      ).rows[0].n;
+    await expect.poll(blocked).toBe(2);
+    expect(p.stats().principals['user:a']).toMatchObject({ leased: 2, waiting: 8 });
+
+    // B's user is not behind them: a connection of its own while A's user still has eight waiting.
+    const b = await p.acquire('B');
+    expect(await selectOne(b)).toEqual([{ one: 1 }]);
+    b.release();
+    const open = await backends(tag);
+    expect(Object.entries(open).filter(([ws]) => ws.startsWith('A')).reduce((n, [, c]) => n + c, 0)).toBe(2);
+    expect(leases.filter((l) => l.state === 'pending')).toHaveLength(8);
+
+    await admin.query('SELECT pg_advisory_unlock(7101)');
+    await Promise.all(queries.map((q) => q.promise));
+    // Each release passes the slot on within A's user, never above two at once, until all ten have run.
+    const released = new Set<(typeof leases)[number]>();
+    while (released.size < leases.length) {
+      await expect.poll(() => leases.some((l) => l.state === 'fulfilled' && !released.has(l))).toBe(true);
+      expect(p.stats().principals['user:a']?.leased ?? 0).toBeLessThanOrEqual(2);
+      const l = leases.find((x) => x.state === 'fulfilled' && !released.has(x))!;
+      released.add(l);
+      l.value!.release();
+    }
+    expect(leases.every((l) => l.state === 'fulfilled')).toBe(true);
+  });
+
+  it('among others, a principal holds the shared cap across its workspaces, and the others count as one', async () => {
+    const { pools: p } = pools({ maxPerWorkspace: 4, maxPerWorkspaceShared: 1, contentionWindowMs: 60_000, principalOf });
+    // A's user alone: four, over four workspaces.
+    const first = await Promise.all(['A1', 'A2', 'A3', 'A4'].map((ws) => p.acquire(ws)));
+    for (const l of first) l.release();
+    // A's other workspaces asking do not make A's user "among others".
+    const again = await Promise.all(['A5', 'A6', 'A7', 'A8'].map((ws) => p.acquire(ws)));
+    expect(p.stats().principals['user:a']?.leased).toBe(4);
+    for (const l of again) l.release();
+
+    (await p.acquire('B')).release();
+    const a1 = await p.acquire('A1');
+    const a2 = track(p.acquire('A2'));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(a2.state).toBe('pending'); // another workspace of the same user: still A's user's one connection
+    const b = await p.acquire('B');
+    b.release();
+    a1.release();
+    (await a2.promise).release();
   });
 });

@@ -68,19 +68,45 @@ export async function listWorkspaces(
   return rows.map((r) => ({ ...toWorkspaceView(r), role: r.role }));
 }
 
-/** The creator becomes the workspace's first admin, in the same transaction. */
-export async function createWorkspace(db: Db, input: { name: string; createdBy: string }): Promise<WorkspaceView> {
+/**
+ * The creator becomes the workspace's first admin, in the same transaction. A user may have created at most
+ * `maxPerUser` workspaces that are not deleted (MAX_WORKSPACES_PER_USER; 0: no limit): one more is 403 FORBIDDEN.
+ * The creator is whose share of the service a workspace's load takes (@wds/workspace-sql workspacePrincipal), and
+ * the quota bounds what else one person multiplies by creating workspaces. Creations of one user are serialised
+ * (a lock on their user row), so concurrent requests cannot pass the count together.
+ */
+export async function createWorkspace(db: Db, input: { name: string; createdBy: string; maxPerUser?: number }): Promise<WorkspaceView> {
   const id = newId();
-  const ws = await db
-    .insertInto('platform.workspaces')
-    .values({ id, name: input.name, created_by: input.createdBy })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  await db
-    .insertInto('platform.memberships')
-    .values({ id: newId(), workspace_id: id, user_id: input.createdBy, role: 'admin' })
-    .execute();
-  return toWorkspaceView(ws);
+  // The routes' mutations already run in a transaction: the lock then lasts until their commit.
+  const inTransaction = (run: (trx: Db) => Promise<WorkspaceView>) => (db.isTransaction ? run(db) : db.transaction().execute(run));
+  return inTransaction(async (trx) => {
+    const max = input.maxPerUser ?? 0;
+    if (max > 0) {
+      await trx.selectFrom('platform.users').select('id').where('id', '=', input.createdBy).forUpdate().execute();
+      const { n } = await trx
+        .selectFrom('platform.workspaces')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('created_by', '=', input.createdBy)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= max) {
+        throw forbidden(
+          `You have created ${max} workspaces, the most one user may have`,
+          'MAX_WORKSPACES_PER_USER; delete one of them to create another',
+        );
+      }
+    }
+    const ws = await trx
+      .insertInto('platform.workspaces')
+      .values({ id, name: input.name, created_by: input.createdBy })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await trx
+      .insertInto('platform.memberships')
+      .values({ id: newId(), workspace_id: id, user_id: input.createdBy, role: 'admin' })
+      .execute();
+    return toWorkspaceView(ws);
+  });
 }
 
 export interface WorkspacePatch {

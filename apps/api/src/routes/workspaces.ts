@@ -48,8 +48,8 @@ export const workspaceRoutes = [
     auth: 'session',
     body: CreateWorkspace,
     status: 201,
-    handler: async ({ db, principal, body, audit }) => {
-      const ws = await createWorkspace(db, { name: body.name, createdBy: principal.user.id });
+    handler: async ({ db, services, principal, body, audit }) => {
+      const ws = await createWorkspace(db, { name: body.name, createdBy: principal.user.id, maxPerUser: services.config.MAX_WORKSPACES_PER_USER });
       audit({ workspaceId: ws.id, details: { name: ws.name } });
       return ws;
     },

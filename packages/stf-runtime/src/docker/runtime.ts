@@ -178,7 +178,7 @@ class DockerStfRuntime implements DockerRuntime {
       env.push(`${key}=${value}`);
     }
 
-    const grant = await this.slots.acquire(req.workspaceId, deadline - Date.now());
+    const grant = await this.slots.acquire(req.workspaceId, deadline - Date.now(), req.principalId);
     if (!grant) {
       throw new StfError(
         'timeout',

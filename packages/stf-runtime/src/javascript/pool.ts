@@ -170,7 +170,7 @@ class Pool implements JavascriptRuntime {
     );
     const limits = req.limits;
     const limitMs = Math.max(1, Math.min(limits.timeoutMs, MAX_TIMER_MS));
-    const slot = await this.acquire(req.workspaceId, limitMs);
+    const slot = await this.acquire(req.workspaceId, limitMs, req.principalId);
     if (!slot) throw waitedTooLong(limits.timeoutMs, this.size);
     try {
       await slot.ready;
@@ -256,9 +256,9 @@ class Pool implements JavascriptRuntime {
    * A worker for a run of `workspaceId`, after its turn in the fair queue; false when `maxWaitMs` passed first.
    * The queue hands out at most `size` grants, so a granted run always finds an idle worker or room for one.
    */
-  private async acquire(workspaceId: string | null | undefined, maxWaitMs: number): Promise<Slot | false> {
+  private async acquire(workspaceId: string | null | undefined, maxWaitMs: number, principalId?: string | null): Promise<Slot | false> {
     if (this.closed) throw new Error('the JavaScript runtime is closed');
-    const grant = await this.queue.acquire(workspaceId, maxWaitMs);
+    const grant = await this.queue.acquire(workspaceId, maxWaitMs, principalId);
     if (!grant) return false;
     if (this.closed) {
       grant.release();

@@ -169,7 +169,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
   async function runOnce(req: StfRunRequest, abort: AbortController): Promise<StfRunResult> {
     const asked = performance.now();
     const limitMs = Math.max(1, Math.min(Math.floor(req.limits.timeoutMs), MAX_TIMER_MS));
-    const grant = await queue.acquire(req.workspaceId, limitMs);
+    const grant = await queue.acquire(req.workspaceId, limitMs, req.principalId);
     const waitedTooLong = () =>
       new StfError(
         'timeout',
