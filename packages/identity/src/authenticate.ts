@@ -26,6 +26,16 @@ export interface AuthDeps {
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
+/**
+ * Whether an Authorization header carries a credential no one can guess: a session token or API key (256 random
+ * bits) or a JWT (a signature). Checking one costs an indexed lookup or a signature check, never a secret someone
+ * chose, so a failure budget that is spent may still let it be checked (a valid one through) without helping guessers.
+ */
+export function isUnguessableBearer(header: string | undefined): boolean {
+  const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+  return token !== undefined && (token.startsWith(SESSION_PREFIX) || token.startsWith(API_KEY_PREFIX) || JWT_SHAPE.test(token));
+}
+
 /** Parses `Authorization: Bearer <token>`; anything else is 401. */
 export function bearerToken(header: string | undefined): string {
   const m = header?.match(/^Bearer\s+(\S+)\s*$/i);

@@ -1,9 +1,11 @@
 import { ServiceError } from '@wds/errors';
-import type { Principal } from '@wds/identity';
+import { isUuid } from '@wds/db';
+import { type Principal, isUnguessableBearer } from '@wds/identity';
 import type { Context, MiddlewareHandler } from 'hono';
 import { type Socket, isIP } from 'node:net';
 import type { Config } from '../config.js';
 import type { AppEnv } from './env.js';
+import { METRICS_PATH } from './metrics.js';
 import { type Clock, type RateDecision, RateLimiter } from './rate-limiter.js';
 
 type RateLimitConfig = Pick<
@@ -22,6 +24,8 @@ export class RateLimits {
   readonly workspaces: RateLimiter | undefined;
   /** Failed authentications (401) per client address. */
   readonly failures: RateLimiter | undefined;
+  /** Wrongly signed deliveries (401) per hook: never charged to the sender's address, which many tenants share. */
+  readonly hookFailures: RateLimiter | undefined;
   readonly trustProxy: number;
 
   constructor(config: RateLimitConfig, now?: Clock) {
@@ -30,6 +34,7 @@ export class RateLimits {
     this.callers = limiter(config.RATE_LIMIT_PER_PRINCIPAL);
     this.workspaces = limiter(config.RATE_LIMIT_PER_WORKSPACE);
     this.failures = limiter(config.RATE_LIMIT_AUTH_FAILURES_PER_IP);
+    this.hookFailures = limiter(config.RATE_LIMIT_AUTH_FAILURES_PER_IP);
     this.trustProxy = config.TRUST_PROXY;
   }
 }
@@ -43,16 +48,50 @@ export interface RequestLimits {
   address: string;
   /** The admin interface has no per-caller or per-workspace budget; its failed tokens still count. */
   admin: boolean;
+  /** Where a failed authentication of this request is charged: its address, or the hook it delivers to. */
+  failures: { limiter: RateLimiter; key: string; message: string } | undefined;
   /** The failed-authentication charge held while the credential is being checked. */
   reservation: RateDecision | undefined;
+  /** Set when that budget was already spent but the credential is checked all the same (see `checkedWhenSpent`). */
+  spent: RateDecision | undefined;
   /** The budget with the least left, shown in the RateLimit-* headers. */
   shown: { limiter: RateLimiter; decision: RateDecision } | undefined;
   chargedWorkspace: string | undefined;
 }
 
+/** A hook delivery (routes/hooks.ts, deliver_workflow_hook): its failures are charged to its hook. */
+const HOOK_DELIVERY = /^\/api\/v1\/hooks\/([^/]+)\/?$/;
+
+/** The failure budget a request is charged to: its hook's for a delivery, else its client address's. */
+function failureBudget(c: Context<AppEnv>, limits: RateLimits, address: string): RequestLimits['failures'] {
+  const hook = c.req.method === 'POST' ? HOOK_DELIVERY.exec(c.req.path)?.[1] : undefined;
+  if (hook !== undefined) {
+    // One key per real hook id (however spelt); anything else shares one, so a junk path cannot grow the map.
+    const key = isUuid(hook) ? `hook:${hook.toLowerCase()}` : 'hook:?';
+    return limits.hookFailures && { limiter: limits.hookFailures, key, message: 'Too many wrongly signed deliveries to this hook' };
+  }
+  return limits.failures && { limiter: limits.failures, key: address, message: 'Too many failed authentication attempts from this address' };
+}
+
 /**
- * Guards every route but the health probes against failed-authentication floods from one client address, and
- * makes the per-caller and per-workspace budgets (charged by `limitCaller` and `limitWorkspace`) available.
+ * Whether a request whose failure budget is spent still has its credential checked, so a valid one gets through
+ * and others behind the same address (an office's NAT, a webhook sender's few egress addresses) are not locked out
+ * by someone else's failures: yes for what no one can guess — a hook signature, a session token, API key or JWT —
+ * and for a request with no credential at all; no for what an operator chose (X-Admin-Token, the metrics token),
+ * which the budget is there to protect from guessing. A check that fails is then the 429, not a 401.
+ */
+function checkedWhenSpent(c: Context<AppEnv>, r: RequestLimits): boolean {
+  if (r.failures?.key.startsWith('hook:')) return true;
+  if (c.req.header('x-admin-token') !== undefined) return false;
+  const authorization = c.req.header('authorization');
+  if (authorization === undefined) return true;
+  return c.req.path !== METRICS_PATH && isUnguessableBearer(authorization);
+}
+
+/**
+ * Guards every route but the health probes against failed-authentication floods from one client address (or to
+ * one hook), and makes the per-caller and per-workspace budgets (charged by `limitCaller` and `limitWorkspace`)
+ * available.
  */
 export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -62,22 +101,30 @@ export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
       limits,
       address,
       admin: c.req.path.startsWith('/admin/'),
+      failures: undefined,
       reservation: undefined,
+      spent: undefined,
       shown: undefined,
       chargedWorkspace: undefined,
     };
+    r.failures = failureBudget(c, limits, address);
     c.set('rateLimits', r);
-    const { failures } = limits;
-    if (failures) {
+    const budget = r.failures;
+    if (budget) {
       // Charged before the credential is even looked at, so a flood of parallel guesses cannot all slip past an
       // almost spent budget; given back as soon as the credential proves valid, or when the answer is not a 401.
-      const d = failures.take(address);
-      if (!d.allowed) throw refuse(c, r, failures, d, 'Too many failed authentication attempts from this address', 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
-      r.reservation = d;
+      const d = budget.limiter.take(budget.key);
+      if (d.allowed) r.reservation = d;
+      else if (checkedWhenSpent(c, r)) r.spent = d;
+      else throw refuse(c, r, budget.limiter, d, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
     }
     await next();
-    if (failures && c.res.status === 401) tighter(r, failures, r.reservation ?? failures.take(address));
-    else if (failures && r.reservation) failures.refund(address);
+    if (budget && c.res.status === 401) {
+      if (r.spent) {
+        const refusal = refuse(c, r, budget.limiter, r.spent, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
+        c.res = c.json(refusal.toBody(), 429);
+      } else tighter(r, budget.limiter, r.reservation ?? budget.limiter.take(budget.key));
+    } else if (budget && r.reservation) budget.limiter.refund(budget.key);
     // On the final response: a handler may have answered with a Response of its own, without the context's headers.
     writeHeaders(c, r);
   };
@@ -88,7 +135,7 @@ export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined
   const r = c.get('rateLimits');
   if (!r) return;
   if (r.reservation) {
-    r.limits.failures?.refund(r.address);
+    r.failures?.limiter.refund(r.failures.key);
     r.reservation = undefined;
   }
   const { callers } = r.limits;
