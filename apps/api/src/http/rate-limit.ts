@@ -1,12 +1,20 @@
 import { ServiceError } from '@wds/errors';
-import { isUuid } from '@wds/db';
-import { type Principal, isUnguessableBearer } from '@wds/identity';
+import type { Principal } from '@wds/identity';
+import {
+  type Clock,
+  type FailureBudget,
+  type RateDecision,
+  RateLimiter,
+  addressKey,
+  checkedWhenSpent,
+  failureBudgetOf,
+  forwardedAddress,
+} from '@wds/rate-limits';
 import type { Context, MiddlewareHandler } from 'hono';
-import { type Socket, isIP } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Config } from '../config.js';
 import type { AppEnv } from './env.js';
 import { METRICS_PATH } from './metrics.js';
-import { type Clock, type RateDecision, RateLimiter } from './rate-limiter.js';
 
 type RateLimitConfig = Pick<
   Config,
@@ -48,8 +56,8 @@ export interface RequestLimits {
   address: string;
   /** The admin interface has no per-caller or per-workspace budget; its failed tokens still count. */
   admin: boolean;
-  /** Where a failed authentication of this request is charged: its address, or the hook it delivers to. */
-  failures: { limiter: RateLimiter; key: string; message: string } | undefined;
+  /** Where a failed authentication of this request is charged (its address, or the hook it delivers to), if anywhere. */
+  failures: (FailureBudget & { limiter: RateLimiter }) | undefined;
   /** The failed-authentication charge held while the credential is being checked. */
   reservation: RateDecision | undefined;
   /** Set when that budget was already spent but the credential is checked all the same (see `checkedWhenSpent`). */
@@ -57,35 +65,6 @@ export interface RequestLimits {
   /** The budget with the least left, shown in the RateLimit-* headers. */
   shown: { limiter: RateLimiter; decision: RateDecision } | undefined;
   chargedWorkspace: string | undefined;
-}
-
-/** A hook delivery (routes/hooks.ts, deliver_workflow_hook): its failures are charged to its hook. */
-const HOOK_DELIVERY = /^\/api\/v1\/hooks\/([^/]+)\/?$/;
-
-/** The failure budget a request is charged to: its hook's for a delivery, else its client address's. */
-function failureBudget(c: Context<AppEnv>, limits: RateLimits, address: string): RequestLimits['failures'] {
-  const hook = c.req.method === 'POST' ? HOOK_DELIVERY.exec(c.req.path)?.[1] : undefined;
-  if (hook !== undefined) {
-    // One key per real hook id (however spelt); anything else shares one, so a junk path cannot grow the map.
-    const key = isUuid(hook) ? `hook:${hook.toLowerCase()}` : 'hook:?';
-    return limits.hookFailures && { limiter: limits.hookFailures, key, message: 'Too many wrongly signed deliveries to this hook' };
-  }
-  return limits.failures && { limiter: limits.failures, key: address, message: 'Too many failed authentication attempts from this address' };
-}
-
-/**
- * Whether a request whose failure budget is spent still has its credential checked, so a valid one gets through
- * and others behind the same address (an office's NAT, a webhook sender's few egress addresses) are not locked out
- * by someone else's failures: yes for what no one can guess — a hook signature, a session token, API key or JWT —
- * and for a request with no credential at all; no for what an operator chose (X-Admin-Token, the metrics token),
- * which the budget is there to protect from guessing. A check that fails is then the 429, not a 401.
- */
-function checkedWhenSpent(c: Context<AppEnv>, r: RequestLimits): boolean {
-  if (r.failures?.key.startsWith('hook:')) return true;
-  if (c.req.header('x-admin-token') !== undefined) return false;
-  const authorization = c.req.header('authorization');
-  if (authorization === undefined) return true;
-  return c.req.path !== METRICS_PATH && isUnguessableBearer(authorization);
 }
 
 /**
@@ -107,15 +86,21 @@ export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
       shown: undefined,
       chargedWorkspace: undefined,
     };
-    r.failures = failureBudget(c, limits, address);
+    const of = failureBudgetOf(c.req.method, c.req.path, address);
+    const limiter = of.kind === 'hook' ? limits.hookFailures : limits.failures;
+    const budget = limiter && { ...of, limiter };
+    r.failures = budget;
     c.set('rateLimits', r);
-    const budget = r.failures;
     if (budget) {
       // Charged before the credential is even looked at, so a flood of parallel guesses cannot all slip past an
       // almost spent budget; given back as soon as the credential proves valid, or when the answer is not a 401.
       const d = budget.limiter.take(budget.key);
+      const presented = {
+        operatorSecret: c.req.header('x-admin-token') !== undefined || c.req.path === METRICS_PATH,
+        authorization: c.req.header('authorization'),
+      };
       if (d.allowed) r.reservation = d;
-      else if (checkedWhenSpent(c, r)) r.spent = d;
+      else if (checkedWhenSpent(budget, presented)) r.spent = d;
       else throw refuse(c, r, budget.limiter, d, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
     }
     await next();
@@ -190,19 +175,9 @@ function writeHeaders(c: Context<AppEnv>, r: RequestLimits): void {
   c.header('RateLimit-Policy', `${d.limit};w=${limiter.windowSeconds}`);
 }
 
-/**
- * The client's address: the socket's, or with TRUST_PROXY = n the one the outermost of n trusted proxies saw (the
- * n-th X-Forwarded-For entry from the right; entries further left are written by the client and prove nothing).
- * The port must then be reachable only through those proxies: a client that reaches it directly writes the header.
- */
+/** The client's address (budget key): the one trusted proxies saw (TRUST_PROXY, `forwardedAddress`), else the socket's. */
 export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
-  if (trustProxy > 0) {
-    const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-    // Fewer entries than trusted proxies: not what n proxies would have written; the socket's address counts.
-    const seen = hops.length >= trustProxy ? hops[hops.length - trustProxy] : undefined;
-    if (seen !== undefined && isIP(seen.replace(/%.*$/, '')) !== 0) return addressKey(seen);
-  }
-  return socketAddress(c) ?? 'unknown';
+  return forwardedAddress(c.req.header('x-forwarded-for'), trustProxy) ?? socketAddress(c) ?? 'unknown';
 }
 
 /** socket → the budget key of its remote address: a keep-alive connection's requests work it out once. */
@@ -226,21 +201,4 @@ function socketAddress(c: Context<AppEnv>): string | undefined {
 
 interface NodeBindings {
   incoming?: { socket?: Socket };
-}
-
-/**
- * What one client is budgeted as: an IPv4 address, or an IPv6 /64 (one host commonly holds a whole /64, so single
- * IPv6 addresses would let it rotate without end). IPv4-mapped IPv6 counts as the IPv4 address.
- */
-export function addressKey(address: string): string {
-  const a = address.replace(/%.*$/, '').toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) return mapped[1]!;
-  if (isIP(a) !== 6) return a;
-  const [head = '', tail] = a.split('::');
-  const groups = (s: string | undefined) => (s ? s.split(':') : []);
-  const width = (g: string[]) => g.reduce((n, x) => n + (x.includes('.') ? 2 : 1), 0);
-  const zeros = tail === undefined ? 0 : 8 - width(groups(head)) - width(groups(tail));
-  const all = [...groups(head), ...Array<string>(zeros).fill('0'), ...groups(tail)];
-  return `${all.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
