@@ -32,15 +32,17 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
  * chose, so a failure budget that is spent may still let it be checked (a valid one through) without helping guessers.
  */
 export function isUnguessableBearer(header: string | undefined): boolean {
-  const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+  const token = tokenOf(header);
   return token !== undefined && (token.startsWith(SESSION_PREFIX) || token.startsWith(API_KEY_PREFIX) || JWT_SHAPE.test(token));
 }
 
+const tokenOf = (header: string | undefined): string | undefined => header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1] || undefined;
+
 /** Parses `Authorization: Bearer <token>`; anything else is 401. */
 export function bearerToken(header: string | undefined): string {
-  const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
-  if (!m?.[1]) throw unauthorized();
-  return m[1];
+  const token = tokenOf(header);
+  if (!token) throw unauthorized();
+  return token;
 }
 
 export async function authenticate(deps: AuthDeps, token: string): Promise<Principal> {
