@@ -158,9 +158,22 @@ async function userForJwt(deps: AuthDeps, claims: JwtClaims): Promise<PublicUser
   return toPublicUser(linking.user);
 }
 
+/**
+ * Refusals this process has audited: a refused token is never cached, so each of its requests is refused again, and
+ * one entry per subject, account and reason says all (bounded: forgotten all at once when full).
+ */
+const auditedRefusals = new Set<string>();
+const MAX_AUDITED_REFUSALS = 10_000;
+
 /** Every link of a subject to a user, made or refused, in the audit log (no workspace: it concerns the user). */
-function auditLinking(db: Db, claims: JwtClaims, l: Linking): Promise<void> {
-  return recordAudit(db, {
+async function auditLinking(db: Db, claims: JwtClaims, l: Linking): Promise<void> {
+  if (l.outcome === 'refused') {
+    const key = JSON.stringify([l.user.id, claims.issuer ?? null, claims.sub, l.reason]);
+    if (auditedRefusals.has(key)) return;
+    if (auditedRefusals.size >= MAX_AUDITED_REFUSALS) auditedRefusals.clear();
+    auditedRefusals.add(key);
+  }
+  await recordAudit(db, {
     workspaceId: null,
     userId: l.user.id,
     apiKeyId: null,
