@@ -1,4 +1,5 @@
 import { databaseAnswers } from '@wds/db';
+import type { Clock } from '@wds/rate-limits';
 import { Hono } from 'hono';
 import { limitBody } from './http/body-limit.js';
 import { cors } from './http/cors.js';
@@ -10,7 +11,6 @@ import { buildOpenApi } from './http/openapi.js';
 import { mountDocsPage } from './http/docs-page.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { RateLimits, rateLimit } from './http/rate-limit.js';
-import type { Clock } from './http/rate-limiter.js';
 import { requestContext } from './http/request-context.js';
 import { McpEndpoint } from './mcp/server.js';
 import { adminRoutes } from './routes/admin.js';

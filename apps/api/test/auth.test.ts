@@ -4,6 +4,8 @@ import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { afterAll, beforeAll } from 'vitest';
 import { ADMIN_TOKEN, Harness, JWT_SECRET, describe, expect, test } from './support.js';
 
+const ISSUER = 'https://id.example.test';
+
 const hs256 = (claims: Record<string, unknown>, sub: string, secret = JWT_SECRET) =>
   new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).setExpirationTime('5m').sign(new TextEncoder().encode(secret));
 
@@ -17,7 +19,7 @@ describe('GET /auth/me', () => {
   test('a JWT for a new subject creates the user from its claims and applies invitations', async ({ h, owner, ws }) => {
     const email = h.uniqueEmail('jwt');
     await h.call('POST', `/api/v1/workspaces/${ws.id}/members`, { token: owner.token, body: { email, role: 'member' } });
-    const token = await hs256({ email, name: 'Jwt User' }, `sub-${email}`);
+    const token = await hs256({ email, email_verified: true, name: 'Jwt User' }, `sub-${email}`);
     const me = await h.call('GET', '/api/v1/auth/me', { token });
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({ email, name: 'Jwt User' });
@@ -42,13 +44,132 @@ describe('GET /auth/me', () => {
 
   test('a scoped JWT reaches only its workspace', async ({ h, owner, ws }) => {
     const other = await h.workspace(owner.token, 'other');
-    const token = await hs256({ email: owner.email, workspace_id: ws.id }, `sub-${owner.id}`);
+    const token = await hs256({ email: owner.email, email_verified: true, workspace_id: ws.id }, `sub-${owner.id}`);
     expect((await h.call('GET', `/api/v1/workspaces/${ws.id}`, { token })).status).toBe(200);
     expect((await h.call('GET', `/api/v1/workspaces/${other.id}`, { token })).status).toBe(403);
     const list = await h.call('GET', '/api/v1/workspaces', { token });
     expect(list.body.map((w: any) => w.id)).toEqual([ws.id]);
     expect((await h.call('POST', '/api/v1/workspaces', { token, body: { name: 'x' } })).status).toBe(403);
     expect((await h.call('GET', '/api/v1/api-keys', { token })).status).toBe(403);
+  });
+});
+
+/** The audit entries of how JWT subjects became (or did not become) a user. */
+const linkings = (h: Harness, userId: string) =>
+  h.services.db
+    .selectFrom('platform.audit_logs')
+    .select(['user_id', 'resource_id', 'details'])
+    .where('action', '=', 'link_jwt_identity')
+    .where('user_id', '=', userId)
+    .orderBy('id')
+    .execute()
+    .then((rows) => rows.map((r) => r.details as Record<string, unknown>));
+
+const jwtSubjectOf = async (h: Harness, userId: string) =>
+  (await h.services.db.selectFrom('platform.users').select('jwt_subject').where('id', '=', userId).executeTakeFirstOrThrow()).jwt_subject;
+
+describe('JWT subjects become users only through a verified email (issue 28)', () => {
+  test('an unverified email never links a new subject to the user of that email, nor creates one', async ({ h, owner, ws }) => {
+    for (const [i, verified] of [undefined, false, 'false', 1, 'yes', null].entries()) {
+      const claims = { email: owner.email, name: 'Mallory', ...(verified === undefined ? {} : { email_verified: verified }) };
+      const r = await h.call('GET', '/api/v1/auth/me', { token: await hs256(claims, `attacker-${owner.id}-${i}`) });
+      expect([r.status, r.body.code]).toEqual([401, 'UNAUTHORIZED']);
+      // Nor under another spelling of the same email.
+      const upper = await hs256({ ...claims, email: owner.email.toUpperCase() }, `attacker-up-${owner.id}-${i}`);
+      expect((await h.call('GET', '/api/v1/auth/me', { token: upper })).status).toBe(401);
+    }
+    expect(await jwtSubjectOf(h, owner.id)).toBeNull();
+    expect((await h.call('GET', `/api/v1/workspaces/${ws.id}`, { token: owner.token })).status).toBe(200);
+    // Every attempt on the account is in its audit trail.
+    const refused = await linkings(h, owner.id);
+    expect(refused).toHaveLength(12);
+    expect(refused.every((d) => d.outcome === 'refused' && d.reason === 'the email is not verified')).toBe(true);
+
+    // The owner's own subject, with the email verified, links the account: the same user, and audited.
+    const own = await hs256({ email: owner.email, email_verified: true }, `owner-${owner.id}`);
+    const me = await h.call('GET', '/api/v1/auth/me', { token: own });
+    expect([me.status, me.body.id]).toEqual([200, owner.id]);
+    expect(await jwtSubjectOf(h, owner.id)).toBe(`owner-${owner.id}`);
+    expect((await linkings(h, owner.id)).at(-1)).toMatchObject({ outcome: 'linked', subject: `owner-${owner.id}`, email: owner.email });
+
+    // An unverified email for no user at all creates nobody and takes no invitation.
+    const invited = h.uniqueEmail('invited');
+    await h.call('POST', `/api/v1/workspaces/${ws.id}/members`, { token: owner.token, body: { email: invited, role: 'member' } });
+    const squat = await hs256({ email: invited, email_verified: false }, `squat-${invited}`);
+    expect((await h.call('GET', '/api/v1/auth/me', { token: squat })).status).toBe(401);
+    const users = await h.services.db.selectFrom('platform.users').select('id').where('email', '=', invited).execute();
+    expect(users).toEqual([]);
+    const pending = await h.call('GET', `/api/v1/workspaces/${ws.id}/invitations`, { token: owner.token });
+    expect(pending.body.map((i: any) => i.email)).toContain(invited);
+  });
+
+  test('a link, once made, is never replaced: another subject with the same verified email is refused', async ({ h }) => {
+    const user = await h.user('linked');
+    const first = await hs256({ email: user.email, email_verified: true }, `first-${user.id}`);
+    expect((await h.call('GET', '/api/v1/auth/me', { token: first })).body.id).toBe(user.id);
+    for (const email of [user.email, user.email.toUpperCase(), user.email]) {
+      const second = await hs256({ email, email_verified: true }, `second-${user.id}-${email}`);
+      const r = await h.call('GET', '/api/v1/auth/me', { token: second });
+      expect([r.status, r.body.code]).toEqual([401, 'UNAUTHORIZED']);
+    }
+    expect(await jwtSubjectOf(h, user.id)).toBe(`first-${user.id}`);
+    expect((await h.call('GET', '/api/v1/auth/me', { token: first })).body.id).toBe(user.id);
+    // Audited once per subject: a refused token is refused again on every request, without a new entry each time.
+    expect((await linkings(h, user.id)).map((d) => d.outcome)).toEqual(['linked', 'refused', 'refused']);
+  });
+
+  test('two new subjects racing for one verified email: one gets the account, the other is refused', async ({ h }) => {
+    const user = await h.user('race');
+    const tokens = await Promise.all(Array.from({ length: 6 }, (_, i) => hs256({ email: user.email, email_verified: true }, `race-${user.id}-${i}`)));
+    const answers = await Promise.all(tokens.map((token) => h.call('GET', '/api/v1/auth/me', { token })));
+    expect(answers.filter((r) => r.status === 200).map((r) => r.body.id)).toEqual([user.id]);
+    expect(answers.filter((r) => r.status === 401)).toHaveLength(5);
+    const winner = answers.findIndex((r) => r.status === 200);
+    expect(await jwtSubjectOf(h, user.id)).toBe(`race-${user.id}-${winner}`);
+  });
+
+  test('an email claim that is not a plain ASCII address never reaches or makes a user', async ({ h }) => {
+    const user = await h.user('unicode');
+    const [local, domain] = user.email.split('@') as [string, string];
+    const lookalikes = [
+      `${user.email} `,
+      ` ${user.email}`,
+      `${local}@${domain.replace('e', '\u0435')}`, // Cyrillic е
+      `${local}\u200b@${domain}`, // zero-width space
+      `${local}@${domain}`.replace('a', '\uff41'), // fullwidth a
+      `${local}@${domain}`.normalize('NFD').replace('e', 'e\u0301'), // combining accent
+      'not-an-email',
+    ];
+    for (const [i, email] of lookalikes.entries()) {
+      const token = await hs256({ email, email_verified: true }, `lookalike-${user.id}-${i}`);
+      expect((await h.call('GET', '/api/v1/auth/me', { token })).status).toBe(401);
+    }
+    expect(await jwtSubjectOf(h, user.id)).toBeNull();
+    const made = await h.services.db.selectFrom('platform.users').select('id').where('jwt_subject', 'like', `lookalike-${user.id}-%`).execute();
+    expect(made).toEqual([]);
+  });
+});
+
+describe('JWTs with a configured issuer', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await Harness.create({ AUTH_JWT_ISSUER: ISSUER });
+  });
+  afterAll(() => h.close());
+
+  test('a token of another issuer, or of none, is refused even when signed with the key', async () => {
+    const user = await h.user('issuer');
+    const signed = (iss: string | undefined, sub: string) => {
+      const jwt = new SignJWT({ email: user.email, email_verified: true }).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).setExpirationTime('5m');
+      return (iss === undefined ? jwt : jwt.setIssuer(iss)).sign(new TextEncoder().encode(JWT_SECRET));
+    };
+    for (const iss of ['https://evil.example', `${ISSUER}/`, undefined]) {
+      expect((await h.call('GET', '/api/v1/auth/me', { token: await signed(iss, `other-${iss}`) })).status).toBe(401);
+    }
+    expect(await jwtSubjectOf(h, user.id)).toBeNull();
+    const me = await h.call('GET', '/api/v1/auth/me', { token: await signed(ISSUER, `own-${user.id}`) });
+    expect([me.status, me.body.id]).toEqual([200, user.id]);
+    expect((await linkings(h, user.id)).at(-1)).toMatchObject({ outcome: 'linked', issuer: ISSUER });
   });
 });
 
@@ -66,9 +187,14 @@ describe('JWTs verified against a JWKS', () => {
     });
     await new Promise<void>((ok) => jwks.listen(0, '127.0.0.1', ok));
     const port = (jwks.address() as AddressInfo).port;
-    h = await Harness.create({ AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, AUTH_JWT_SECRET: '' });
+    h = await Harness.create({ AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, AUTH_JWT_ISSUER: ISSUER, AUTH_JWT_SECRET: '' });
     sign = (claims, sub) =>
-      new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setSubject(sub).setExpirationTime('5m').sign(privateKey);
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setIssuer(ISSUER)
+        .setSubject(sub)
+        .setExpirationTime('5m')
+        .sign(privateKey);
   });
   afterAll(async () => {
     await h.close();
@@ -77,7 +203,7 @@ describe('JWTs verified against a JWKS', () => {
 
   test('a token signed by the JWKS key authenticates; an HS256 token does not', async () => {
     const email = h.uniqueEmail('jwks');
-    const me = await h.call('GET', '/api/v1/auth/me', { token: await sign({ email, name: 'K' }, 'jwks-sub-1') });
+    const me = await h.call('GET', '/api/v1/auth/me', { token: await sign({ email, email_verified: true, name: 'K' }, 'jwks-sub-1') });
     expect(me.status).toBe(200);
     expect(me.body.email).toBe(email);
     const hs = await hs256({ email }, 'jwks-sub-2');

@@ -1,8 +1,10 @@
 import { type ServerType, serve } from '@hono/node-server';
+import { createHmac } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { SignJWT } from 'jose';
 import { createApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
-import { ADMIN_TOKEN, type Call, type Harness, type Res, describe, expect, test } from './support.js';
+import { ADMIN_TOKEN, type Call, type Harness, JWT_SECRET, type Res, describe, expect, test } from './support.js';
 
 type Limits = Partial<
   Pick<Config, 'RATE_LIMIT_PER_PRINCIPAL' | 'RATE_LIMIT_PER_WORKSPACE' | 'RATE_LIMIT_AUTH_FAILURES_PER_IP' | 'RATE_LIMIT_MAX_KEYS' | 'TRUST_PROXY'>
@@ -68,8 +70,8 @@ describe('failed authentication per client address', () => {
     });
     expect(rateHeaders(refused)).toMatchObject({ limit: '60', remaining: '0', retryAfter: '1' });
 
-    // Answered before the token is looked at: a valid one from that address is refused too.
-    expect((await call('GET', '/api/v1/auth/me', { token: owner.token, from })).status).toBe(429);
+    // A valid credential from that address still gets through (issue 28): the budget slows guessing, nothing else.
+    expect((await call('GET', '/api/v1/auth/me', { token: owner.token, from })).status).toBe(200);
     // Another address is not affected; health probes never are.
     expect((await call('GET', '/api/v1/auth/me', { token: owner.token, from: '198.51.100.4' })).status).toBe(200);
     expect((await call('GET', '/api/v1/auth/me', { token: 'svc_guess', from: '198.51.100.4' })).status).toBe(401);
@@ -85,6 +87,36 @@ describe('failed authentication per client address', () => {
     const fresh = await call('GET', '/api/v1/auth/me', { token: 'svc_again', from });
     expect(fresh.status).toBe(401);
     expect(rateHeaders(fresh)).toMatchObject({ limit: '60', remaining: '59' });
+  });
+
+  test('past the budget, credentials no one can guess are still checked: the valid get through, the rest 429 (issue 28)', async ({ h, owner }) => {
+    const { call } = limited(h, { RATE_LIMIT_AUTH_FAILURES_PER_IP: 3 });
+    const from = '198.51.100.200';
+    for (let i = 0; i < 3; i++) expect((await call('GET', '/api/v1/auth/me', { token: `ses_guess${i}`, from })).status).toBe(401);
+    // Someone else behind the same address (an office's NAT) with credentials never used before, so never cached.
+    const fresh = await h.call('POST', `/admin/v1/users/${owner.id}/sessions`, { headers: { 'x-admin-token': ADMIN_TOKEN }, body: {} });
+    const key = await apiKey(h, owner.token);
+    const jwt = await new SignJWT({ email: owner.email, email_verified: true })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(`nat-${owner.id}`)
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(JWT_SECRET));
+    for (const token of [fresh.body.token, key, jwt, owner.token]) {
+      const r = await call('GET', '/api/v1/auth/me', { token, from });
+      expect([r.status, r.body.id]).toEqual([200, owner.id]);
+    }
+    // Public routes need no credential and answer as ever.
+    expect((await call('GET', '/api/v1/openapi.json', { from })).status).toBe(200);
+    // Wrong ones are still refused, as 429 with Retry-After, and never reach a 401's worth of information.
+    for (const token of ['ses_guess', 'svc_guess', 'a.b.c']) {
+      const r = await call('GET', '/api/v1/auth/me', { token, from });
+      expect([r.status, r.body.code, r.headers.get('retry-after')]).toEqual([429, 'TOO_MANY_REQUESTS', expect.any(String)]);
+      expect(r.body.details).toMatch(/RATE_LIMIT_AUTH_FAILURES_PER_IP/);
+    }
+    expect((await call('GET', '/api/v1/auth/me', { from })).status).toBe(429);
+    // A secret an operator chose is not even compared while the budget is spent: the right one is refused too.
+    const admin = await call('POST', `/admin/v1/users/${owner.id}/sessions`, { from, headers: { 'x-admin-token': ADMIN_TOKEN }, body: {} });
+    expect(admin.status).toBe(429);
   });
 
   test('parallel guesses cannot overrun the budget: each holds a unit while its token is checked', async ({ h }) => {
@@ -156,6 +188,37 @@ describe('failed authentication per client address', () => {
     const short: number[] = [];
     for (let i = 0; i < 4; i++) short.push((await twoHops.call('GET', '/api/v1/auth/me', spoofed(i))).status);
     expect(short).toEqual([401, 401, 429, 429]);
+  });
+});
+
+describe('failed hook deliveries per hook (issue 28)', () => {
+  test("wrongly signed deliveries spend their hook's budget, never the shared sender address's; valid ones always get through", async ({ h, owner, ws }) => {
+    const { call } = limited(h, { RATE_LIMIT_AUTH_FAILURES_PER_IP: 3 });
+    const stf = await h.call('POST', '/api/v1/stfs', { token: owner.token, workspace: ws.id, body: { name: 'echo', version: '1', runtime: 'javascript', code: Buffer.from('return 1;').toString('base64') } });
+    const wf = await h.call('POST', '/api/v1/workflows', { token: owner.token, workspace: ws.id, body: { name: 'hooked', stf_steps: [{ stf_version_id: stf.body.version.id, input_mappings: [] }] } });
+    const hook = async () => (await h.call('POST', `/api/v1/workflows/${wf.body.id}/hooks`, { token: owner.token, workspace: ws.id, body: {} })).body;
+    const [a, b] = [await hook(), await hook()];
+    const github = '140.82.115.1';
+    const deliver = (path: string, secret: string, n: number) => {
+      const body = { n };
+      const sig = `sha256=${createHmac('sha256', secret).update(JSON.stringify(body)).digest('hex')}`;
+      return call('POST', path, { from: github, body, headers: { 'x-hub-signature-256': sig } });
+    };
+    // A tenant's hook whose sender signs wrongly (or someone guessing at it), from the sender's address.
+    const wrong: number[] = [];
+    for (let i = 0; i < 6; i++) wrong.push((await deliver(a.path, 'whsec_wrong', i)).status);
+    expect(wrong).toEqual([401, 401, 401, 429, 429, 429]);
+    const spent = await deliver(a.path, 'whsec_wrong', 99);
+    expect(spent.body.error).toBe('Too many wrongly signed deliveries to this hook');
+    // Every other tenant's correctly signed deliveries from that address, and that hook's own, go on.
+    for (let i = 0; i < 5; i++) expect((await deliver(b.path, b.secret, i)).status).toBe(202);
+    expect((await deliver(a.path, a.secret, 1)).status).toBe(202);
+    // The address itself has spent nothing: a bad token from it is a plain 401, with the budget full.
+    const bearer = await call('GET', '/api/v1/auth/me', { from: github, token: 'svc_wrong' });
+    expect([bearer.status, bearer.headers.get('ratelimit-remaining')]).toEqual([401, '2']);
+    // Another hook's budget is its own, and a hook id spelt in capitals is the same hook.
+    expect((await deliver(b.path, 'whsec_wrong', 7)).status).toBe(401);
+    expect((await deliver(a.path.toUpperCase().replace('/API/V1/HOOKS/', '/api/v1/hooks/'), 'whsec_wrong', 8)).status).toBe(429);
   });
 });
 

@@ -12,7 +12,7 @@ const concretePath = (path: string, wsId: string) =>
   path.replace(':id', wsId).replace(/:[A-Za-z]+/g, FAKE_ID);
 
 const jwtFor = (sub: string, email: string, workspaceId?: string) =>
-  new SignJWT({ email, name: 'Jay', ...(workspaceId ? { workspace_id: workspaceId } : {}) })
+  new SignJWT({ email, email_verified: true, name: 'Jay', ...(workspaceId ? { workspace_id: workspaceId } : {}) })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(sub)
     .setExpirationTime('5m')

@@ -114,6 +114,59 @@ describe('webhooks', () => {
     expect(old.status).toBe(401);
   });
 
+  it('every spelling of one signature is one delivery: de-duplicated by the MAC it proves, not the header text (issue 28)', async () => {
+    const { body: hook } = await call('POST', hooks(), {});
+    const body = JSON.stringify({ pay: 'once' });
+    const hex = createHmac('sha256', hook.secret).update(body).digest('hex');
+    const first = await deliver(hook.path, body, { 'x-hub-signature-256': `sha256=${hex}` });
+    expect(first.status).toBe(202);
+    const { run_id } = (await first.json()) as any;
+    const before = (await runsOf()).length;
+    const mixed = [...hex].map((c, i) => (i % 2 ? c.toUpperCase() : c)).join('');
+    const respelt: Record<string, string>[] = [
+      { 'x-hub-signature-256': `sha256=${hex.toUpperCase()}` },
+      { 'x-hub-signature-256': `sha256=${mixed}` },
+      { 'x-signature-256': `sha256=${hex}` },
+      { 'x-hub-signature-256': `sha256=${hex}`, 'x-github-delivery': 'another-id' },
+      { 'x-hub-signature-256': `sha256=${hex.toUpperCase()}`, 'idempotency-key': 'k-1', 'content-type': 'application/x-www-form-urlencoded' },
+    ];
+    for (const headers of respelt) {
+      const r = await deliver(hook.path, body, headers);
+      expect([r.status, await r.json()], JSON.stringify(headers)).toEqual([202, { run_id, status: expect.any(String), duplicate: true }]);
+    }
+
+    // Stripe style: parts in any order, spaces, extra schemes, a repeated v1, hex in either case — one delivery.
+    const t = Math.floor(Date.now() / 1000);
+    const v1 = createHmac('sha256', hook.secret).update(`${t}.${body}`).digest('hex');
+    const stripeFirst = await deliver(hook.path, body, { 'stripe-signature': `t=${t},v1=${v1}` });
+    expect(stripeFirst.status).toBe(202);
+    const stripeRun = ((await stripeFirst.json()) as any).run_id;
+    expect(stripeRun).not.toBe(run_id);
+    for (const sig of [`v1=${v1},t=${t}`, `t=${t}, v1=${v1}`, ` t = ${t} ,v1= ${v1.toUpperCase()}`, `t=${t},v0=${'0'.repeat(64)},v1=${v1}`, `t=${t},v1=${'f'.repeat(64)},v1=${v1}`, `t=${t},v1=${v1},v1=${v1}`]) {
+      const r = await deliver(hook.path, body, { 'stripe-signature': sig });
+      expect([r.status, ((await r.json()) as any).run_id], sig).toEqual([202, stripeRun]);
+    }
+    expect((await runsOf()).length).toBe(before + 1);
+
+    // What is not one canonical signature is refused: two t, a malformed part, two signature headers, a time too far ahead.
+    const later = t + 1;
+    const v1Later = createHmac('sha256', hook.secret).update(`${later}.${body}`).digest('hex');
+    const ahead = t + 600;
+    const v1Ahead = createHmac('sha256', hook.secret).update(`${ahead}.${body}`).digest('hex');
+    const malformed: Record<string, string>[] = [
+      { 'stripe-signature': `t=${later},t=${t},v1=${v1Later}` },
+      { 'stripe-signature': `t=${later},v1=${v1Later},junk` },
+      { 'stripe-signature': `t=${later},v1=${v1Later}=x` },
+      { 'stripe-signature': `t=${later},v1=${v1Later}`, 'x-hub-signature-256': `sha256=${hex}` },
+      { 'x-hub-signature-256': `sha256=${hex}`, 'x-signature-256': `sha256=${hex}` },
+      { 'stripe-signature': `t=${ahead},v1=${v1Ahead}` },
+    ];
+    for (const headers of malformed) {
+      expect((await deliver(hook.path, body, headers)).status, JSON.stringify(headers)).toBe(401);
+    }
+    expect((await runsOf()).length).toBe(before + 1);
+  });
+
   it('a wrong, missing, or foreign signature, an unknown, paused or deleted hook: the same 401, nothing run or recorded', async () => {
     const { body: hook } = await call('POST', hooks(), {});
     const { body: otherHook } = await call('POST', hooks(), {});

@@ -9,6 +9,8 @@ export const OPERATIONS = {
   list_api_keys: { resource: 'api_key', mutates: false },
   create_api_key: { resource: 'api_key', mutates: true },
   revoke_api_key: { resource: 'api_key', mutates: true },
+  // no route: a JWT subject not seen before linked to a user, created with one, or refused (identity/authenticate.ts)
+  link_jwt_identity: { resource: 'user', mutates: true },
   // workspaces
   list_workspaces: { resource: 'workspace', mutates: false },
   create_workspace: { resource: 'workspace', mutates: true },

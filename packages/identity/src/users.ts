@@ -21,11 +21,12 @@ export type OnUserCreated = (tx: Transaction<Database>, user: User) => Promise<u
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const isEmail = (s: string): boolean => s.length <= 320 && EMAIL.test(s);
 
+/** By email, ignoring case as the unique index does: PostgreSQL's lower() on both sides, never JavaScript's. */
 export async function findUserByEmail(db: Conn, email: string): Promise<User | undefined> {
   return db
     .selectFrom('platform.users')
     .selectAll()
-    .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+    .where((eb) => eb(eb.fn('lower', ['email']), '=', eb.fn('lower', [eb.val(email)])))
     .executeTakeFirst();
 }
 

@@ -66,4 +66,16 @@ describe('createJwtVerifier', () => {
       .sign(new TextEncoder().encode(secret));
     expect((await verify(good)).sub).toBe('u1');
   });
+
+  it('reads email_verified as true only for true (or "true")', async () => {
+    const verify = createJwtVerifier({ secret })!;
+    for (const [given, read] of [[true, true], ['true', true], [false, false], ['false', false], [1, false], ['TRUE', false], [undefined, false]] as const) {
+      expect((await verify(await sign({ email: 'a@b.c', email_verified: given }))).emailVerified).toBe(read);
+    }
+  });
+
+  it('refuses a JWKS without an issuer: one key set may sign for many issuers, a subject is unique within one', () => {
+    expect(() => createJwtVerifier({ jwksUrl: 'https://id.example/jwks.json' })).toThrow(/AUTH_JWT_ISSUER/);
+    expect(createJwtVerifier({ jwksUrl: 'https://id.example/jwks.json', issuer: 'https://id.example' })).toBeTypeOf('function');
+  });
 });

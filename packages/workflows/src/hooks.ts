@@ -5,9 +5,10 @@
  * as `X-Signature-256`), or Stripe's `Stripe-Signature: t=<unix>,v1=<hex>` over `<t>.<body>` within five minutes. A
  * delivery that is not signed right, or names no hook (or a paused one), is the same 401 and nothing is recorded. A
  * verified delivery's JSON or form body is `$input` of a run queued as the hook's creator; a delivery id
- * (`X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key`) seen before answers the first run instead of a second.
+ * (`X-GitHub-Delivery`, `X-Delivery-Id` or `Idempotency-Key`) or a MAC seen before answers the first run instead
+ * of a second.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Db, isUuid, newId, sql, type WorkflowHookRow, type WorkflowRunStatus } from '@wds/db';
 import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
@@ -138,28 +139,53 @@ const DUMMY_SECRET = randomBytes(32).toString('hex');
 /** How far a Stripe-style signature's timestamp may be from now. */
 const SIGNATURE_TOLERANCE_S = 300;
 
-const hmacHex = (secret: string, data: Buffer) => createHmac('sha256', secret).update(data).digest();
-const sameHex = (expected: Buffer, given: string) => {
-  if (!/^[0-9a-f]{64}$/i.test(given)) return false;
-  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
-};
+const hmac = (secret: string, data: Buffer) => createHmac('sha256', secret).update(data).digest();
+const HEX_MAC = /^[0-9a-fA-F]{64}$/;
+const SIGNATURE_HEADERS = ['x-hub-signature-256', 'x-signature-256', 'stripe-signature'] as const;
 
-/** Whether the request's signature headers sign `body` with `secret` (see the module comment for the two styles). */
-export function verifySignature(secret: string, body: Buffer, header: (name: string) => string | undefined, now = Date.now()): boolean {
-  const github = header('x-hub-signature-256') ?? header('x-signature-256');
-  if (github !== undefined) {
-    const m = /^sha256=([0-9a-fA-F]{64})$/.exec(github.trim());
-    return m !== null && sameHex(hmacHex(secret, body), m[1] as string);
+/** A signature header parsed: the bytes its MACs cover and the MACs it offers; undefined when it is malformed. */
+function parseSignature(name: (typeof SIGNATURE_HEADERS)[number], value: string, body: Buffer, now: number): { signed: Buffer; macs: Buffer[] } | undefined {
+  if (name !== 'stripe-signature') {
+    const m = /^sha256=([0-9a-fA-F]{64})$/.exec(value.trim());
+    return m ? { signed: body, macs: [Buffer.from(m[1] as string, 'hex')] } : undefined;
   }
-  const stripe = header('stripe-signature');
-  if (stripe !== undefined) {
-    const parts = stripe.split(',').map((p) => p.trim().split('='));
-    const t = parts.find(([k]) => k === 't')?.[1];
-    if (!t || !/^\d{1,12}$/.test(t) || Math.abs(now / 1000 - Number(t)) > SIGNATURE_TOLERANCE_S) return false;
-    const expected = hmacHex(secret, Buffer.concat([Buffer.from(`${t}.`), body]));
-    return parts.some(([k, sig]) => k === 'v1' && sig !== undefined && sameHex(expected, sig));
+  // `t=<unix>,v1=<hex>[,v1=<hex>…]`: exactly one t, every part k=v, v1 always 64 hex; other schemes (v0) ignored.
+  let t: string | undefined;
+  const macs: Buffer[] = [];
+  for (const part of value.split(',')) {
+    const at = part.indexOf('=');
+    if (at < 1) return undefined;
+    const key = part.slice(0, at).trim();
+    const val = part.slice(at + 1).trim();
+    if (key === 't') {
+      if (t !== undefined || !/^\d{1,12}$/.test(val)) return undefined;
+      t = val;
+    } else if (key === 'v1') {
+      if (!HEX_MAC.test(val)) return undefined;
+      macs.push(Buffer.from(val, 'hex'));
+    }
   }
-  return false;
+  if (t === undefined || macs.length === 0 || Math.abs(now / 1000 - Number(t)) > SIGNATURE_TOLERANCE_S) return undefined;
+  return { signed: Buffer.concat([Buffer.from(`${t}.`), body]), macs };
+}
+
+/**
+ * The MAC a delivery's signature header proves, as bytes, or undefined when it proves none. Exactly one signature
+ * header is taken (two are refused, not chosen between). The MAC is what a delivery is known by: every spelling of
+ * one signature (hex case, spaces, part order, extra parts) verifies to the same bytes, and a Stripe-style MAC
+ * covers its `t`.
+ */
+export function verifySignature(secret: string, body: Buffer, header: (name: string) => string | undefined, now = Date.now()): Buffer | undefined {
+  const present = SIGNATURE_HEADERS.flatMap((name) => {
+    const value = header(name);
+    return value === undefined ? [] : [{ name, value }];
+  });
+  if (present.length !== 1) return undefined;
+  const { name, value } = present[0] as (typeof present)[number];
+  const parsed = parseSignature(name, value, body, now);
+  if (!parsed) return undefined;
+  const expected = hmac(secret, parsed.signed);
+  return parsed.macs.some((mac) => timingSafeEqual(expected, mac)) ? expected : undefined;
 }
 
 /** The delivery id a sender gave (GitHub's, a generic one, or an idempotency key); undefined when none. */
@@ -240,15 +266,16 @@ export async function deliverHook(deps: WorkflowJobDeps & { secrets: SecretSeale
     secret = undefined;
   }
   // Without a live hook the body is still hashed, so the time of the answer does not tell whether the hook exists.
-  const verified = verifySignature(secret ?? DUMMY_SECRET, d.body, d.header);
-  if (!hook || secret === undefined || !verified) {
+  const mac = verifySignature(secret ?? DUMMY_SECRET, d.body, d.header);
+  if (!hook || secret === undefined || !mac) {
     throw unauthorized('The delivery is not signed by this hook\'s secret');
   }
   d.admit?.(hook.workspace_id);
-  // A delivery is known by its sender's id, and by its signature: a signed delivery replayed (by someone who saw it)
-  // with another or no delivery id is the same delivery. (A Stripe signature carries its time: a new one each send.)
+  // A delivery is known by its sender's id, and by the MAC it proved (never the header's text, which can be spelt
+  // many ways): a signed delivery replayed with another spelling, another or no delivery id, or another Content-Type
+  // is the same delivery. (A Stripe-style MAC covers its time: a new one each send.)
   const deliveryId = deliveryIdOf(d.header);
-  const signatureKey = `sig:${createHash('sha256').update(d.header('x-hub-signature-256') ?? d.header('x-signature-256') ?? d.header('stripe-signature') ?? '').digest('hex')}`;
+  const signatureKey = `mac:${mac.toString('hex')}`;
   const input = inputOf(d.body, d.contentType);
   const base = { workspaceId: hook.workspace_id, workflowId: hook.workflow_id, deliveryId };
 

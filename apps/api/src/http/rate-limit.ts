@@ -1,10 +1,20 @@
 import { ServiceError } from '@wds/errors';
 import type { Principal } from '@wds/identity';
+import {
+  type Clock,
+  type FailureBudget,
+  type RateDecision,
+  RateLimiter,
+  addressKey,
+  checkedWhenSpent,
+  failureBudgetOf,
+  forwardedAddress,
+} from '@wds/rate-limits';
 import type { Context, MiddlewareHandler } from 'hono';
-import { type Socket, isIP } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Config } from '../config.js';
 import type { AppEnv } from './env.js';
-import { type Clock, type RateDecision, RateLimiter } from './rate-limiter.js';
+import { METRICS_PATH } from './metrics.js';
 
 type RateLimitConfig = Pick<
   Config,
@@ -22,6 +32,8 @@ export class RateLimits {
   readonly workspaces: RateLimiter | undefined;
   /** Failed authentications (401) per client address. */
   readonly failures: RateLimiter | undefined;
+  /** Wrongly signed deliveries (401) per hook: never charged to the sender's address, which many tenants share. */
+  readonly hookFailures: RateLimiter | undefined;
   readonly trustProxy: number;
 
   constructor(config: RateLimitConfig, now?: Clock) {
@@ -30,6 +42,7 @@ export class RateLimits {
     this.callers = limiter(config.RATE_LIMIT_PER_PRINCIPAL);
     this.workspaces = limiter(config.RATE_LIMIT_PER_WORKSPACE);
     this.failures = limiter(config.RATE_LIMIT_AUTH_FAILURES_PER_IP);
+    this.hookFailures = limiter(config.RATE_LIMIT_AUTH_FAILURES_PER_IP);
     this.trustProxy = config.TRUST_PROXY;
   }
 }
@@ -43,16 +56,21 @@ export interface RequestLimits {
   address: string;
   /** The admin interface has no per-caller or per-workspace budget; its failed tokens still count. */
   admin: boolean;
+  /** Where a failed authentication of this request is charged (its address, or the hook it delivers to), if anywhere. */
+  failures: (FailureBudget & { limiter: RateLimiter }) | undefined;
   /** The failed-authentication charge held while the credential is being checked. */
   reservation: RateDecision | undefined;
+  /** Set when that budget was already spent but the credential is checked all the same (see `checkedWhenSpent`). */
+  spent: RateDecision | undefined;
   /** The budget with the least left, shown in the RateLimit-* headers. */
   shown: { limiter: RateLimiter; decision: RateDecision } | undefined;
   chargedWorkspace: string | undefined;
 }
 
 /**
- * Guards every route but the health probes against failed-authentication floods from one client address, and
- * makes the per-caller and per-workspace budgets (charged by `limitCaller` and `limitWorkspace`) available.
+ * Guards every route but the health probes against failed-authentication floods from one client address (or to
+ * one hook), and makes the per-caller and per-workspace budgets (charged by `limitCaller` and `limitWorkspace`)
+ * available.
  */
 export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -62,22 +80,36 @@ export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
       limits,
       address,
       admin: c.req.path.startsWith('/admin/'),
+      failures: undefined,
       reservation: undefined,
+      spent: undefined,
       shown: undefined,
       chargedWorkspace: undefined,
     };
+    const of = failureBudgetOf(c.req.method, c.req.path, address);
+    const limiter = of.kind === 'hook' ? limits.hookFailures : limits.failures;
+    const budget = limiter && { ...of, limiter };
+    r.failures = budget;
     c.set('rateLimits', r);
-    const { failures } = limits;
-    if (failures) {
+    if (budget) {
       // Charged before the credential is even looked at, so a flood of parallel guesses cannot all slip past an
       // almost spent budget; given back as soon as the credential proves valid, or when the answer is not a 401.
-      const d = failures.take(address);
-      if (!d.allowed) throw refuse(c, r, failures, d, 'Too many failed authentication attempts from this address', 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
-      r.reservation = d;
+      const d = budget.limiter.take(budget.key);
+      const presented = {
+        operatorSecret: c.req.header('x-admin-token') !== undefined || c.req.path === METRICS_PATH,
+        authorization: c.req.header('authorization'),
+      };
+      if (d.allowed) r.reservation = d;
+      else if (checkedWhenSpent(budget, presented)) r.spent = d;
+      else throw refuse(c, r, budget.limiter, d, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
     }
     await next();
-    if (failures && c.res.status === 401) tighter(r, failures, r.reservation ?? failures.take(address));
-    else if (failures && r.reservation) failures.refund(address);
+    if (budget && c.res.status === 401) {
+      if (r.spent) {
+        const refusal = refuse(c, r, budget.limiter, r.spent, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
+        c.res = c.json(refusal.toBody(), 429);
+      } else tighter(r, budget.limiter, r.reservation ?? budget.limiter.take(budget.key));
+    } else if (budget && r.reservation) budget.limiter.refund(budget.key);
     // On the final response: a handler may have answered with a Response of its own, without the context's headers.
     writeHeaders(c, r);
   };
@@ -88,7 +120,7 @@ export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined
   const r = c.get('rateLimits');
   if (!r) return;
   if (r.reservation) {
-    r.limits.failures?.refund(r.address);
+    r.failures?.limiter.refund(r.failures.key);
     r.reservation = undefined;
   }
   const { callers } = r.limits;
@@ -143,19 +175,9 @@ function writeHeaders(c: Context<AppEnv>, r: RequestLimits): void {
   c.header('RateLimit-Policy', `${d.limit};w=${limiter.windowSeconds}`);
 }
 
-/**
- * The client's address: the socket's, or with TRUST_PROXY = n the one the outermost of n trusted proxies saw (the
- * n-th X-Forwarded-For entry from the right; entries further left are written by the client and prove nothing).
- * The port must then be reachable only through those proxies: a client that reaches it directly writes the header.
- */
+/** The client's address (budget key): the one trusted proxies saw (TRUST_PROXY, `forwardedAddress`), else the socket's. */
 export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
-  if (trustProxy > 0) {
-    const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-    // Fewer entries than trusted proxies: not what n proxies would have written; the socket's address counts.
-    const seen = hops.length >= trustProxy ? hops[hops.length - trustProxy] : undefined;
-    if (seen !== undefined && isIP(seen.replace(/%.*$/, '')) !== 0) return addressKey(seen);
-  }
-  return socketAddress(c) ?? 'unknown';
+  return forwardedAddress(c.req.header('x-forwarded-for'), trustProxy) ?? socketAddress(c) ?? 'unknown';
 }
 
 /** socket → the budget key of its remote address: a keep-alive connection's requests work it out once. */
@@ -179,21 +201,4 @@ function socketAddress(c: Context<AppEnv>): string | undefined {
 
 interface NodeBindings {
   incoming?: { socket?: Socket };
-}
-
-/**
- * What one client is budgeted as: an IPv4 address, or an IPv6 /64 (one host commonly holds a whole /64, so single
- * IPv6 addresses would let it rotate without end). IPv4-mapped IPv6 counts as the IPv4 address.
- */
-export function addressKey(address: string): string {
-  const a = address.replace(/%.*$/, '').toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) return mapped[1]!;
-  if (isIP(a) !== 6) return a;
-  const [head = '', tail] = a.split('::');
-  const groups = (s: string | undefined) => (s ? s.split(':') : []);
-  const width = (g: string[]) => g.reduce((n, x) => n + (x.includes('.') ? 2 : 1), 0);
-  const zeros = tail === undefined ? 0 : 8 - width(groups(head)) - width(groups(tail));
-  const all = [...groups(head), ...Array<string>(zeros).fill('0'), ...groups(tail)];
-  return `${all.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }

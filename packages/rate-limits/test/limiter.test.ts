@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressKey } from '../src/http/rate-limit.js';
-import { RateLimiter } from '../src/http/rate-limiter.js';
+import { RateLimiter, addressKey, checkedWhenSpent, failureBudgetOf, forwardedAddress } from '../src/index.js';
 
 /** A clock that moves only when told to. */
 const manualClock = (start = 1_000_000) => {
@@ -114,5 +113,36 @@ describe('addressKey', () => {
     expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
     expect(addressKey('::1')).toBe('0:0:0:0::/64');
     expect(addressKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+  });
+});
+
+describe('forwardedAddress', () => {
+  it('believes only the hop the outermost trusted proxy wrote', () => {
+    expect(forwardedAddress('10.0.0.1', 0)).toBeUndefined();
+    expect(forwardedAddress('172.16.0.9, 198.51.100.77', 1)).toBe('198.51.100.77');
+    expect(forwardedAddress('172.16.0.9, 198.51.100.77', 2)).toBe('172.16.0.9');
+    expect(forwardedAddress('198.51.100.77', 2)).toBeUndefined();
+    expect(forwardedAddress('not-an-ip', 1)).toBeUndefined();
+    expect(forwardedAddress(undefined, 1)).toBeUndefined();
+  });
+});
+
+describe('failure budgets (issue 28)', () => {
+  const id = '01900000-0000-7000-8000-00000000abcd';
+  it('charges a hook delivery to its hook (one key however its id is spelt), everything else to the address', () => {
+    expect(failureBudgetOf('POST', `/api/v1/hooks/${id}`, '140.82.115.1')).toMatchObject({ kind: 'hook', key: id });
+    expect(failureBudgetOf('POST', `/api/v1/hooks/${id.toUpperCase()}/`, '140.82.115.1')).toMatchObject({ kind: 'hook', key: id });
+    expect(failureBudgetOf('POST', `/api/v1/hooks/${'x'.repeat(5000)}`, '1.2.3.4')).toMatchObject({ kind: 'hook', key: '?' });
+    expect(failureBudgetOf('GET', `/api/v1/hooks/${id}`, '1.2.3.4')).toMatchObject({ kind: 'address', key: '1.2.3.4' });
+    expect(failureBudgetOf('GET', '/api/v1/auth/me', '1.2.3.4')).toMatchObject({ kind: 'address', key: '1.2.3.4' });
+  });
+
+  it('once spent, checks what no one can guess and refuses an operator secret unchecked', () => {
+    const address = failureBudgetOf('GET', '/api/v1/auth/me', '1.2.3.4');
+    const hook = failureBudgetOf('POST', `/api/v1/hooks/${id}`, '1.2.3.4');
+    const checked = (authorization: string | undefined, operatorSecret = false) => checkedWhenSpent(address, { authorization, operatorSecret });
+    expect([checked('Bearer ses_x'), checked('Bearer svc_x'), checked('Bearer a.b.c'), checked(undefined)]).toEqual([true, true, true, true]);
+    expect([checked('Bearer guess'), checked('Basic abc'), checked(undefined, true), checked('Bearer ses_x', true)]).toEqual([false, false, false, false]);
+    expect(checkedWhenSpent(hook, { authorization: undefined, operatorSecret: false })).toBe(true);
   });
 });

@@ -1,0 +1,3 @@
+export * from './limiter.js';
+export * from './address.js';
+export * from './failures.js';
