@@ -216,6 +216,11 @@ export interface WorkflowSchedulesTable {
   next_run_at: Timestamp;
   last_run_at: Timestamp | null;
   last_run_id: string | null;
+  /**
+   * The version each unpinned step runs, as its owner accepted it (migration 0018; @wds/workflows AcceptedVersions):
+   * never one another editor added since.
+   */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
@@ -231,6 +236,11 @@ export interface WorkflowHooksTable {
   paused: ColumnType<boolean, boolean | undefined, boolean>;
   created_by: string;
   secret_rotated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  /**
+   * The version each unpinned step runs, as its owner accepted it (migration 0018; @wds/workflows AcceptedVersions):
+   * never one another editor added since.
+   */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
@@ -256,6 +266,11 @@ export interface WorkflowTriggersTable {
   table_name: string | null;
   paused: ColumnType<boolean, boolean | undefined, boolean>;
   created_by: string;
+  /**
+   * The version each unpinned step runs, as its owner accepted it (migration 0018; @wds/workflows AcceptedVersions):
+   * never one another editor added since.
+   */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
@@ -323,6 +338,8 @@ export interface WorkflowRunsTable {
   queued_at: Timestamp | null;
   /** When a cancel was asked while it ran; its process stops it before its next step. */
   cancel_requested_at: Timestamp | null;
+  /** An async run: the versions (and steps) of the moment it was asked for, which it runs (migration 0018). */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface FilesTable {

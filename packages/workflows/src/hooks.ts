@@ -13,7 +13,7 @@ import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
-import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
+import { acceptWorkflow, countQueuedRuns, queueRun } from './store.js';
 
 /** Seals and opens the hooks' secrets (the service's SECRETS_KEY box); undefined when there is no key. */
 export interface SecretSealer {
@@ -80,7 +80,8 @@ export async function createHook(
   createdBy: string,
 ): Promise<WorkflowHookWithSecret> {
   if (!secrets) throw noSecrets();
-  const workflow = await getWorkflow(db, workspaceId, workflowId);
+  // Created by them, it runs what the workflow runs now: accepted (accepted.ts) in the same transaction.
+  const { workflow, accepted } = await acceptWorkflow(db, workspaceId, workflowId);
   const id = newId();
   const secret = newSecret();
   const row = await db
@@ -93,6 +94,7 @@ export async function createHook(
       secret_sealed: secrets.seal(secret, associated(id)),
       paused: h.paused,
       created_by: createdBy,
+      accepted_versions: JSON.stringify(accepted),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -12,7 +12,7 @@ import { Cron } from 'croner';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
-import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
+import { acceptWorkflow, countQueuedRuns, queueRun } from './store.js';
 
 /** How often the due schedules are asked for, and the shortest interval a schedule may have. */
 export interface ScheduleConfig {
@@ -143,7 +143,8 @@ export async function createSchedule(
   s: CreateSchedule,
   createdBy: string,
 ): Promise<WorkflowScheduleView> {
-  await getWorkflow(db, workspaceId, workflowId);
+  // Created by them, it runs what the workflow runs now: accepted (accepted.ts) in the same transaction.
+  const { accepted } = await acceptWorkflow(db, workspaceId, workflowId);
   const first = checkSchedule(s.cron, s.timezone, config.SCHEDULE_MIN_INTERVAL_MS);
   const row = await db
     .insertInto('platform.workflow_schedules')
@@ -158,6 +159,7 @@ export async function createSchedule(
       paused: s.paused,
       created_by: createdBy,
       next_run_at: first,
+      accepted_versions: JSON.stringify(accepted),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -3,6 +3,7 @@ import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type W
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
+import { type AcceptedVersions, acceptedVersions } from './accepted.js';
 import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
@@ -121,11 +122,33 @@ export const AUTOMATION_OF = {
 } as const;
 
 /**
- * Saves a changed workflow. When its steps change (`definition` differs from the saved one), whoever changed them
- * takes over its schedules, hooks and triggers, which run as their owner: a step reading a table (an input step) reads
- * it with its runner's policies, and a row trigger's `$input` is rows its owner's policy chose — neither may flow into
- * steps another member wrote since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like
- * those of a trigger changed by another editor. Run in the request's transaction.
+ * The live workflow, locked against a concurrent change of its steps until the transaction ends (`share`: for
+ * accepting it; `update`: for changing it), so what is accepted is always accepted for the steps it runs with.
+ */
+async function lockedWorkflow(db: Db, workspaceId: string, id: string, mode: 'share' | 'update'): Promise<WorkflowView> {
+  const q = isUuid(id) ? live(db, workspaceId).where('id', '=', id) : undefined;
+  const row = q ? await (mode === 'share' ? q.forShare() : q.forNoKeyUpdate()).executeTakeFirst() : undefined;
+  if (!row) throw notFound('Workflow');
+  return toView(row);
+}
+
+/**
+ * The workflow, and what a schedule, hook or trigger of it created or changed now runs (accepted.ts): the newest
+ * version of each unpinned step as of now. Run in the transaction that stores it.
+ */
+export async function acceptWorkflow(db: Db, workspaceId: string, workflowId: string): Promise<{ workflow: WorkflowView; accepted: AcceptedVersions }> {
+  const workflow = await lockedWorkflow(db, workspaceId, workflowId, 'share');
+  return { workflow, accepted: await acceptedVersions(db, workspaceId, workflow) };
+}
+
+/**
+ * Saves a changed workflow; saving is accepting it as it is now (accepted.ts) for the saver's schedules, hooks and
+ * triggers, which from then on run the newest version of each unpinned step as of now. When its steps change
+ * (`definition` differs from the saved one), whoever changed them takes over all of its schedules, hooks and triggers
+ * (with that acceptance), which run as their owner: a step reading a table (an input step) reads it with its runner's
+ * policies, and a row trigger's `$input` is rows its owner's policy chose — neither may flow into steps another
+ * member wrote since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like those of a
+ * trigger changed by another editor. Run in the request's transaction.
  */
 export async function updateWorkflow(
   db: Db,
@@ -135,18 +158,8 @@ export async function updateWorkflow(
   definition: WorkflowDefinition,
   changedBy: string,
 ): Promise<WorkflowView> {
-  const current = await getWorkflow(db, workspaceId, id);
-  if (JSON.stringify(patchedDefinition(current, {})) !== JSON.stringify(definition)) {
-    for (const { table } of Object.values(AUTOMATION_OF)) {
-      await db
-        .updateTable(table)
-        .set({ created_by: changedBy, updated_at: new Date() })
-        .where('workflow_id', '=', id)
-        .where('workspace_id', '=', workspaceId)
-        .where('created_by', '<>', changedBy)
-        .execute();
-    }
-  }
+  const current = await lockedWorkflow(db, workspaceId, id, 'update');
+  const stepsChanged = JSON.stringify(patchedDefinition(current, {})) !== JSON.stringify(definition);
   const row = await db
     .updateTable('platform.workflows')
     .set({
@@ -159,7 +172,19 @@ export async function updateWorkflow(
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  return toView(row);
+  const saved = toView(row);
+  // Accepted for the steps as stored (read back), which is what a run compares them with.
+  const accepted = JSON.stringify(await acceptedVersions(db, workspaceId, saved));
+  for (const { table } of Object.values(AUTOMATION_OF)) {
+    let q = db
+      .updateTable(table)
+      .set({ created_by: changedBy, accepted_versions: accepted, updated_at: new Date() })
+      .where('workflow_id', '=', id)
+      .where('workspace_id', '=', workspaceId);
+    if (!stepsChanged) q = q.where('created_by', '=', changedBy);
+    await q.execute();
+  }
+  return saved;
 }
 
 export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string): Promise<WorkflowView> {
@@ -364,6 +389,8 @@ export interface QueuedRun {
   executedBy: string | null;
   trigger: Exclude<WorkflowRunTrigger, 'request'>;
   triggerId?: string | null;
+  /** An async run: the versions (and steps) of the moment it was asked for, which it runs (accepted.ts). */
+  accepted?: AcceptedVersions;
 }
 
 /**
@@ -383,6 +410,7 @@ export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) =
       executed_by: run.executedBy,
       input: JSON.stringify(run.input ?? null),
       queued_at: sql<Date>`now()`,
+      accepted_versions: run.accepted ? JSON.stringify(run.accepted) : null,
     });
   if (!audit) await insert(db).execute();
   else await db.with('run', (q) => insert(q as unknown as Db).returning('id')).insertInto('platform.audit_logs').values(audit(id)).execute();

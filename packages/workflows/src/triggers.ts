@@ -20,7 +20,7 @@ import { type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
-import { countQueuedRuns, getWorkflow, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
+import { acceptWorkflow, countQueuedRuns, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
 import type { RunError } from './engine.js';
 
 export interface TriggerConfig {
@@ -137,7 +137,8 @@ export async function createTrigger(
   if (t.table_name !== undefined && !isLogicalName(t.table_name)) {
     throw validationError(`table_name: ${JSON.stringify(t.table_name.slice(0, 80))} is not a table name ([a-z_][a-z0-9_]*, at most 23 characters)`);
   }
-  await getWorkflow(db, workspaceId, workflowId);
+  // Created by them, it runs what the workflow runs now: accepted (accepted.ts) in the same transaction.
+  const { accepted } = await acceptWorkflow(db, workspaceId, workflowId);
   const tableName = t.table_name ?? null;
   const row = await db
     .insertInto('platform.workflow_triggers')
@@ -150,6 +151,7 @@ export async function createTrigger(
       table_name: tableName,
       paused: t.paused,
       created_by: createdBy,
+      accepted_versions: JSON.stringify(accepted),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

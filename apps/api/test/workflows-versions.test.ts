@@ -1,0 +1,208 @@
+// Issue 28 (1): another editor's new STF or effect version never runs with the owner's rows. A schedule, hook or
+// trigger runs each unpinned step at the version that was newest when its owner accepted it (created or changed it,
+// or saved its workflow), not at one another editor added since; an async run runs the versions of the moment it was
+// asked for, and not at all when another editor changed the workflow's steps meanwhile. By hand, a run is the
+// workflow as it is now (the newest versions). Every run's step records name the versions that ran.
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dispatchWorkflowEvents, fireDueSchedules } from '@wds/workflows';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Harness, eventually } from './support.js';
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+let h: Harness;
+let owner: Awaited<ReturnType<Harness['user']>>;
+let editor: Awaited<ReturnType<Harness['user']>>;
+let ws: { id: string };
+
+/** What reached the loopback endpoint: the path and the JSON body of each request. A `/gate` request waits for `open()`. */
+const received: { path: string; body: any }[] = [];
+let gateOpen: () => void = () => undefined;
+const gate = new Promise<void>((r) => (gateOpen = r));
+let sink: http.Server;
+let sinkUrl = '';
+
+const call = (method: string, path: string, body?: unknown, token = owner.token) => h.call(method, path, { token, workspace: ws.id, body });
+const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+const leaks = () => received.filter((r) => r.path === '/leak');
+
+/** The run's record once it has ended. */
+async function ended(wf: string, runId: string): Promise<any> {
+  let last: any;
+  await eventually(async () => {
+    last = (await call('GET', `/api/v1/workflows/${wf}/runs/${runId}`)).body;
+    return !['queued', 'running'].includes(last.status);
+  }, 20_000);
+  return last;
+}
+/** Asks `tick` until the workflow has a run started by `trigger`; that run once it has ended. */
+async function firstRun(wf: string, trigger: string, tick: () => Promise<unknown>): Promise<any> {
+  let id: string | undefined;
+  await eventually(async () => {
+    await tick();
+    id = (await call('GET', `/api/v1/workflows/${wf}/runs?trigger=${trigger}&limit=1`)).body[0]?.id;
+    return id !== undefined;
+  }, 20_000);
+  return ended(wf, id as string);
+}
+const versionsRun = (run: any) => run.steps.filter((s: any) => s.kind !== 'input').map((s: any) => (s.kind === 'stf' ? s.stf_version_id : s.effect_version_id));
+
+let stf: { id: string; v1: string };
+let effect: { id: string; v1: string };
+/** A's workflow: the ledger (read with its runner's policies) → the STF → the effect, both unpinned. */
+async function ledgerFlow(name: string): Promise<string> {
+  const r = await call('POST', '/api/v1/workflows', {
+    name,
+    input_steps: [{ name: 'ledger', source: { type: 'Table', name: 'ledger' } }],
+    stf_steps: [{ stf_version_id: stf.v1, input_mappings: [] }],
+    effect_steps: [{ effect_version_id: effect.v1, input_mappings: [] }],
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.id;
+}
+
+beforeAll(async () => {
+  sink = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', async () => {
+      received.push({ path: req.url ?? '', body: body ? JSON.parse(body) : null });
+      if (req.url === '/gate') await gate;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  // One queued run at a time: a run waiting at the gate keeps the next ones queued until the test opens it.
+  h = await Harness.create({ OUTBOUND_ALLOWLIST: '127.0.0.1', WORKFLOW_JOB_CONCURRENCY: '1', SCHEDULE_MIN_INTERVAL_MS: '1000' });
+  owner = await h.user('owner');
+  editor = await h.user('editor');
+  ws = await h.workspace(owner.token, 'Versions');
+  // Both are workflow editors (admins); only the owner may read the ledger.
+  await h.addMember(owner.token, ws.id, editor.email, 'admin');
+  await h.sqlOk(owner.token, ws.id, 'CREATE TABLE ledger (who text, salary int)');
+  await h.allowAll(owner.token, ws.id, [owner.id], ['ledger']);
+  await h.sqlOk(owner.token, ws.id, "INSERT INTO ledger (who, salary) VALUES ('alice', 123456)");
+  const s = await call('POST', '/api/v1/stfs', { name: 'count', version: '1', runtime: 'javascript', code: b64('return { v: 1, rows: $sources.ledger.length };') });
+  expect(s.status, JSON.stringify(s.body)).toBe(201);
+  stf = { id: s.body.id, v1: s.body.version.id };
+  const e = await call('POST', '/api/v1/effects', {
+    name: 'notify',
+    version: '1',
+    method: 'POST',
+    url: `${sinkUrl}/a`,
+    header_mappings: [],
+    body_mappings: [{ source: { type: 'Variable', value: '$.v' }, target: 'v' }],
+  });
+  expect(e.status, JSON.stringify(e.body)).toBe(201);
+  effect = { id: e.body.id, v1: e.body.version.id };
+});
+afterAll(async () => {
+  gateOpen();
+  await h?.close();
+  await new Promise((r) => sink?.close(r));
+});
+
+describe("another editor's new version", () => {
+  it("never runs with the owner's rows: schedules, hooks, file and row triggers and async runs run what their owner accepted", async () => {
+    const scheduled = await ledgerFlow('scheduled');
+    const hooked = await ledgerFlow('hooked');
+    const onUpload = await ledgerFlow('on upload');
+    const onRow = await ledgerFlow('on row');
+    const queued = await ledgerFlow('queued');
+    const changed = await ledgerFlow('changed');
+    // A sets up the automation: all of it runs as A, with A's rows.
+    expect((await call('POST', `/api/v1/workflows/${scheduled}/schedules`, { cron: '* * * * * *' })).status).toBe(201);
+    const hook = (await call('POST', `/api/v1/workflows/${hooked}/hooks`, {})).body;
+    expect((await call('POST', `/api/v1/workflows/${onUpload}/triggers`, { event: 'file_uploaded' })).status).toBe(201);
+    expect((await call('POST', `/api/v1/workflows/${onRow}/triggers`, { event: 'row_inserted', table_name: 'ledger' })).status).toBe(201);
+
+    // A run waits at the gate, holding the one place for queued runs; A's async runs wait behind it.
+    const gateFlow = (await call('POST', '/api/v1/workflows', { name: 'gate', input_steps: [{ name: 'g', source: { type: 'Fetch', url: `${sinkUrl}/gate`, timeout_secs: 30 } }] })).body.id;
+    const gated = (await call('POST', `/api/v1/workflows/${gateFlow}/execute?async=true`, {})).body.run_id;
+    await eventually(async () => received.some((r) => r.path === '/gate'), 20_000);
+    const asked = (await call('POST', `/api/v1/workflows/${queued}/execute?async=true`, {})).body.run_id;
+    const askedChanged = (await call('POST', `/api/v1/workflows/${changed}/execute?async=true`, {})).body.run_id;
+    expect((await call('GET', `/api/v1/workflows/${queued}/runs/${asked}`)).body.status).toBe('queued');
+
+    // Another editor adds versions that would hand A's rows to them, changing no workflow...
+    const s2 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '2', runtime: 'javascript', code: b64('return { v: 2, leaked: $sources.ledger };') }, editor.token);
+    expect(s2.status, JSON.stringify(s2.body)).toBe(201);
+    const e2 = await call(
+      'POST',
+      `/api/v1/effects/${effect.id}/versions`,
+      { version: '2', method: 'POST', url: `${sinkUrl}/leak`, header_mappings: [], body_mappings: [{ source: { type: 'Variable', value: '$.leaked' }, target: 'leaked' }] },
+      editor.token,
+    );
+    expect(e2.status, JSON.stringify(e2.body)).toBe(201);
+    // ...and changes the steps of one with a run A asked for still queued.
+    const patched = await call('PATCH', `/api/v1/workflows/${changed}`, { stf_steps: [{ stf_version_id: s2.body.id, pin_version: true, input_mappings: [] }] }, editor.token);
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    gateOpen();
+    expect((await ended(gateFlow, gated)).status).toBe('succeeded');
+
+    // The async run runs the versions of the moment A asked for it.
+    const asyncRun = await ended(queued, asked);
+    expect(asyncRun).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 1, rows: 1 } });
+    expect(versionsRun(asyncRun)).toEqual([stf.v1, effect.v1]);
+    // The one whose steps another editor changed after A asked does not run at all.
+    const changedRun = await ended(changed, askedChanged);
+    expect(changedRun).toMatchObject({ status: 'failed', error: { step: 'run', kind: 'workflow_changed' }, steps: [] });
+
+    // The schedule's next tick, a signed delivery, an upload (by the other editor), a row A writes: each runs as A, at v1.
+    const tick = await firstRun(scheduled, 'schedule', () => fireDueSchedules(h.services));
+    const body = JSON.stringify({ ref: 'main' });
+    const delivered = await h.app.request(hook.path, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(hook.secret, body) } });
+    expect(delivered.status).toBe(202);
+    const delivery = await ended(hooked, ((await delivered.json()) as any).run_id);
+    const up = await call('POST', `/api/v1/workspaces/${ws.id}/files`, { filename: 'n.txt', content_type: 'text/plain', content: b64('hi') }, editor.token);
+    expect(up.status).toBe(201);
+    const uploaded = await firstRun(onUpload, 'event', () => dispatchWorkflowEvents(h.services));
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO ledger (who, salary) VALUES ('bob', 99)");
+    const rowRun = await firstRun(onRow, 'event', () => dispatchWorkflowEvents(h.services));
+    for (const run of [tick, delivery, uploaded, rowRun]) {
+      expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 1 } });
+      expect(versionsRun(run)).toEqual([stf.v1, effect.v1]);
+    }
+    // The other editor's code never saw A's rows: nothing reached their endpoint.
+    expect(leaks()).toEqual([]);
+    expect(received.filter((r) => r.path === '/a').length).toBeGreaterThanOrEqual(5);
+
+    // By hand, a run is the workflow as it is now: the newest versions (pin a step to keep it on one).
+    const byHand = await call('POST', `/api/v1/workflows/${queued}/execute`, {});
+    expect(byHand.body).toMatchObject({ v: 2 });
+    const handRun = (await call('GET', `/api/v1/workflows/${queued}/runs/${byHand.headers.get('x-workflow-run-id')}`)).body;
+    expect(versionsRun(handRun)).toEqual([s2.body.id, e2.body.id]);
+  });
+
+  it('the owner takes a new version in by saving the workflow or changing its schedule, hook or trigger', async () => {
+    const wf = await ledgerFlow('accepted');
+    const hook = (await call('POST', `/api/v1/workflows/${wf}/hooks`, {})).body;
+    const schedule = (await call('POST', `/api/v1/workflows/${wf}/schedules`, { cron: '* * * * * *', paused: true })).body;
+    const s3 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '3', runtime: 'javascript', code: b64('return { v: 3 };') }, editor.token);
+    expect(s3.status).toBe(201);
+    const deliver = async (n: number) => {
+      const body = JSON.stringify({ n });
+      const res = await h.app.request(hook.path, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(hook.secret, body) } });
+      expect(res.status).toBe(202);
+      return ended(wf, ((await res.json()) as any).run_id);
+    };
+    // Before the owner saw it: what was newest when the hook was made.
+    expect(versionsRun(await deliver(1))[0]).not.toBe(s3.body.id);
+    // The owner saves the workflow (nothing changed in it): its hook runs the newest from then on.
+    expect((await call('PATCH', `/api/v1/workflows/${wf}`, {})).status).toBe(200);
+    const after = await deliver(2);
+    expect(after).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 3 } });
+    expect(versionsRun(after)[0]).toBe(s3.body.id);
+    // Resuming the schedule (a change of it) accepts the newest too.
+    const s4 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '4', runtime: 'javascript', code: b64('return { v: 4 };') });
+    expect((await call('PATCH', `/api/v1/workflows/${wf}/schedules/${schedule.id}`, { paused: false })).body.created_by).toBe(owner.id);
+    const tick = await firstRun(wf, 'schedule', () => fireDueSchedules(h.services));
+    expect(tick).toMatchObject({ status: 'succeeded', output: { v: 4 } });
+    expect(versionsRun(tick)[0]).toBe(s4.body.id);
+    // The hook still runs what its owner accepted when saving.
+    expect((await deliver(3)).output).toEqual({ v: 3 });
+  });
+});
