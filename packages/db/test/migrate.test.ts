@@ -2,6 +2,7 @@ import '@wds/testkit';
 import { createDatabase, createServiceRoleDatabase, dropDatabase } from '@wds/testkit';
 import { describe, expect, inject, it } from 'vitest';
 import { createDb, migrateToLatest, sql } from '../src/index.js';
+import * as m0018 from '../src/migrations/0018_accepted_versions.js';
 
 describe('migrateToLatest', () => {
   it('creates the platform and user_data schemas once; a second run applies nothing', async () => {
@@ -18,6 +19,54 @@ describe('migrateToLatest', () => {
       await expect(
         db.insertInto('platform.users').values({ id: '01900000-0000-7000-8000-000000000002', email: 'a@X.io', name: 'b' }).execute(),
       ).rejects.toThrow(/users_email_key/);
+    } finally {
+      await db.destroy();
+      await dropDatabase(url);
+    }
+  });
+
+  it('0018: existing schedules, hooks and file triggers keep the newest version as of the upgrade, row triggers the named one', async () => {
+    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
+    const { db } = createDb(url, { max: 2 });
+    try {
+      await migrateToLatest(db);
+      // As before 0018: its columns gone, its record too, so the next migrateToLatest runs it over existing rows.
+      await m0018.down(db as never);
+      await sql`DELETE FROM platform.kysely_migration WHERE name = '0018_accepted_versions'`.execute(db);
+      const id = (n: number) => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+      for (const statement of [
+        sql`INSERT INTO platform.users (id, email, name) VALUES (${id(1)}, 'o@x.io', 'o')`,
+        sql`INSERT INTO platform.workspaces (id, name) VALUES (${id(2)}, 'w')`,
+        sql`INSERT INTO platform.stfs (id, workspace_id, name) VALUES (${id(3)}, ${id(2)}, 's')`,
+        sql`INSERT INTO platform.stf_versions (id, stf_id, workspace_id, version, runtime, code)
+          VALUES (${id(4)}, ${id(3)}, ${id(2)}, '1', 'javascript', ''), (${id(5)}, ${id(3)}, ${id(2)}, '2', 'javascript', '')`,
+        sql`INSERT INTO platform.effects (id, workspace_id, name) VALUES (${id(6)}, ${id(2)}, 'e')`,
+        sql`INSERT INTO platform.effect_versions (id, effect_id, workspace_id, version, url, method, header_mappings, body_mappings, query_mappings)
+          VALUES (${id(7)}, ${id(6)}, ${id(2)}, '1', 'https://a.example', 'POST', '[]', '[]', '[]'),
+                 (${id(8)}, ${id(6)}, ${id(2)}, '2', 'https://a.example', 'POST', '[]', '[]', '[]')`,
+        sql`INSERT INTO platform.workflows (id, workspace_id, name, definition) VALUES (${id(9)}, ${id(2)}, 'wf', ${JSON.stringify({
+          input_schema: null,
+          input_steps: [],
+          stf_steps: [{ stf_version_id: id(4), input_mappings: [] }, { stf_version_id: id(4), pin_version: true, input_mappings: [] }],
+          effect_steps: [{ effect_version_id: id(7), pin_version: false, input_mappings: [] }],
+        })}::jsonb)`,
+        sql`INSERT INTO platform.workflow_schedules (id, workspace_id, workflow_id, name, cron, timezone, created_by, next_run_at)
+          VALUES (${id(10)}, ${id(2)}, ${id(9)}, 's', '* * * * *', 'UTC', ${id(1)}, now())`,
+        sql`INSERT INTO platform.workflow_hooks (id, workspace_id, workflow_id, name, secret_sealed, created_by)
+          VALUES (${id(13)}, ${id(2)}, ${id(9)}, 'h', '\\x00'::bytea, ${id(1)})`,
+        sql`INSERT INTO platform.workflow_triggers (id, workspace_id, workflow_id, name, event, table_name, created_by)
+          VALUES (${id(11)}, ${id(2)}, ${id(9)}, 'f', 'file_uploaded', NULL, ${id(1)}), (${id(12)}, ${id(2)}, ${id(9)}, 'r', 'row_inserted', 't', ${id(1)})`,
+      ]) {
+        await statement.execute(db);
+      }
+      expect(await migrateToLatest(db)).toEqual(['0018_accepted_versions']);
+      const newest = { stf: { [id(4)]: id(5) }, effect: { [id(7)]: id(8) } };
+      const accepted = async (table: string, rowId: string) =>
+        (await sql<{ a: unknown }>`SELECT accepted_versions AS a FROM ${sql.table(table)} WHERE id = ${rowId}`.execute(db)).rows[0]?.a;
+      expect(await accepted('platform.workflow_schedules', id(10))).toEqual(newest);
+      expect(await accepted('platform.workflow_hooks', id(13))).toEqual(newest);
+      expect(await accepted('platform.workflow_triggers', id(11))).toEqual(newest);
+      expect(await accepted('platform.workflow_triggers', id(12))).toEqual({ stf: {}, effect: {} });
     } finally {
       await db.destroy();
       await dropDatabase(url);
