@@ -177,7 +177,7 @@ describe("another editor's new version", () => {
     expect(versionsRun(handRun)).toEqual([s2.body.id, e2.body.id]);
   });
 
-  it('the owner takes a new version in by saving the workflow or changing its schedule, hook or trigger', async () => {
+  it('the owner takes a new version in by saving the workflow; pausing, resuming or renaming their schedule or hook accepts none', async () => {
     const wf = await ledgerFlow('accepted');
     const hook = (await call('POST', `/api/v1/workflows/${wf}/hooks`, {})).body;
     const schedule = (await call('POST', `/api/v1/workflows/${wf}/schedules`, { cron: '* * * * * *', paused: true })).body;
@@ -189,21 +189,35 @@ describe("another editor's new version", () => {
       expect(res.status).toBe(202);
       return ended(wf, ((await res.json()) as any).run_id);
     };
-    // Before the owner saw it: what was newest when the hook was made.
+    const ticks = async () => (await call('GET', `/api/v1/workflows/${wf}/runs?trigger=schedule&limit=100`)).body.length;
+    const nextTick = async () => {
+      const before = await ticks();
+      let id: string | undefined;
+      await eventually(async () => {
+        await fireDueSchedules(h.services);
+        const runs = (await call('GET', `/api/v1/workflows/${wf}/runs?trigger=schedule&limit=100`)).body;
+        id = runs.length > before ? runs[0].id : undefined;
+        return id !== undefined;
+      }, 20_000);
+      return ended(wf, id as string);
+    };
+    // Before the owner saved the workflow: what was newest when they made the hook and the schedule.
     expect(versionsRun(await deliver(1))[0]).not.toBe(s3.body.id);
-    // The owner saves the workflow (nothing changed in it): its hook runs the newest from then on.
-    expect((await call('PATCH', `/api/v1/workflows/${wf}`, {})).status).toBe(200);
-    const after = await deliver(2);
-    expect(after).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 3 } });
-    expect(versionsRun(after)[0]).toBe(s3.body.id);
-    // Resuming the schedule (a change of it) accepts the newest too.
-    const s4 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '4', runtime: 'javascript', code: b64('return { v: 4 };') });
+    // The owner's own changes of them — renaming the hook, resuming the schedule — accept no code.
+    expect((await call('PATCH', `/api/v1/workflows/${wf}/hooks/${hook.id}`, { name: 'renamed' })).status).toBe(200);
+    expect(versionsRun(await deliver(2))[0]).not.toBe(s3.body.id);
     expect((await call('PATCH', `/api/v1/workflows/${wf}/schedules/${schedule.id}`, { paused: false })).body.created_by).toBe(owner.id);
-    const tick = await firstRun(wf, 'schedule', () => fireDueSchedules(h.services));
-    expect(tick).toMatchObject({ status: 'succeeded', output: { v: 4 } });
-    expect(versionsRun(tick)[0]).toBe(s4.body.id);
-    // The hook still runs what its owner accepted when saving.
-    expect((await deliver(3)).output).toEqual({ v: 3 });
+    expect(versionsRun(await nextTick())[0]).not.toBe(s3.body.id);
+    // The owner saves the workflow (nothing changed in it): its hook and schedule run the newest from then on.
+    expect((await call('PATCH', `/api/v1/workflows/${wf}`, {})).status).toBe(200);
+    for (const run of [await deliver(3), await nextTick()]) {
+      expect(run).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 3 } });
+      expect(versionsRun(run)[0]).toBe(s3.body.id);
+    }
+    // Until the next version, which the owner has not saved.
+    expect((await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '4', runtime: 'javascript', code: b64('return { v: 4 };') }, editor.token)).status).toBe(201);
+    expect((await deliver(4)).output).toEqual({ v: 3 });
+    expect((await call('PATCH', `/api/v1/workflows/${wf}/schedules/${schedule.id}`, { paused: true })).status).toBe(200);
   });
 
   it('a queued run whose schedule was deleted before it started runs nothing: nothing says what its owner accepted', async () => {

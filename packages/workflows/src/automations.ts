@@ -30,8 +30,9 @@ export function automationRows<T extends AutomationTable>(table: T, what: string
       return row as Row;
     },
     /**
-     * Renames or pauses one; whoever changes it owns it from then on, and accepts its workflow as it is now (the
-     * newest version of each unpinned step). `more`: the kind's own fields.
+     * Renames or pauses one; whoever changes it owns it from then on. Someone taking it over (it was another's)
+     * accepts its workflow as it is now (accepted.ts); its owner changing it keeps what they accepted — a pause or a
+     * rename accepts no code (saving the workflow does). `more`: the kind's own fields.
      */
     async update(
       db: Db,
@@ -41,12 +42,15 @@ export function automationRows<T extends AutomationTable>(table: T, what: string
       more: Record<string, unknown> = {},
     ): Promise<Row> {
       const { workspace_id, workflow_id } = await db.selectFrom(t).select(['workspace_id', 'workflow_id']).where('id', '=', id).executeTakeFirstOrThrow();
+      // The workflow first (as a change of its steps locks it, then takes its automation over): who owns this one is
+      // then settled until the end of the transaction.
       const { accepted } = await acceptWorkflow(db, workspace_id, workflow_id);
+      const { created_by } = await db.selectFrom(t).select('created_by').where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
       const row = await db
         .updateTable(t)
         .set({
           ...more,
-          accepted_versions: JSON.stringify(accepted),
+          ...(created_by !== changedBy ? { accepted_versions: JSON.stringify(accepted) } : {}),
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
           created_by: changedBy,

@@ -1,7 +1,8 @@
 /**
  * The versions a run executes, in one query per step kind: a pinned step runs exactly its version; otherwise the
  * newest version of the same STF or effect (DECISIONS §7). A step whose STF or effect is gone (deleted, or never
- * of this workspace) resolves to undefined, and the engine fails it.
+ * of this workspace) resolves to undefined, and the engine fails it. A queued run's steps come here already pinned
+ * to the versions accepted for it (accepted.ts).
  */
 import { type Db, isUuid } from '@wds/db';
 import type { FieldMapping } from '@wds/effect-runner';
