@@ -116,6 +116,8 @@ describe("another editor's new version", () => {
     // A sets up the automation: all of it runs as A, with A's rows.
     expect((await call('POST', `/api/v1/workflows/${scheduled}/schedules`, { cron: '* * * * * *' })).status).toBe(201);
     const hook = (await call('POST', `/api/v1/workflows/${hooked}/hooks`, {})).body;
+    // What it runs is on it: each unpinned step's referenced version → the version accepted.
+    expect(hook.accepted_versions).toEqual({ stf: { [stf.v1]: stf.v1 }, effect: { [effect.v1]: effect.v1 } });
     expect((await call('POST', `/api/v1/workflows/${onUpload}/triggers`, { event: 'file_uploaded' })).status).toBe(201);
     expect((await call('POST', `/api/v1/workflows/${onRow}/triggers`, { event: 'row_inserted', table_name: 'ledger' })).status).toBe(201);
 
@@ -210,6 +212,7 @@ describe("another editor's new version", () => {
     expect(versionsRun(await nextTick())[0]).not.toBe(s3.body.id);
     // The owner saves the workflow (nothing changed in it): its hook and schedule run the newest from then on.
     expect((await call('PATCH', `/api/v1/workflows/${wf}`, {})).status).toBe(200);
+    expect((await call('GET', `/api/v1/workflows/${wf}/schedules/${schedule.id}`)).body.accepted_versions.stf).toEqual({ [stf.v1]: s3.body.id });
     for (const run of [await deliver(3), await nextTick()]) {
       expect(run).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 3 } });
       expect(versionsRun(run)[0]).toBe(s3.body.id);

@@ -2936,6 +2936,14 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
+            accepted_versions: {
+                stf: {
+                    [key: string]: string;
+                };
+                effect: {
+                    [key: string]: string;
+                };
+            } | null;
             next_run_at: string | null;
             last_run_at: string | null;
             last_run_id: string | null;
@@ -2956,6 +2964,14 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
+            accepted_versions: {
+                stf: {
+                    [key: string]: string;
+                };
+                effect: {
+                    [key: string]: string;
+                };
+            } | null;
             /** Format: date-time */
             secret_rotated_at: string;
             /** Format: date-time */
@@ -2975,6 +2991,14 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
+            accepted_versions: {
+                stf: {
+                    [key: string]: string;
+                };
+                effect: {
+                    [key: string]: string;
+                };
+            } | null;
             /** Format: date-time */
             secret_rotated_at: string;
             /** Format: date-time */
@@ -3004,6 +3028,14 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
+            accepted_versions: {
+                stf: {
+                    [key: string]: string;
+                };
+                effect: {
+                    [key: string]: string;
+                };
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

@@ -60,6 +60,13 @@ export function storedAccepted(value: unknown): AcceptedVersions | null {
   return { stf, effect, ...(typeof definition === 'string' ? { definition } : {}) };
 }
 
+/** What a schedule, hook or trigger shows of what it runs: the versions, not the digest. */
+export type AcceptedVersionsView = Pick<AcceptedVersions, 'stf' | 'effect'>;
+export function acceptedVersionsView(value: unknown): AcceptedVersionsView | null {
+  const a = storedAccepted(value);
+  return a ? { stf: a.stf, effect: a.effect } : null;
+}
+
 /** The steps of `def` as `accepted` binds them: each pinned, to its own version if pinned, else to the one accepted. */
 export function boundSteps(def: Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'>, accepted: AcceptedVersions): Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'> {
   const bind = (id: string, pinned: boolean | undefined, map: Record<string, string>) => (pinned === true ? id : (Object.hasOwn(map, id) ? (map[id] as string) : id));

@@ -12,6 +12,7 @@ import { type Db, isUuid, newId, sql, type WorkflowHookRow, type WorkflowRunStat
 import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { type AcceptedVersionsView, acceptedVersionsView } from './accepted.js';
 import { automationRows } from './automations.js';
 import { acceptWorkflow, countQueuedRuns, queueRun } from './store.js';
 
@@ -35,6 +36,8 @@ export interface WorkflowHookView {
   paused: boolean;
   /** Who its runs run as: its creator, or whoever changed it last. */
   created_by: string;
+  /** The version each unpinned step runs, as its owner accepted it (accepted.ts); null: each as its workflow names. */
+  accepted_versions: AcceptedVersionsView | null;
   secret_rotated_at: string;
   created_at: string;
   updated_at: string;
@@ -53,6 +56,7 @@ const toView = (r: WorkflowHookRow): WorkflowHookView => ({
   path: hookPath(r.id),
   paused: r.paused,
   created_by: r.created_by,
+  accepted_versions: acceptedVersionsView(r.accepted_versions),
   secret_rotated_at: r.secret_rotated_at.toISOString(),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),

@@ -11,6 +11,7 @@ import { validationError } from '@wds/errors';
 import { Cron } from 'croner';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { type AcceptedVersionsView, acceptedVersionsView } from './accepted.js';
 import { automationRows } from './automations.js';
 import { acceptWorkflow, countQueuedRuns, queueRun } from './store.js';
 
@@ -57,6 +58,8 @@ export interface WorkflowScheduleView {
   paused: boolean;
   /** Who it runs as: its creator, or whoever changed it last. */
   created_by: string;
+  /** The version each unpinned step runs, as its owner accepted it (accepted.ts); null: each as its workflow names. */
+  accepted_versions: AcceptedVersionsView | null;
   /** The next tick it fires at; null while paused. */
   next_run_at: string | null;
   /** The tick it last fired at, and that run. */
@@ -76,6 +79,7 @@ const toView = (r: WorkflowScheduleRow): WorkflowScheduleView => ({
   input: r.input ?? null,
   paused: r.paused,
   created_by: r.created_by,
+  accepted_versions: acceptedVersionsView(r.accepted_versions),
   next_run_at: r.paused ? null : r.next_run_at.toISOString(),
   last_run_at: r.last_run_at ? r.last_run_at.toISOString() : null,
   last_run_id: r.last_run_id,

@@ -19,6 +19,7 @@ import { isLogicalName } from '@wds/sql-rewriter';
 import { type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
+import { type AcceptedVersionsView, acceptedVersionsView } from './accepted.js';
 import { automationRows } from './automations.js';
 import { acceptWorkflow, countQueuedRuns, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
 import type { RunError } from './engine.js';
@@ -56,6 +57,8 @@ export interface WorkflowTriggerView {
   table_name: string | null;
   paused: boolean;
   created_by: string;
+  /** The version each unpinned step runs, as its owner accepted it (accepted.ts); null: each as its workflow names. */
+  accepted_versions: AcceptedVersionsView | null;
   created_at: string;
   updated_at: string;
 }
@@ -87,6 +90,7 @@ const toView = (r: WorkflowTriggerRow): WorkflowTriggerView => ({
   table_name: r.table_name,
   paused: r.paused,
   created_by: r.created_by,
+  accepted_versions: acceptedVersionsView(r.accepted_versions),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });

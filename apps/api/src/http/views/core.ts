@@ -251,6 +251,11 @@ export const WorkflowRunSummary = v.object({
   finished_at: v.nullable(Timestamp),
   duration_ms: v.nullable(v.number()),
 });
+/**
+ * The version each unpinned step of its workflow runs, as its owner accepted it (when they created it, took it
+ * over, or last saved the workflow): referenced version id → version id. Null: each step at the version it names.
+ */
+const AcceptedVersions = v.nullable(v.object({ stf: v.record(v.string(), Uuid), effect: v.record(v.string(), Uuid) }));
 /** A cron schedule of a workflow: it runs the workflow as its creator with `input` at each tick. */
 export const WorkflowSchedule = v.object({
   id: Uuid,
@@ -265,6 +270,7 @@ export const WorkflowSchedule = v.object({
   paused: v.boolean(),
   /** Who it runs as. */
   created_by: Uuid,
+  accepted_versions: AcceptedVersions,
   /** The next tick it fires at; null while paused. */
   next_run_at: v.nullable(Timestamp),
   /** The tick it last fired at, and that run. */
@@ -284,6 +290,7 @@ export const WorkflowHook = v.object({
   path: v.string(),
   paused: v.boolean(),
   created_by: Uuid,
+  accepted_versions: AcceptedVersions,
   secret_rotated_at: Timestamp,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -309,6 +316,7 @@ export const WorkflowTrigger = v.object({
   table_name: v.nullable(v.string()),
   paused: v.boolean(),
   created_by: Uuid,
+  accepted_versions: AcceptedVersions,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
