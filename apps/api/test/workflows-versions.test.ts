@@ -1,8 +1,8 @@
 // Issue 28 (1): another editor's new STF or effect version never runs with the owner's rows. A schedule, hook or
-// trigger runs each unpinned step at the version that was newest when its owner accepted it (created or changed it,
-// or saved its workflow), not at one another editor added since; an async run runs the versions of the moment it was
-// asked for, and not at all when another editor changed the workflow's steps meanwhile. By hand, a run is the
-// workflow as it is now (the newest versions). Every run's step records name the versions that ran.
+// trigger runs each unpinned step at the version that was newest when its workflow was last saved, not at one another
+// editor added since (whoever saves it with newer versions takes its automation over); an async run runs the
+// versions of the moment it was asked for, and not at all when someone changed the workflow's steps meanwhile. By
+// hand, a run is the workflow as it is now (the newest versions). Every run's step records name the versions that ran.
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -106,7 +106,7 @@ afterAll(async () => {
 });
 
 describe("another editor's new version", () => {
-  it("never runs with the owner's rows: schedules, hooks, file and row triggers and async runs run what their owner accepted", async () => {
+  it("never runs with the owner's rows: schedules, hooks, file and row triggers and async runs run what their workflow's last save accepted", async () => {
     const scheduled = await ledgerFlow('scheduled');
     const hooked = await ledgerFlow('hooked');
     const onUpload = await ledgerFlow('on upload');
@@ -116,8 +116,8 @@ describe("another editor's new version", () => {
     // A sets up the automation: all of it runs as A, with A's rows.
     expect((await call('POST', `/api/v1/workflows/${scheduled}/schedules`, { cron: '* * * * * *' })).status).toBe(201);
     const hook = (await call('POST', `/api/v1/workflows/${hooked}/hooks`, {})).body;
-    // What it runs is on it: each unpinned step's referenced version → the version accepted.
-    expect(hook.accepted_versions).toEqual({ stf: { [stf.v1]: stf.v1 }, effect: { [effect.v1]: effect.v1 } });
+    // What its automation runs is on the workflow: each unpinned step's referenced version → the version accepted.
+    expect((await call('GET', `/api/v1/workflows/${hooked}`)).body.accepted_versions).toEqual({ stf: { [stf.v1]: stf.v1 }, effect: { [effect.v1]: effect.v1 } });
     expect((await call('POST', `/api/v1/workflows/${onUpload}/triggers`, { event: 'file_uploaded' })).status).toBe(201);
     expect((await call('POST', `/api/v1/workflows/${onRow}/triggers`, { event: 'row_inserted', table_name: 'ledger' })).status).toBe(201);
 
@@ -159,18 +159,22 @@ describe("another editor's new version", () => {
     const delivered = await h.app.request(hook.path, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(hook.secret, body) } });
     expect(delivered.status).toBe(202);
     const delivery = await ended(hooked, ((await delivered.json()) as any).run_id);
+    // A hook A makes now, after those versions were added, runs what the workflow's last save accepted too.
+    const lateHook = (await call('POST', `/api/v1/workflows/${hooked}/hooks`, {})).body;
+    const late = await h.app.request(lateHook.path, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(lateHook.secret, body) } });
+    const lateDelivery = await ended(hooked, ((await late.json()) as any).run_id);
     const up = await call('POST', `/api/v1/workspaces/${ws.id}/files`, { filename: 'n.txt', content_type: 'text/plain', content: b64('hi') }, editor.token);
     expect(up.status).toBe(201);
     const uploaded = await firstRun(onUpload, 'event', () => dispatchWorkflowEvents(h.services));
     await h.sqlOk(owner.token, ws.id, "INSERT INTO ledger (who, salary) VALUES ('bob', 99)");
     const rowRun = await firstRun(onRow, 'event', () => dispatchWorkflowEvents(h.services));
-    for (const run of [tick, delivery, uploaded, rowRun]) {
+    for (const run of [tick, delivery, lateDelivery, uploaded, rowRun]) {
       expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 1 } });
       expect(versionsRun(run)).toEqual([stf.v1, effect.v1]);
     }
     // The other editor's code never saw A's rows: nothing reached their endpoint.
     expect(leaks()).toEqual([]);
-    expect(received.filter((r) => r.path === '/a').length).toBeGreaterThanOrEqual(5);
+    expect(received.filter((r) => r.path === '/a').length).toBeGreaterThanOrEqual(6);
 
     // By hand, a run is the workflow as it is now: the newest versions (pin a step to keep it on one).
     const byHand = await call('POST', `/api/v1/workflows/${queued}/execute`, {});
@@ -179,7 +183,7 @@ describe("another editor's new version", () => {
     expect(versionsRun(handRun)).toEqual([s2.body.id, e2.body.id]);
   });
 
-  it('the owner takes a new version in by saving the workflow; pausing, resuming or renaming their schedule or hook accepts none', async () => {
+  it("saving the workflow accepts the newest versions: by its automation's owner, or by another editor who then takes it over", async () => {
     const wf = await ledgerFlow('accepted');
     const hook = (await call('POST', `/api/v1/workflows/${wf}/hooks`, {})).body;
     const schedule = (await call('POST', `/api/v1/workflows/${wf}/schedules`, { cron: '* * * * * *', paused: true })).body;
@@ -191,39 +195,48 @@ describe("another editor's new version", () => {
       expect(res.status).toBe(202);
       return ended(wf, ((await res.json()) as any).run_id);
     };
-    const ticks = async () => (await call('GET', `/api/v1/workflows/${wf}/runs?trigger=schedule&limit=100`)).body.length;
+    const scheduleRuns = async () => (await call('GET', `/api/v1/workflows/${wf}/runs?trigger=schedule&limit=100`)).body as any[];
     const nextTick = async () => {
-      const before = await ticks();
+      const before = (await scheduleRuns()).length;
       let id: string | undefined;
       await eventually(async () => {
         await fireDueSchedules(h.services);
-        const runs = (await call('GET', `/api/v1/workflows/${wf}/runs?trigger=schedule&limit=100`)).body;
+        const runs = await scheduleRuns();
         id = runs.length > before ? runs[0].id : undefined;
         return id !== undefined;
       }, 20_000);
       return ended(wf, id as string);
     };
-    // Before the owner saved the workflow: what was newest when they made the hook and the schedule.
-    expect(versionsRun(await deliver(1))[0]).not.toBe(s3.body.id);
-    // The owner's own changes of them — renaming the hook, resuming the schedule — accept no code.
+    // The owner's own changes of the hook and the schedule (rename, resume) accept no code.
     expect((await call('PATCH', `/api/v1/workflows/${wf}/hooks/${hook.id}`, { name: 'renamed' })).status).toBe(200);
-    expect(versionsRun(await deliver(2))[0]).not.toBe(s3.body.id);
     expect((await call('PATCH', `/api/v1/workflows/${wf}/schedules/${schedule.id}`, { paused: false })).body.created_by).toBe(owner.id);
-    expect(versionsRun(await nextTick())[0]).not.toBe(s3.body.id);
+    for (const run of [await deliver(1), await nextTick()]) expect(versionsRun(run)[0]).not.toBe(s3.body.id);
     // The owner saves the workflow (nothing changed in it): its hook and schedule run the newest from then on.
-    expect((await call('PATCH', `/api/v1/workflows/${wf}`, {})).status).toBe(200);
-    expect((await call('GET', `/api/v1/workflows/${wf}/schedules/${schedule.id}`)).body.accepted_versions.stf).toEqual({ [stf.v1]: s3.body.id });
-    for (const run of [await deliver(3), await nextTick()]) {
+    expect((await call('PATCH', `/api/v1/workflows/${wf}`, {})).body.accepted_versions.stf).toEqual({ [stf.v1]: s3.body.id });
+    for (const run of [await deliver(2), await nextTick()]) {
       expect(run).toMatchObject({ status: 'succeeded', executed_by: owner.id, output: { v: 3 } });
       expect(versionsRun(run)[0]).toBe(s3.body.id);
     }
-    // Until the next version, which the owner has not saved.
-    expect((await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '4', runtime: 'javascript', code: b64('return { v: 4 };') }, editor.token)).status).toBe(201);
-    expect((await deliver(4)).output).toEqual({ v: 3 });
     expect((await call('PATCH', `/api/v1/workflows/${wf}/schedules/${schedule.id}`, { paused: true })).status).toBe(200);
+
+    // Another editor adds a version that posts the rows, then saves the workflow (only a rename): they take its hook
+    // over, so the version they chose runs as them, with their rows (none of the ledger), never as the owner.
+    const s5 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: '5', runtime: 'javascript', code: b64('return { v: 5, leaked: $sources.ledger };') }, editor.token);
+    expect(s5.status).toBe(201);
+    const renamed = await call('PATCH', `/api/v1/workflows/${wf}`, { name: 'mine now' }, editor.token);
+    expect(renamed.status).toBe(200);
+    expect((await call('GET', `/api/v1/workflows/${wf}/hooks/${hook.id}`)).body.created_by).toBe(editor.id);
+    const seen = received.length;
+    const taken = await deliver(3);
+    expect(taken).toMatchObject({ executed_by: editor.id });
+    expect(versionsRun(taken)[0]).toBe(s5.body.id);
+    expect(JSON.stringify(received.slice(seen))).not.toContain('123456');
+    // A rename with no newer version since the last save (and no change of steps) hands nothing over.
+    expect((await call('PATCH', `/api/v1/workflows/${wf}`, { name: 'renamed again' })).status).toBe(200);
+    expect((await call('GET', `/api/v1/workflows/${wf}/schedules/${schedule.id}`)).body.created_by).toBe(editor.id);
   });
 
-  it('a queued run whose schedule was deleted before it started runs nothing: nothing says what its owner accepted', async () => {
+  it('a queued run whose schedule was deleted before it started runs nothing: it can no longer be taken over, so it does not run as its last owner', async () => {
     const wf = await ledgerFlow('deleted');
     const schedule = (await call('POST', `/api/v1/workflows/${wf}/schedules`, { cron: '0 0 1 1 *' })).body;
     const runId = await queueRun(h.services.db, { workflow: { id: wf, workspace_id: ws.id }, input: null, executedBy: owner.id, trigger: 'schedule', triggerId: schedule.id });

@@ -2861,6 +2861,14 @@ export interface components {
                     target: string;
                 }[];
             }[];
+            accepted_versions: {
+                stf: {
+                    [key: string]: string;
+                };
+                effect: {
+                    [key: string]: string;
+                };
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2936,14 +2944,6 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
-            accepted_versions: {
-                stf: {
-                    [key: string]: string;
-                };
-                effect: {
-                    [key: string]: string;
-                };
-            } | null;
             next_run_at: string | null;
             last_run_at: string | null;
             last_run_id: string | null;
@@ -2964,14 +2964,6 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
-            accepted_versions: {
-                stf: {
-                    [key: string]: string;
-                };
-                effect: {
-                    [key: string]: string;
-                };
-            } | null;
             /** Format: date-time */
             secret_rotated_at: string;
             /** Format: date-time */
@@ -2991,14 +2983,6 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
-            accepted_versions: {
-                stf: {
-                    [key: string]: string;
-                };
-                effect: {
-                    [key: string]: string;
-                };
-            } | null;
             /** Format: date-time */
             secret_rotated_at: string;
             /** Format: date-time */
@@ -3028,14 +3012,6 @@ export interface components {
             paused: boolean;
             /** Format: uuid */
             created_by: string;
-            accepted_versions: {
-                stf: {
-                    [key: string]: string;
-                };
-                effect: {
-                    [key: string]: string;
-                };
-            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

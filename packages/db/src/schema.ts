@@ -190,6 +190,11 @@ export interface WorkflowsTable {
   description: string | null;
   allow_anonymous_execute: Generated<boolean>;
   definition: Json;
+  /**
+   * The version each unpinned step of its schedules, hooks and triggers runs: the newest when the workflow was last
+   * saved (migration 0018; @wds/workflows AcceptedVersions), never one another editor added since.
+   */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_by: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
@@ -216,11 +221,6 @@ export interface WorkflowSchedulesTable {
   next_run_at: Timestamp;
   last_run_at: Timestamp | null;
   last_run_id: string | null;
-  /**
-   * The version each unpinned step runs, as its owner accepted it (migration 0018; @wds/workflows AcceptedVersions):
-   * never one another editor added since.
-   */
-  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
@@ -236,11 +236,6 @@ export interface WorkflowHooksTable {
   paused: ColumnType<boolean, boolean | undefined, boolean>;
   created_by: string;
   secret_rotated_at: ColumnType<Date, Date | string | undefined, Date | string>;
-  /**
-   * The version each unpinned step runs, as its owner accepted it (migration 0018; @wds/workflows AcceptedVersions):
-   * never one another editor added since.
-   */
-  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
@@ -266,11 +261,6 @@ export interface WorkflowTriggersTable {
   table_name: string | null;
   paused: ColumnType<boolean, boolean | undefined, boolean>;
   created_by: string;
-  /**
-   * The version each unpinned step runs, as its owner accepted it (migration 0018; @wds/workflows AcceptedVersions):
-   * never one another editor added since.
-   */
-  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }

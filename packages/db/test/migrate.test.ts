@@ -25,7 +25,7 @@ describe('migrateToLatest', () => {
     }
   });
 
-  it('0018: existing schedules, hooks and file triggers keep the newest version as of the upgrade, row triggers the named one', async () => {
+  it('0018: existing workflows keep what their automation ran: the newest version as of the upgrade, or with a row trigger the named one', async () => {
     const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
     const { db } = createDb(url, { max: 2 });
     try {
@@ -50,23 +50,22 @@ describe('migrateToLatest', () => {
           stf_steps: [{ stf_version_id: id(4), input_mappings: [] }, { stf_version_id: id(4), pin_version: true, input_mappings: [] }],
           effect_steps: [{ effect_version_id: id(7), pin_version: false, input_mappings: [] }],
         })}::jsonb)`,
+        sql`INSERT INTO platform.workflows (id, workspace_id, name, definition) SELECT ${id(14)}, workspace_id, 'rows', definition FROM platform.workflows WHERE id = ${id(9)}`,
         sql`INSERT INTO platform.workflow_schedules (id, workspace_id, workflow_id, name, cron, timezone, created_by, next_run_at)
           VALUES (${id(10)}, ${id(2)}, ${id(9)}, 's', '* * * * *', 'UTC', ${id(1)}, now())`,
         sql`INSERT INTO platform.workflow_hooks (id, workspace_id, workflow_id, name, secret_sealed, created_by)
           VALUES (${id(13)}, ${id(2)}, ${id(9)}, 'h', '\\x00'::bytea, ${id(1)})`,
         sql`INSERT INTO platform.workflow_triggers (id, workspace_id, workflow_id, name, event, table_name, created_by)
-          VALUES (${id(11)}, ${id(2)}, ${id(9)}, 'f', 'file_uploaded', NULL, ${id(1)}), (${id(12)}, ${id(2)}, ${id(9)}, 'r', 'row_inserted', 't', ${id(1)})`,
+          VALUES (${id(11)}, ${id(2)}, ${id(9)}, 'f', 'file_uploaded', NULL, ${id(1)}), (${id(12)}, ${id(2)}, ${id(14)}, 'r', 'row_inserted', 't', ${id(1)})`,
       ]) {
         await statement.execute(db);
       }
       expect(await migrateToLatest(db)).toEqual(['0018_accepted_versions']);
       const newest = { stf: { [id(4)]: id(5) }, effect: { [id(7)]: id(8) } };
-      const accepted = async (table: string, rowId: string) =>
-        (await sql<{ a: unknown }>`SELECT accepted_versions AS a FROM ${sql.table(table)} WHERE id = ${rowId}`.execute(db)).rows[0]?.a;
-      expect(await accepted('platform.workflow_schedules', id(10))).toEqual(newest);
-      expect(await accepted('platform.workflow_hooks', id(13))).toEqual(newest);
-      expect(await accepted('platform.workflow_triggers', id(11))).toEqual(newest);
-      expect(await accepted('platform.workflow_triggers', id(12))).toEqual({ stf: {}, effect: {} });
+      const accepted = async (workflowId: string) =>
+        (await sql<{ a: unknown }>`SELECT accepted_versions AS a FROM platform.workflows WHERE id = ${workflowId}`.execute(db)).rows[0]?.a;
+      expect(await accepted(id(9))).toEqual(newest);
+      expect(await accepted(id(14))).toEqual({ stf: {}, effect: {} });
     } finally {
       await db.destroy();
       await dropDatabase(url);

@@ -1,10 +1,10 @@
 /**
  * The versions a run runs when nobody chose them at that moment (issue 28). Any workflow editor may add a version to
  * any STF or effect, and an unpinned step runs the newest; so a schedule, hook or event trigger — which runs as its
- * owner, with the rows the owner may read — runs each unpinned step at the version its owner *accepted*: the newest
- * when they created or last changed it, or last saved its workflow. An async run likewise runs the versions of the
- * moment it was asked for. Both also keep a digest of the steps they were accepted with: a run whose workflow's steps
- * differ from them does not run (a change of steps by someone else would otherwise run as the owner).
+ * owner, with the rows the owner may read — runs each unpinned step at the version that was newest when its workflow
+ * was last saved (`workflows.accepted_versions`): whoever saves it when that changes takes its automation over, as
+ * whoever changes its steps does. An async run runs the versions of the moment it was asked for, and keeps a digest
+ * of the steps it was asked for: if they differ when it starts (someone changed them), it does not run.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from '@wds/db';
@@ -16,7 +16,7 @@ export interface AcceptedVersions {
   /** For each unpinned step's referenced version: the version it runs. A reference missing here runs as named. */
   stf: Record<string, string>;
   effect: Record<string, string>;
-  /** definitionDigest of the steps they were accepted with; absent for rows accepted before the digest existed. */
+  /** An async run's: definitionDigest of the steps it was asked for. (A workflow's own sit in the same row as its steps.) */
   definition?: string;
 }
 
@@ -60,11 +60,19 @@ export function storedAccepted(value: unknown): AcceptedVersions | null {
   return { stf, effect, ...(typeof definition === 'string' ? { definition } : {}) };
 }
 
-/** What a schedule, hook or trigger shows of what it runs: the versions, not the digest. */
+/** What a workflow shows of what its automation runs: the versions, not the digest. */
 export type AcceptedVersionsView = Pick<AcceptedVersions, 'stf' | 'effect'>;
 export function acceptedVersionsView(value: unknown): AcceptedVersionsView | null {
   const a = storedAccepted(value);
   return a ? { stf: a.stf, effect: a.effect } : null;
+}
+
+const sameMap = (a: Record<string, string>, b: Record<string, string>) =>
+  Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, v]) => Object.hasOwn(b, k) && b[k] === v);
+
+/** Whether two acceptances bind every reference alike (null: each as named, i.e. an empty map). */
+export function sameVersions(a: AcceptedVersionsView | null, b: AcceptedVersionsView | null): boolean {
+  return sameMap(a?.stf ?? {}, b?.stf ?? {}) && sameMap(a?.effect ?? {}, b?.effect ?? {});
 }
 
 /** The steps of `def` as `accepted` binds them: each pinned, to its own version if pinned, else to the one accepted. */

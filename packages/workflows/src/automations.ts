@@ -1,12 +1,12 @@
 /**
  * What schedules, hooks and event triggers have in common: each belongs to one workflow of one workspace (reached
  * only through that workflow, so 404 for another workspace's), has a name and a `paused` flag, and runs as its owner
- * (`created_by`: its creator, or whoever changed it last), at the versions its owner accepted then (accepted.ts).
+ * (`created_by`: its creator, or whoever changed it last).
  */
 import { type Database, type Db, isUuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { Selectable } from 'kysely';
-import { type AUTOMATION_OF, acceptWorkflow, getWorkflow } from './store.js';
+import { type AUTOMATION_OF, getWorkflow } from './store.js';
 
 export type AutomationTable = (typeof AUTOMATION_OF)[keyof typeof AUTOMATION_OF]['table'];
 
@@ -29,11 +29,7 @@ export function automationRows<T extends AutomationTable>(table: T, what: string
       if (!row) throw notFound(what);
       return row as Row;
     },
-    /**
-     * Renames or pauses one; whoever changes it owns it from then on. Someone taking it over (it was another's)
-     * accepts its workflow as it is now (accepted.ts); its owner changing it keeps what they accepted — a pause or a
-     * rename accepts no code (saving the workflow does). `more`: the kind's own fields.
-     */
+    /** Renames or pauses one; whoever changes it owns it from then on. `more`: the kind's own fields. */
     async update(
       db: Db,
       id: string,
@@ -41,16 +37,10 @@ export function automationRows<T extends AutomationTable>(table: T, what: string
       changedBy: string,
       more: Record<string, unknown> = {},
     ): Promise<Row> {
-      const { workspace_id, workflow_id } = await db.selectFrom(t).select(['workspace_id', 'workflow_id']).where('id', '=', id).executeTakeFirstOrThrow();
-      // The workflow first (as a change of its steps locks it, then takes its automation over): who owns this one is
-      // then settled until the end of the transaction.
-      const { accepted } = await acceptWorkflow(db, workspace_id, workflow_id);
-      const { created_by } = await db.selectFrom(t).select('created_by').where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
       const row = await db
         .updateTable(t)
         .set({
           ...more,
-          ...(created_by !== changedBy ? { accepted_versions: JSON.stringify(accepted) } : {}),
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.paused !== undefined ? { paused: patch.paused } : {}),
           created_by: changedBy,

@@ -39,8 +39,8 @@ export interface RecordedRun {
 interface ClaimedRun {
   runId: string;
   /**
-   * The versions it runs (accepted.ts): a schedule's, hook's or trigger's, those its owner accepted; an async run's,
-   * those of the moment it was asked for. Never a newer version another editor added meanwhile.
+   * The versions it runs (accepted.ts): a schedule's, hook's or trigger's, those its workflow's last save accepted; an
+   * async run's, those of the moment it was asked for. Never a newer version another editor added meanwhile.
    */
   accepted: AcceptedVersions;
 }
@@ -146,8 +146,8 @@ export class WorkflowExecutions {
    * Whether a claimed run may run now: its workspace and workflow live; its user still a member — and, for a run its
    * user did not start by hand (a schedule, a hook, an event), still a workflow editor: automation runs as its owner,
    * who must keep the right to set it up — or, anonymous, the workflow still open to anonymous execution. Also which
-   * versions it runs (`accepted`): its schedule's, hook's or trigger's as its owner accepted them, or an async run's
-   * own; and the workflow's steps must still be those they were accepted with.
+   * versions it runs (`accepted`): a schedule's, hook's or trigger's those its workflow's last save accepted, an
+   * async run's its own (and the workflow's steps must still be those it was asked for).
    */
   async mayRun(row: {
     workspace_id: string;
@@ -166,20 +166,19 @@ export class WorkflowExecutions {
       throw err;
     });
     if (!workflow) return refused('not_found', 'The workflow was deleted before the run started');
-    // Read after the workflow: whoever changes its steps takes its automation over (and accepts them) in the same
-    // transaction, so a run that would get the new steps sees the new owner here, and does not run them as the old one.
+    // Read after the workflow: whoever changes its steps, or saves it with newer versions, takes its automation over
+    // in the same transaction, so a run that would get them sees the new owner here, and does not run as the old one.
     let accepted: AcceptedVersions = storedAccepted(row.accepted_versions) ?? AS_NAMED;
     const automation = row.trigger in AUTOMATION_OF ? AUTOMATION_OF[row.trigger as keyof typeof AUTOMATION_OF] : undefined;
     if (automation) {
-      const owner = row.trigger_id
-        ? await db.selectFrom(automation.table).select(['created_by', 'accepted_versions']).where('id', '=', row.trigger_id).executeTakeFirst()
-        : undefined;
-      // Gone, it can no longer say what its owner accepted (nor be taken over by a change of the steps).
+      const owner = row.trigger_id ? await db.selectFrom(automation.table).select('created_by').where('id', '=', row.trigger_id).executeTakeFirst() : undefined;
+      // Gone, it can no longer be taken over by a change of the workflow: it does not run as its last owner.
       if (!owner) return refused('not_found', `The ${automation.name} that queued this run was deleted before it started`);
       if (owner.created_by !== row.executed_by) {
-        return refused('owner_changed', `The ${automation.name} that queued this run changed hands before it started (another editor changed it, or its workflow's steps)`);
+        return refused('owner_changed', `The ${automation.name} that queued this run changed hands before it started (another editor changed it, or its workflow)`);
       }
-      accepted = storedAccepted(owner.accepted_versions) ?? AS_NAMED;
+      // What the workflow's last save accepted, stored with the steps it was accepted for (one row, read at once).
+      accepted = workflow.accepted_versions ?? AS_NAMED;
     }
     if (accepted.definition !== undefined && accepted.definition !== definitionDigest(workflow)) {
       return refused('workflow_changed', "The workflow's steps changed after this run was queued: it runs only the steps and versions its user accepted");

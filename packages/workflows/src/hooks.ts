@@ -12,9 +12,8 @@ import { type Db, isUuid, newId, sql, type WorkflowHookRow, type WorkflowRunStat
 import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
-import { type AcceptedVersionsView, acceptedVersionsView } from './accepted.js';
 import { automationRows } from './automations.js';
-import { acceptWorkflow, countQueuedRuns, queueRun } from './store.js';
+import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 /** Seals and opens the hooks' secrets (the service's SECRETS_KEY box); undefined when there is no key. */
 export interface SecretSealer {
@@ -36,8 +35,6 @@ export interface WorkflowHookView {
   paused: boolean;
   /** Who its runs run as: its creator, or whoever changed it last. */
   created_by: string;
-  /** The version each unpinned step runs, as its owner accepted it (accepted.ts); null: each as its workflow names. */
-  accepted_versions: AcceptedVersionsView | null;
   secret_rotated_at: string;
   created_at: string;
   updated_at: string;
@@ -56,7 +53,6 @@ const toView = (r: WorkflowHookRow): WorkflowHookView => ({
   path: hookPath(r.id),
   paused: r.paused,
   created_by: r.created_by,
-  accepted_versions: acceptedVersionsView(r.accepted_versions),
   secret_rotated_at: r.secret_rotated_at.toISOString(),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
@@ -84,8 +80,7 @@ export async function createHook(
   createdBy: string,
 ): Promise<WorkflowHookWithSecret> {
   if (!secrets) throw noSecrets();
-  // Created by them, it runs what the workflow runs now: accepted (accepted.ts) in the same transaction.
-  const { workflow, accepted } = await acceptWorkflow(db, workspaceId, workflowId);
+  const workflow = await getWorkflow(db, workspaceId, workflowId);
   const id = newId();
   const secret = newSecret();
   const row = await db
@@ -98,7 +93,6 @@ export async function createHook(
       secret_sealed: secrets.seal(secret, associated(id)),
       paused: h.paused,
       created_by: createdBy,
-      accepted_versions: JSON.stringify(accepted),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

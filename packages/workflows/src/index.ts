@@ -5,7 +5,7 @@ export { isBundledLibrary, type LibraryDocument, libraryDocument } from './libra
 export * from './engine.js';
 export * from './store.js';
 export { resolveStfSteps, resolveEffectSteps, newestVersions } from './resolve.js';
-export { type AcceptedVersions, acceptedVersions, AS_NAMED, boundSteps, definitionDigest, storedAccepted } from './accepted.js';
+export { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, AS_NAMED, boundSteps, definitionDigest, sameVersions, storedAccepted } from './accepted.js';
 export { INSTANCE_ID, RunHeartbeat, type RunHeartbeatOptions, sweepInterruptedRuns } from './liveness.js';
 export {
   createStepRunners,

@@ -11,9 +11,8 @@ import { validationError } from '@wds/errors';
 import { Cron } from 'croner';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
-import { type AcceptedVersionsView, acceptedVersionsView } from './accepted.js';
 import { automationRows } from './automations.js';
-import { acceptWorkflow, countQueuedRuns, queueRun } from './store.js';
+import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 /** How often the due schedules are asked for, and the shortest interval a schedule may have. */
 export interface ScheduleConfig {
@@ -58,8 +57,6 @@ export interface WorkflowScheduleView {
   paused: boolean;
   /** Who it runs as: its creator, or whoever changed it last. */
   created_by: string;
-  /** The version each unpinned step runs, as its owner accepted it (accepted.ts); null: each as its workflow names. */
-  accepted_versions: AcceptedVersionsView | null;
   /** The next tick it fires at; null while paused. */
   next_run_at: string | null;
   /** The tick it last fired at, and that run. */
@@ -79,7 +76,6 @@ const toView = (r: WorkflowScheduleRow): WorkflowScheduleView => ({
   input: r.input ?? null,
   paused: r.paused,
   created_by: r.created_by,
-  accepted_versions: acceptedVersionsView(r.accepted_versions),
   next_run_at: r.paused ? null : r.next_run_at.toISOString(),
   last_run_at: r.last_run_at ? r.last_run_at.toISOString() : null,
   last_run_id: r.last_run_id,
@@ -147,8 +143,7 @@ export async function createSchedule(
   s: CreateSchedule,
   createdBy: string,
 ): Promise<WorkflowScheduleView> {
-  // Created by them, it runs what the workflow runs now: accepted (accepted.ts) in the same transaction.
-  const { accepted } = await acceptWorkflow(db, workspaceId, workflowId);
+  await getWorkflow(db, workspaceId, workflowId);
   const first = checkSchedule(s.cron, s.timezone, config.SCHEDULE_MIN_INTERVAL_MS);
   const row = await db
     .insertInto('platform.workflow_schedules')
@@ -163,7 +158,6 @@ export async function createSchedule(
       paused: s.paused,
       created_by: createdBy,
       next_run_at: first,
-      accepted_versions: JSON.stringify(accepted),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

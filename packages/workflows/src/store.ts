@@ -3,7 +3,7 @@ import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type W
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
-import { type AcceptedVersions, acceptedVersions } from './accepted.js';
+import { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
 import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
@@ -12,6 +12,11 @@ export interface WorkflowView extends WorkflowDefinition {
   name: string;
   description: string | null;
   allow_anonymous_execute: boolean;
+  /**
+   * The version each unpinned step of its schedules, hooks and triggers runs: the newest when it was last saved
+   * (accepted.ts); null: each as its definition names it.
+   */
+  accepted_versions: AcceptedVersionsView | null;
   created_at: string;
   updated_at: string;
 }
@@ -60,6 +65,7 @@ const toView = (r: WorkflowRow): WorkflowView => ({
   description: r.description,
   allow_anonymous_execute: r.allow_anonymous_execute,
   ...(r.definition as WorkflowDefinition),
+  accepted_versions: acceptedVersionsView(r.accepted_versions),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -81,7 +87,10 @@ export async function getWorkflow(db: Db, workspaceId: string, id: string): Prom
   return toView(row);
 }
 
+/** A new workflow; saving it accepts the newest version of each unpinned step for its automation (accepted.ts). */
 export async function createWorkflow(db: Db, workspaceId: string, w: CreateWorkflow, createdBy: string | null): Promise<WorkflowView> {
+  const definition = definitionOf(w);
+  const { stf, effect } = await acceptedVersions(db, workspaceId, definition);
   const row = await db
     .insertInto('platform.workflows')
     .values({
@@ -90,7 +99,8 @@ export async function createWorkflow(db: Db, workspaceId: string, w: CreateWorkf
       name: w.name,
       description: w.description ?? null,
       allow_anonymous_execute: w.allow_anonymous_execute ?? false,
-      definition: JSON.stringify(definitionOf(w)),
+      definition: JSON.stringify(definition),
+      accepted_versions: JSON.stringify({ stf, effect }),
       created_by: createdBy,
     })
     .returningAll()
@@ -122,33 +132,14 @@ export const AUTOMATION_OF = {
 } as const;
 
 /**
- * The live workflow, locked against a concurrent change of its steps until the transaction ends (`share`: for
- * accepting it; `update`: for changing it), so what is accepted is always accepted for the steps it runs with.
- */
-async function lockedWorkflow(db: Db, workspaceId: string, id: string, mode: 'share' | 'update'): Promise<WorkflowView> {
-  const q = isUuid(id) ? live(db, workspaceId).where('id', '=', id) : undefined;
-  const row = q ? await (mode === 'share' ? q.forShare() : q.forNoKeyUpdate()).executeTakeFirst() : undefined;
-  if (!row) throw notFound('Workflow');
-  return toView(row);
-}
-
-/**
- * The workflow, and what a schedule, hook or trigger of it created or changed now runs (accepted.ts): the newest
- * version of each unpinned step as of now. Run in the transaction that stores it.
- */
-export async function acceptWorkflow(db: Db, workspaceId: string, workflowId: string): Promise<{ workflow: WorkflowView; accepted: AcceptedVersions }> {
-  const workflow = await lockedWorkflow(db, workspaceId, workflowId, 'share');
-  return { workflow, accepted: await acceptedVersions(db, workspaceId, workflow) };
-}
-
-/**
- * Saves a changed workflow; saving is accepting it as it is now (accepted.ts) for the saver's schedules, hooks and
- * triggers, which from then on run the newest version of each unpinned step as of now. When its steps change
- * (`definition` differs from the saved one), whoever changed them takes over all of its schedules, hooks and triggers
- * (with that acceptance), which run as their owner: a step reading a table (an input step) reads it with its runner's
- * policies, and a row trigger's `$input` is rows its owner's policy chose — neither may flow into steps another
- * member wrote since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like those of a
- * trigger changed by another editor. Run in the request's transaction.
+ * Saves a changed workflow. Saving accepts it as it is now (accepted.ts): its schedules, hooks and triggers run the
+ * newest version of each unpinned step as of this save, never one added later, until it is saved again. When its
+ * steps change (`definition` differs from the saved one), or the versions they run (a newer version of one of its
+ * STFs or effects has been added since the last save), whoever saves it takes over its schedules, hooks and
+ * triggers, which run as their owner: a step reading a table (an input step) reads it with its runner's policies, and
+ * a row trigger's `$input` is rows its owner's policy chose — neither may flow into steps or versions another member
+ * chose since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like those of a trigger
+ * changed by another editor. Run in the request's transaction.
  */
 export async function updateWorkflow(
   db: Db,
@@ -158,8 +149,24 @@ export async function updateWorkflow(
   definition: WorkflowDefinition,
   changedBy: string,
 ): Promise<WorkflowView> {
-  const current = await lockedWorkflow(db, workspaceId, id, 'update');
+  // Locked, so two saves at once each compare with what the other saved (and hand the automation over rightly).
+  const row0 = isUuid(id) ? await live(db, workspaceId).where('id', '=', id).forNoKeyUpdate().executeTakeFirst() : undefined;
+  if (!row0) throw notFound('Workflow');
+  const current = toView(row0);
+  const { stf, effect } = await acceptedVersions(db, workspaceId, definition);
+  const accepted = { stf, effect };
   const stepsChanged = JSON.stringify(patchedDefinition(current, {})) !== JSON.stringify(definition);
+  if (stepsChanged || !sameVersions(current.accepted_versions, accepted)) {
+    for (const { table } of Object.values(AUTOMATION_OF)) {
+      await db
+        .updateTable(table)
+        .set({ created_by: changedBy, updated_at: new Date() })
+        .where('workflow_id', '=', id)
+        .where('workspace_id', '=', workspaceId)
+        .where('created_by', '<>', changedBy)
+        .execute();
+    }
+  }
   const row = await db
     .updateTable('platform.workflows')
     .set({
@@ -167,24 +174,13 @@ export async function updateWorkflow(
       ...(patch.description !== undefined ? { description: patch.description } : {}),
       ...(patch.allow_anonymous_execute !== undefined ? { allow_anonymous_execute: patch.allow_anonymous_execute } : {}),
       definition: JSON.stringify(definition),
+      accepted_versions: JSON.stringify(accepted),
       updated_at: new Date(),
     })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
-  const saved = toView(row);
-  // Accepted for the steps as stored (read back), which is what a run compares them with.
-  const accepted = JSON.stringify(await acceptedVersions(db, workspaceId, saved));
-  for (const { table } of Object.values(AUTOMATION_OF)) {
-    let q = db
-      .updateTable(table)
-      .set({ created_by: changedBy, accepted_versions: accepted, updated_at: new Date() })
-      .where('workflow_id', '=', id)
-      .where('workspace_id', '=', workspaceId);
-    if (!stepsChanged) q = q.where('created_by', '=', changedBy);
-    await q.execute();
-  }
-  return saved;
+  return toView(row);
 }
 
 export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string): Promise<WorkflowView> {

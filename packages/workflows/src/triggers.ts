@@ -19,9 +19,8 @@ import { isLogicalName } from '@wds/sql-rewriter';
 import { type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
-import { type AcceptedVersionsView, acceptedVersionsView } from './accepted.js';
 import { automationRows } from './automations.js';
-import { acceptWorkflow, countQueuedRuns, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
+import { countQueuedRuns, getWorkflow, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
 import type { RunError } from './engine.js';
 
 export interface TriggerConfig {
@@ -57,8 +56,6 @@ export interface WorkflowTriggerView {
   table_name: string | null;
   paused: boolean;
   created_by: string;
-  /** The version each unpinned step runs, as its owner accepted it (accepted.ts); null: each as its workflow names. */
-  accepted_versions: AcceptedVersionsView | null;
   created_at: string;
   updated_at: string;
 }
@@ -90,7 +87,6 @@ const toView = (r: WorkflowTriggerRow): WorkflowTriggerView => ({
   table_name: r.table_name,
   paused: r.paused,
   created_by: r.created_by,
-  accepted_versions: acceptedVersionsView(r.accepted_versions),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -141,8 +137,7 @@ export async function createTrigger(
   if (t.table_name !== undefined && !isLogicalName(t.table_name)) {
     throw validationError(`table_name: ${JSON.stringify(t.table_name.slice(0, 80))} is not a table name ([a-z_][a-z0-9_]*, at most 23 characters)`);
   }
-  // Created by them, it runs what the workflow runs now: accepted (accepted.ts) in the same transaction.
-  const { accepted } = await acceptWorkflow(db, workspaceId, workflowId);
+  await getWorkflow(db, workspaceId, workflowId);
   const tableName = t.table_name ?? null;
   const row = await db
     .insertInto('platform.workflow_triggers')
@@ -155,7 +150,6 @@ export async function createTrigger(
       table_name: tableName,
       paused: t.paused,
       created_by: createdBy,
-      accepted_versions: JSON.stringify(accepted),
     })
     .returningAll()
     .executeTakeFirstOrThrow();

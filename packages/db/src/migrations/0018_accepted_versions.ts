@@ -1,18 +1,16 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * The versions an automation runs (issue 28): each schedule, hook and event trigger keeps `accepted_versions`, the
- * version each unpinned step of its workflow ran when its owner last accepted it (created or changed it, or saved
- * the workflow) — `{ stf: { <referenced version id>: <version id> }, effect: { … }, definition: <digest> }` — and
- * runs those, never a version another editor added since. An async run keeps the same for the moment it was asked
- * for (`workflow_runs.accepted_versions`). Existing rows run what they ran before: schedules, hooks and file or
- * document triggers the newest version as of now, row triggers the version their workflow names (an empty map).
+ * The versions automation runs (issue 28): a workflow keeps `accepted_versions`, the version each unpinned step ran
+ * when the workflow was last saved — `{ stf: { <referenced version id>: <version id> }, effect: { … }, definition:
+ * <digest> }` — and its schedules, hooks and triggers run those, never a version another editor added since (saving
+ * it again accepts the newest, and whoever does so takes its automation over). An async run keeps the same for the
+ * moment it was asked for (`workflow_runs.accepted_versions`). Existing workflows run what they ran before: those
+ * with a row trigger the versions they name (an empty map, as row triggers ran), the others the newest as of now.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
-    ALTER TABLE platform.workflow_schedules ADD COLUMN accepted_versions jsonb;
-    ALTER TABLE platform.workflow_hooks ADD COLUMN accepted_versions jsonb;
-    ALTER TABLE platform.workflow_triggers ADD COLUMN accepted_versions jsonb;
+    ALTER TABLE platform.workflows ADD COLUMN accepted_versions jsonb;
     ALTER TABLE platform.workflow_runs ADD COLUMN accepted_versions jsonb;
 
     CREATE FUNCTION pg_temp.newest_of(def jsonb) RETURNS jsonb LANGUAGE sql AS $f$
@@ -31,21 +29,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           WHERE coalesce(s->>'pin_version', 'false') <> 'true'), '{}'))
     $f$;
 
-    UPDATE platform.workflow_schedules a SET accepted_versions = pg_temp.newest_of(w.definition) FROM platform.workflows w WHERE w.id = a.workflow_id;
-    UPDATE platform.workflow_hooks a SET accepted_versions = pg_temp.newest_of(w.definition) FROM platform.workflows w WHERE w.id = a.workflow_id;
-    UPDATE platform.workflow_triggers a SET accepted_versions = pg_temp.newest_of(w.definition) FROM platform.workflows w
-      WHERE w.id = a.workflow_id AND a.event NOT IN ('row_inserted', 'row_updated', 'row_deleted');
-    UPDATE platform.workflow_triggers SET accepted_versions = '{"stf": {}, "effect": {}}'
-      WHERE event IN ('row_inserted', 'row_updated', 'row_deleted');
+    UPDATE platform.workflows w SET accepted_versions = CASE
+      WHEN EXISTS (SELECT 1 FROM platform.workflow_triggers t WHERE t.workflow_id = w.id AND t.event IN ('row_inserted', 'row_updated', 'row_deleted'))
+        THEN '{"stf": {}, "effect": {}}'::jsonb
+      ELSE pg_temp.newest_of(w.definition) END;
     DROP FUNCTION pg_temp.newest_of(jsonb);
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
-    ALTER TABLE platform.workflow_schedules DROP COLUMN accepted_versions;
-    ALTER TABLE platform.workflow_hooks DROP COLUMN accepted_versions;
-    ALTER TABLE platform.workflow_triggers DROP COLUMN accepted_versions;
+    ALTER TABLE platform.workflows DROP COLUMN accepted_versions;
     ALTER TABLE platform.workflow_runs DROP COLUMN accepted_versions;
   `.execute(db);
 }

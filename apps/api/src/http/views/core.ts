@@ -206,6 +206,11 @@ export const Workflow = v.object({
   input_steps: v.array(v.object({ name: v.string(), source: InputSource })),
   stf_steps: v.array(v.object({ stf_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
   effect_steps: v.array(v.object({ effect_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
+  /**
+   * What its schedules, hooks and triggers run of each unpinned step: the version that was newest when it was last
+   * saved (referenced version id → version id); null: each step at the version it names.
+   */
+  accepted_versions: v.nullable(v.object({ stf: v.record(v.string(), Uuid), effect: v.record(v.string(), Uuid) })),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -251,11 +256,6 @@ export const WorkflowRunSummary = v.object({
   finished_at: v.nullable(Timestamp),
   duration_ms: v.nullable(v.number()),
 });
-/**
- * The version each unpinned step of its workflow runs, as its owner accepted it (when they created it, took it
- * over, or last saved the workflow): referenced version id → version id. Null: each step at the version it names.
- */
-const AcceptedVersions = v.nullable(v.object({ stf: v.record(v.string(), Uuid), effect: v.record(v.string(), Uuid) }));
 /** A cron schedule of a workflow: it runs the workflow as its creator with `input` at each tick. */
 export const WorkflowSchedule = v.object({
   id: Uuid,
@@ -270,7 +270,6 @@ export const WorkflowSchedule = v.object({
   paused: v.boolean(),
   /** Who it runs as. */
   created_by: Uuid,
-  accepted_versions: AcceptedVersions,
   /** The next tick it fires at; null while paused. */
   next_run_at: v.nullable(Timestamp),
   /** The tick it last fired at, and that run. */
@@ -290,7 +289,6 @@ export const WorkflowHook = v.object({
   path: v.string(),
   paused: v.boolean(),
   created_by: Uuid,
-  accepted_versions: AcceptedVersions,
   secret_rotated_at: Timestamp,
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -316,7 +314,6 @@ export const WorkflowTrigger = v.object({
   table_name: v.nullable(v.string()),
   paused: v.boolean(),
   created_by: Uuid,
-  accepted_versions: AcceptedVersions,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
