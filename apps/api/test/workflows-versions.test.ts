@@ -116,8 +116,6 @@ describe("another editor's new version", () => {
     // A sets up the automation: all of it runs as A, with A's rows.
     expect((await call('POST', `/api/v1/workflows/${scheduled}/schedules`, { cron: '* * * * * *' })).status).toBe(201);
     const hook = (await call('POST', `/api/v1/workflows/${hooked}/hooks`, {})).body;
-    // What its automation runs is on the workflow: each unpinned step's referenced version → the version accepted.
-    expect((await call('GET', `/api/v1/workflows/${hooked}`)).body.accepted_versions).toEqual({ stf: { [stf.v1]: stf.v1 }, effect: { [effect.v1]: effect.v1 } });
     expect((await call('POST', `/api/v1/workflows/${onUpload}/triggers`, { event: 'file_uploaded' })).status).toBe(201);
     expect((await call('POST', `/api/v1/workflows/${onRow}/triggers`, { event: 'row_inserted', table_name: 'ledger' })).status).toBe(201);
 
@@ -175,6 +173,8 @@ describe("another editor's new version", () => {
     // The other editor's code never saw A's rows: nothing reached their endpoint.
     expect(leaks()).toEqual([]);
     expect(received.filter((r) => r.path === '/a').length).toBeGreaterThanOrEqual(6);
+    // What its automation runs is on the workflow: each unpinned step's referenced version → the version accepted.
+    expect((await call('GET', `/api/v1/workflows/${hooked}`)).body.accepted_versions).toEqual({ stf: { [stf.v1]: stf.v1 }, effect: { [effect.v1]: effect.v1 } });
 
     // By hand, a run is the workflow as it is now: the newest versions (pin a step to keep it on one).
     const byHand = await call('POST', `/api/v1/workflows/${queued}/execute`, {});
