@@ -2861,6 +2861,14 @@ export interface components {
                     target: string;
                 }[];
             }[];
+            accepted_versions: {
+                stf: {
+                    [key: string]: string;
+                };
+                effect: {
+                    [key: string]: string;
+                };
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

@@ -18,6 +18,7 @@ import * as m0015 from './migrations/0015_workflow_triggers.js';
 import * as m0016 from './migrations/0016_row_changes.js';
 import * as m0017 from './migrations/0017_row_capture_hardening.js';
 import * as m0018 from './migrations/0018_workspace_creators.js';
+import * as m0019 from './migrations/0019_accepted_versions.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '0016_row_changes': m0016,
   '0017_row_capture_hardening': m0017,
   '0018_workspace_creators': m0018,
+  '0019_accepted_versions': m0019,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -190,6 +190,11 @@ export interface WorkflowsTable {
   description: string | null;
   allow_anonymous_execute: Generated<boolean>;
   definition: Json;
+  /**
+   * The version each unpinned step of its schedules, hooks and triggers runs: the newest when the workflow was last
+   * saved (migration 0019; @wds/workflows AcceptedVersions), never one another editor added since.
+   */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
   created_by: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
@@ -323,6 +328,8 @@ export interface WorkflowRunsTable {
   queued_at: Timestamp | null;
   /** When a cancel was asked while it ran; its process stops it before its next step. */
   cancel_requested_at: Timestamp | null;
+  /** An async run: the versions (and steps) of the moment it was asked for, which it runs (migration 0019). */
+  accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface FilesTable {

@@ -2,13 +2,14 @@ import '@wds/testkit';
 import { createDatabase, createServiceRoleDatabase, dropDatabase } from '@wds/testkit';
 import { describe, expect, inject, it } from 'vitest';
 import { createDb, migrateToLatest, sql } from '../src/index.js';
+import * as m0019 from '../src/migrations/0019_accepted_versions.js';
 
 describe('migrateToLatest', () => {
   it('creates the platform and user_data schemas once; a second run applies nothing', async () => {
     const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
     const { db } = createDb(url, { max: 2 });
     try {
-      expect(await migrateToLatest(db)).toEqual(['0001_foundation', '0002_sql_and_policies', '0003_stfs', '0004_workflows_and_effects', '0005_content', '0006_embeddings', '0007_drive_sync', '0008_sql_walls', '0009_nothing_left_behind', '0010_mcp', '0011_embedding_generations', '0012_workflow_runs_async', '0013_workflow_schedules', '0014_workflow_hooks', '0015_workflow_triggers', '0016_row_changes', '0017_row_capture_hardening', '0018_workspace_creators']);
+      expect(await migrateToLatest(db)).toEqual(['0001_foundation', '0002_sql_and_policies', '0003_stfs', '0004_workflows_and_effects', '0005_content', '0006_embeddings', '0007_drive_sync', '0008_sql_walls', '0009_nothing_left_behind', '0010_mcp', '0011_embedding_generations', '0012_workflow_runs_async', '0013_workflow_schedules', '0014_workflow_hooks', '0015_workflow_triggers', '0016_row_changes', '0017_row_capture_hardening', '0018_workspace_creators', '0019_accepted_versions']);
       expect(await migrateToLatest(db)).toEqual([]);
       const { rows } = await sql<{ nspname: string }>`
         SELECT nspname FROM pg_namespace WHERE nspname IN ('platform', 'user_data') ORDER BY 1`.execute(db);
@@ -18,6 +19,53 @@ describe('migrateToLatest', () => {
       await expect(
         db.insertInto('platform.users').values({ id: '01900000-0000-7000-8000-000000000002', email: 'a@X.io', name: 'b' }).execute(),
       ).rejects.toThrow(/users_email_key/);
+    } finally {
+      await db.destroy();
+      await dropDatabase(url);
+    }
+  });
+
+  it('0019: existing workflows keep what their automation ran: the newest version as of the upgrade, or with a row trigger the named one', async () => {
+    const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
+    const { db } = createDb(url, { max: 2 });
+    try {
+      await migrateToLatest(db);
+      // As before 0019: its columns gone, its record too, so the next migrateToLatest runs it over existing rows.
+      await m0019.down(db as never);
+      await sql`DELETE FROM platform.kysely_migration WHERE name = '0019_accepted_versions'`.execute(db);
+      const id = (n: number) => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+      for (const statement of [
+        sql`INSERT INTO platform.users (id, email, name) VALUES (${id(1)}, 'o@x.io', 'o')`,
+        sql`INSERT INTO platform.workspaces (id, name) VALUES (${id(2)}, 'w')`,
+        sql`INSERT INTO platform.stfs (id, workspace_id, name) VALUES (${id(3)}, ${id(2)}, 's')`,
+        sql`INSERT INTO platform.stf_versions (id, stf_id, workspace_id, version, runtime, code)
+          VALUES (${id(4)}, ${id(3)}, ${id(2)}, '1', 'javascript', ''), (${id(5)}, ${id(3)}, ${id(2)}, '2', 'javascript', '')`,
+        sql`INSERT INTO platform.effects (id, workspace_id, name) VALUES (${id(6)}, ${id(2)}, 'e')`,
+        sql`INSERT INTO platform.effect_versions (id, effect_id, workspace_id, version, url, method, header_mappings, body_mappings, query_mappings)
+          VALUES (${id(7)}, ${id(6)}, ${id(2)}, '1', 'https://a.example', 'POST', '[]', '[]', '[]'),
+                 (${id(8)}, ${id(6)}, ${id(2)}, '2', 'https://a.example', 'POST', '[]', '[]', '[]')`,
+        sql`INSERT INTO platform.workflows (id, workspace_id, name, definition) VALUES (${id(9)}, ${id(2)}, 'wf', ${JSON.stringify({
+          input_schema: null,
+          input_steps: [],
+          stf_steps: [{ stf_version_id: id(4), input_mappings: [] }, { stf_version_id: id(4), pin_version: true, input_mappings: [] }],
+          effect_steps: [{ effect_version_id: id(7), pin_version: false, input_mappings: [] }],
+        })}::jsonb)`,
+        sql`INSERT INTO platform.workflows (id, workspace_id, name, definition) SELECT ${id(14)}, workspace_id, 'rows', definition FROM platform.workflows WHERE id = ${id(9)}`,
+        sql`INSERT INTO platform.workflow_schedules (id, workspace_id, workflow_id, name, cron, timezone, created_by, next_run_at)
+          VALUES (${id(10)}, ${id(2)}, ${id(9)}, 's', '* * * * *', 'UTC', ${id(1)}, now())`,
+        sql`INSERT INTO platform.workflow_hooks (id, workspace_id, workflow_id, name, secret_sealed, created_by)
+          VALUES (${id(13)}, ${id(2)}, ${id(9)}, 'h', '\\x00'::bytea, ${id(1)})`,
+        sql`INSERT INTO platform.workflow_triggers (id, workspace_id, workflow_id, name, event, table_name, created_by)
+          VALUES (${id(11)}, ${id(2)}, ${id(9)}, 'f', 'file_uploaded', NULL, ${id(1)}), (${id(12)}, ${id(2)}, ${id(14)}, 'r', 'row_inserted', 't', ${id(1)})`,
+      ]) {
+        await statement.execute(db);
+      }
+      expect(await migrateToLatest(db)).toEqual(['0019_accepted_versions']);
+      const newest = { stf: { [id(4)]: id(5) }, effect: { [id(7)]: id(8) } };
+      const accepted = async (workflowId: string) =>
+        (await sql<{ a: unknown }>`SELECT accepted_versions AS a FROM platform.workflows WHERE id = ${workflowId}`.execute(db)).rows[0]?.a;
+      expect(await accepted(id(9))).toEqual(newest);
+      expect(await accepted(id(14))).toEqual({ stf: {}, effect: {} });
     } finally {
       await db.destroy();
       await dropDatabase(url);

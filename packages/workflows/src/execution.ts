@@ -16,8 +16,8 @@ import { RunHeartbeat } from './liveness.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
-import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, isRowEvent, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
-import type { WorkflowDefinition } from './definition.js';
+import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
+import { type AcceptedVersions, AS_NAMED, boundSteps, definitionDigest, storedAccepted } from './accepted.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */
 export type ExecutionAudit = Omit<AuditEntry, 'details'>;
@@ -40,18 +40,11 @@ export interface RecordedRun {
 interface ClaimedRun {
   runId: string;
   /**
-   * A row trigger's run: each step runs exactly the version its workflow names, as if pinned. Rows chosen by the
-   * trigger owner's policy never reach a newer version of an STF or effect that someone who did not change the
-   * workflow (the STF's or effect's own editor) added; whoever changes the workflow takes its row triggers over.
+   * The versions it runs (accepted.ts): a schedule's, hook's or trigger's, those its workflow's last save accepted; an
+   * async run's, those of the moment it was asked for. Never a newer version another editor added meanwhile.
    */
-  pinned?: boolean;
+  accepted: AcceptedVersions;
 }
-
-/** `def` with every step pinned to the version it names. */
-const pinnedSteps = (def: WorkflowDefinition): Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'> => ({
-  stf_steps: def.stf_steps.map((s) => ({ ...s, pin_version: true })),
-  effect_steps: def.effect_steps.map((s) => ({ ...s, pin_version: true })),
-});
 
 /**
  * The executions of one set of services: one heartbeat for all their runs, and one per-workspace cap. Build one per
@@ -112,7 +105,7 @@ export class WorkflowExecutions {
       throw err;
     }
     if ('refused' in checked) return refuse(checked.refused.kind, checked.refused.message);
-    const { workspace, workflow } = checked;
+    const { workspace, workflow, accepted } = checked;
     let release: () => void;
     try {
       release = await this.#gate.acquire(workspacePrincipal(workspace));
@@ -137,7 +130,7 @@ export class WorkflowExecutions {
             resourceId: workflow.id,
           },
         },
-        { runId, pinned: row.trigger === 'event' && isRowEvent(row.input) },
+        { runId, accepted },
       ).catch(async (err: unknown) => {
         // It could not start (its steps could not be read, say): failed with why, not left for the sweep to call
         // interrupted. A run that got as far as recording its end is not touched.
@@ -153,9 +146,18 @@ export class WorkflowExecutions {
   /**
    * Whether a claimed run may run now: its workspace and workflow live; its user still a member — and, for a run its
    * user did not start by hand (a schedule, a hook, an event), still a workflow editor: automation runs as its owner,
-   * who must keep the right to set it up — or, anonymous, the workflow still open to anonymous execution.
+   * who must keep the right to set it up — or, anonymous, the workflow still open to anonymous execution. Also which
+   * versions it runs (`accepted`): a schedule's, hook's or trigger's those its workflow's last save accepted, an
+   * async run's its own (and the workflow's steps must still be those it was asked for).
    */
-  async mayRun(row: { workspace_id: string; workflow_id: string; executed_by: string | null; trigger: string; trigger_id: string | null }) {
+  async mayRun(row: {
+    workspace_id: string;
+    workflow_id: string;
+    executed_by: string | null;
+    trigger: string;
+    trigger_id: string | null;
+    accepted_versions?: unknown;
+  }) {
     const { db } = this.#deps;
     const refused = (kind: string, message: string) => ({ refused: { kind, message } }) as const;
     const workspace = await findLiveWorkspace(db, row.workspace_id);
@@ -165,14 +167,22 @@ export class WorkflowExecutions {
       throw err;
     });
     if (!workflow) return refused('not_found', 'The workflow was deleted before the run started');
-    // Read after the workflow: whoever changes its steps takes its automation over in the same transaction, so a run
-    // that would get the new steps sees the new owner here, and does not run them as the old one (with their rows).
-    const automation = row.trigger_id && row.trigger in AUTOMATION_OF ? AUTOMATION_OF[row.trigger as keyof typeof AUTOMATION_OF] : undefined;
+    // Read after the workflow: whoever changes its steps, or saves it with newer versions, takes its automation over
+    // in the same transaction, so a run that would get them sees the new owner here, and does not run as the old one.
+    let accepted: AcceptedVersions = storedAccepted(row.accepted_versions) ?? AS_NAMED;
+    const automation = row.trigger in AUTOMATION_OF ? AUTOMATION_OF[row.trigger as keyof typeof AUTOMATION_OF] : undefined;
     if (automation) {
-      const owner = await db.selectFrom(automation.table).select('created_by').where('id', '=', row.trigger_id as string).executeTakeFirst();
-      if (owner && owner.created_by !== row.executed_by) {
-        return refused('owner_changed', `The ${automation.name} that queued this run changed hands before it started (another editor changed it, or its workflow's steps)`);
+      const owner = row.trigger_id ? await db.selectFrom(automation.table).select('created_by').where('id', '=', row.trigger_id).executeTakeFirst() : undefined;
+      // Gone, it can no longer be taken over by a change of the workflow: it does not run as its last owner.
+      if (!owner) return refused('not_found', `The ${automation.name} that queued this run was deleted before it started`);
+      if (owner.created_by !== row.executed_by) {
+        return refused('owner_changed', `The ${automation.name} that queued this run changed hands before it started (another editor changed it, or its workflow)`);
       }
+      // What the workflow's last save accepted, stored with the steps it was accepted for (one row, read at once).
+      accepted = workflow.accepted_versions ?? AS_NAMED;
+    }
+    if (accepted.definition !== undefined && accepted.definition !== definitionDigest(workflow)) {
+      return refused('workflow_changed', "The workflow's steps changed after this run was queued: it runs only the steps and versions its user accepted");
     }
     if (row.executed_by !== null) {
       const member = await resolveAccess(db, { userId: row.executed_by, scopedWorkspaceId: null }, workspace.id).catch((err: unknown) => {
@@ -188,7 +198,7 @@ export class WorkflowExecutions {
     } else if (!workflow.allow_anonymous_execute) {
       return refused('forbidden', 'The workflow no longer allows anonymous execution');
     }
-    return { workspace, workflow };
+    return { workspace, workflow, accepted };
   }
 
   /** Stops a run in progress in this process before its next step (a cancel asked here); false when none is. */
@@ -203,7 +213,9 @@ export class WorkflowExecutions {
     const { workspace, workflow, input, executedBy, audit } = req;
     const runId = claimed?.runId ?? newRunId();
     const started = performance.now();
-    const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, claimed?.pinned ? pinnedSteps(workflow) : workflow);
+    // A queued run runs the versions bound to it (every step pinned to one); one asked for now, the newest.
+    const def = claimed ? { ...workflow, ...boundSteps(workflow, claimed.accepted) } : workflow;
+    const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, def);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
 
     // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.
@@ -220,7 +232,7 @@ export class WorkflowExecutions {
       }
       let result: ExecutionResult;
       try {
-        result = await executeWorkflow(workflow, input, { stfs, effects }, runners, { runId, steps: progress, signal: cancel.signal });
+        result = await executeWorkflow(def, input, { stfs, effects }, runners, { runId, steps: progress, signal: cancel.signal });
       } catch (err) {
         logger.error({ err, run_id: runId }, 'workflow engine failed');
         result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };

@@ -4,7 +4,8 @@ export { parseVariable, readVariable, buildStepInput, type Deprecation, legacyMa
 export { isBundledLibrary, type LibraryDocument, libraryDocument } from './libraries.js';
 export * from './engine.js';
 export * from './store.js';
-export { resolveStfSteps, resolveEffectSteps } from './resolve.js';
+export { resolveStfSteps, resolveEffectSteps, newestVersions } from './resolve.js';
+export { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, AS_NAMED, boundSteps, definitionDigest, sameVersions, storedAccepted } from './accepted.js';
 export { INSTANCE_ID, RunHeartbeat, type RunHeartbeatOptions, sweepInterruptedRuns } from './liveness.js';
 export {
   createStepRunners,

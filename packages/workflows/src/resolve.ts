@@ -1,9 +1,10 @@
 /**
  * The versions a run executes, in one query per step kind: a pinned step runs exactly its version; otherwise the
  * newest version of the same STF or effect (DECISIONS §7). A step whose STF or effect is gone (deleted, or never
- * of this workspace) resolves to undefined, and the engine fails it.
+ * of this workspace) resolves to undefined, and the engine fails it. A queued run's steps come here already pinned
+ * to the versions accepted for it (accepted.ts).
  */
-import type { Db } from '@wds/db';
+import { type Db, isUuid } from '@wds/db';
 import type { FieldMapping } from '@wds/effect-runner';
 import { sql } from 'kysely';
 import type { WorkflowDefinition } from './definition.js';
@@ -99,4 +100,28 @@ export async function resolveEffectSteps(
     };
   }
   return out;
+}
+
+const VERSIONS = {
+  stf: { versions: 'platform.stf_versions', parent: 'platform.stfs', key: 'stf_id' },
+  effect: { versions: 'platform.effect_versions', parent: 'platform.effects', key: 'effect_id' },
+} as const;
+
+/**
+ * For each referenced version of this workspace whose STF (or effect) lives: the newest version of that STF, by the
+ * rule unpinned steps resolve with above. What accepting a workflow's steps records (accepted.ts).
+ */
+export async function newestVersions(db: Db, kind: keyof typeof VERSIONS, workspaceId: string, refs: string[]): Promise<Record<string, string>> {
+  const wanted = [...new Set(refs.filter(isUuid))];
+  if (wanted.length === 0) return {};
+  const t = VERSIONS[kind];
+  const { rows } = await sql<{ ref: string; newest: string }>`
+    SELECT r.id AS ref, n.id AS newest
+    FROM ${sql.table(t.versions)} r
+    JOIN ${sql.table(t.parent)} p ON p.id = ${sql.ref(`r.${t.key}`)} AND p.deleted_at IS NULL
+    JOIN LATERAL (
+      SELECT v.id FROM ${sql.table(t.versions)} v WHERE ${sql.ref(`v.${t.key}`)} = ${sql.ref(`r.${t.key}`)} ORDER BY v.id DESC LIMIT 1
+    ) n ON true
+    WHERE r.workspace_id = ${workspaceId} AND r.id = ANY(${wanted}::uuid[])`.execute(db);
+  return Object.fromEntries(rows.map((r) => [r.ref, r.newest]));
 }

@@ -3,6 +3,7 @@ import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type W
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
+import { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
 import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
@@ -11,6 +12,11 @@ export interface WorkflowView extends WorkflowDefinition {
   name: string;
   description: string | null;
   allow_anonymous_execute: boolean;
+  /**
+   * The version each unpinned step of its schedules, hooks and triggers runs: the newest when it was last saved
+   * (accepted.ts); null: each as its definition names it.
+   */
+  accepted_versions: AcceptedVersionsView | null;
   created_at: string;
   updated_at: string;
 }
@@ -59,6 +65,7 @@ const toView = (r: WorkflowRow): WorkflowView => ({
   description: r.description,
   allow_anonymous_execute: r.allow_anonymous_execute,
   ...(r.definition as WorkflowDefinition),
+  accepted_versions: acceptedVersionsView(r.accepted_versions),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -80,7 +87,10 @@ export async function getWorkflow(db: Db, workspaceId: string, id: string): Prom
   return toView(row);
 }
 
+/** A new workflow; saving it accepts the newest version of each unpinned step for its automation (accepted.ts). */
 export async function createWorkflow(db: Db, workspaceId: string, w: CreateWorkflow, createdBy: string | null): Promise<WorkflowView> {
+  const definition = definitionOf(w);
+  const { stf, effect } = await acceptedVersions(db, workspaceId, definition);
   const row = await db
     .insertInto('platform.workflows')
     .values({
@@ -89,7 +99,8 @@ export async function createWorkflow(db: Db, workspaceId: string, w: CreateWorkf
       name: w.name,
       description: w.description ?? null,
       allow_anonymous_execute: w.allow_anonymous_execute ?? false,
-      definition: JSON.stringify(definitionOf(w)),
+      definition: JSON.stringify(definition),
+      accepted_versions: JSON.stringify({ stf, effect }),
       created_by: createdBy,
     })
     .returningAll()
@@ -121,11 +132,14 @@ export const AUTOMATION_OF = {
 } as const;
 
 /**
- * Saves a changed workflow. When its steps change (`definition` differs from the saved one), whoever changed them
- * takes over its schedules, hooks and triggers, which run as their owner: a step reading a table (an input step) reads
- * it with its runner's policies, and a row trigger's `$input` is rows its owner's policy chose — neither may flow into
- * steps another member wrote since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like
- * those of a trigger changed by another editor. Run in the request's transaction.
+ * Saves a changed workflow. Saving accepts it as it is now (accepted.ts): its schedules, hooks and triggers run the
+ * newest version of each unpinned step as of this save, never one added later, until it is saved again. When its
+ * steps change (`definition` differs from the saved one), or the versions they run (a newer version of one of its
+ * STFs or effects has been added since the last save), whoever saves it takes over its schedules, hooks and
+ * triggers, which run as their owner: a step reading a table (an input step) reads it with its runner's policies, and
+ * a row trigger's `$input` is rows its owner's policy chose — neither may flow into steps or versions another member
+ * chose since. A row trigger's events not yet run die as `owner_changed` (the dispatcher), like those of a trigger
+ * changed by another editor. Run in the request's transaction.
  */
 export async function updateWorkflow(
   db: Db,
@@ -135,8 +149,14 @@ export async function updateWorkflow(
   definition: WorkflowDefinition,
   changedBy: string,
 ): Promise<WorkflowView> {
-  const current = await getWorkflow(db, workspaceId, id);
-  if (JSON.stringify(patchedDefinition(current, {})) !== JSON.stringify(definition)) {
+  // Locked, so two saves at once each compare with what the other saved (and hand the automation over rightly).
+  const row0 = isUuid(id) ? await live(db, workspaceId).where('id', '=', id).forNoKeyUpdate().executeTakeFirst() : undefined;
+  if (!row0) throw notFound('Workflow');
+  const current = toView(row0);
+  const { stf, effect } = await acceptedVersions(db, workspaceId, definition);
+  const accepted = { stf, effect };
+  const stepsChanged = JSON.stringify(patchedDefinition(current, {})) !== JSON.stringify(definition);
+  if (stepsChanged || !sameVersions(current.accepted_versions, accepted)) {
     for (const { table } of Object.values(AUTOMATION_OF)) {
       await db
         .updateTable(table)
@@ -154,6 +174,7 @@ export async function updateWorkflow(
       ...(patch.description !== undefined ? { description: patch.description } : {}),
       ...(patch.allow_anonymous_execute !== undefined ? { allow_anonymous_execute: patch.allow_anonymous_execute } : {}),
       definition: JSON.stringify(definition),
+      accepted_versions: JSON.stringify(accepted),
       updated_at: new Date(),
     })
     .where('id', '=', id)
@@ -364,6 +385,8 @@ export interface QueuedRun {
   executedBy: string | null;
   trigger: Exclude<WorkflowRunTrigger, 'request'>;
   triggerId?: string | null;
+  /** An async run: the versions (and steps) of the moment it was asked for, which it runs (accepted.ts). */
+  accepted?: AcceptedVersions;
 }
 
 /**
@@ -383,6 +406,7 @@ export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) =
       executed_by: run.executedBy,
       input: JSON.stringify(run.input ?? null),
       queued_at: sql<Date>`now()`,
+      accepted_versions: run.accepted ? JSON.stringify(run.accepted) : null,
     });
   if (!audit) await insert(db).execute();
   else await db.with('run', (q) => insert(q as unknown as Db).returning('id')).insertInto('platform.audit_logs').values(audit(id)).execute();

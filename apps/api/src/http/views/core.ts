@@ -206,6 +206,11 @@ export const Workflow = v.object({
   input_steps: v.array(v.object({ name: v.string(), source: InputSource })),
   stf_steps: v.array(v.object({ stf_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
   effect_steps: v.array(v.object({ effect_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
+  /**
+   * What its schedules, hooks and triggers run of each unpinned step: the version that was newest when it was last
+   * saved (referenced version id → version id); null: each step at the version it names.
+   */
+  accepted_versions: v.nullable(v.object({ stf: v.record(v.string(), Uuid), effect: v.record(v.string(), Uuid) })),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
