@@ -17,6 +17,7 @@ import * as m0014 from './migrations/0014_workflow_hooks.js';
 import * as m0015 from './migrations/0015_workflow_triggers.js';
 import * as m0016 from './migrations/0016_row_changes.js';
 import * as m0017 from './migrations/0017_row_capture_hardening.js';
+import * as m0018 from './migrations/0018_memory_bounds.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '0015_workflow_triggers': m0015,
   '0016_row_changes': m0016,
   '0017_row_capture_hardening': m0017,
+  '0018_memory_bounds': m0018,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,0 +1,150 @@
+import type { FuncCall, Node, SelectStmt, SubLink, WithClause } from '@pgsql/types';
+import { call, str, wrappers } from './ast.js';
+import { USER_SCHEMA } from './names.js';
+
+/**
+ * Bounds on what one statement can allocate in its PostgreSQL backend (docs/sql-and-policies.md, "What a statement
+ * may allocate"). Every allowed call or construct that can build far more than its input is sent through a
+ * service function of migration 0018, which checks at run time: a template's constants are parameters, so a check
+ * on a constant's value could never be static (templates.ts), and a value computed from rows could not be anyway.
+ *
+ * - `replace`, `regexp_replace` → `user_data.replace`, `user_data.regexp_replace` (same names, so result columns
+ *   keep theirs): an upper bound of the result is checked before it is built.
+ * - `format(fmt, …)` → `format(user_data.wds_format_spec(fmt), …)`: no `*` widths, widths add up to at most 16 MiB.
+ * - the aggregates that keep every input, and `ARRAY(subquery)`: their values pass `user_data.wds_collect`, their
+ *   constant arguments are charged in the aggregate's FILTER (`wds_collect` of an untyped constant could not be
+ *   typed); 64 MiB per statement.
+ * - the recursive term of `WITH RECURSIVE`: each value it returns passes `user_data.wds_cap` (16 MiB), so a row
+ *   cannot double from one iteration to the next without end.
+ * Applied to the rewritten tree, so copies the rewriter made of user expressions are bounded too. Sorts, hashes and
+ * temporary files are bounded by the workspace role's settings (workspace-sql/src/roles.ts).
+ */
+
+/** Built-ins with a bounded twin of the same name in user_data. */
+const TWINS: ReadonlySet<string> = new Set(['replace', 'regexp_replace']);
+
+/** Aggregates whose state keeps (a copy of) every input. */
+const COLLECTING: ReadonlySet<string> = new Set(['array_agg', 'string_agg', 'json_agg', 'jsonb_agg', 'json_object_agg', 'jsonb_object_agg']);
+
+const service = (name: string, args: Node[]): Node => call([USER_SCHEMA, name], args);
+
+/** The built-in a call names (unqualified or `pg_catalog.`), else undefined (ours, in user_data, or malformed). */
+function builtinName(f: FuncCall): string | undefined {
+  const parts = (f.funcname ?? []).map((n) => (n as { String?: { sval?: string } }).String?.sval);
+  if (parts.length === 1 || (parts.length === 2 && parts[0] === 'pg_catalog')) return parts.at(-1);
+  return undefined;
+}
+
+const isConstant = (n: Node | undefined): boolean => n !== undefined && 'A_Const' in n;
+const isStar = (n: Node | undefined): boolean =>
+  n !== undefined && 'ColumnRef' in n && (n.ColumnRef.fields ?? []).some((f) => 'A_Star' in f);
+
+/** `user_data.wds_charge(octet_length(c))` (or a fixed charge for a number or NULL): what a constant costs per row. */
+function chargeOf(c: Node): Node {
+  const sval = (c as { A_Const?: { sval?: unknown } }).A_Const?.sval !== undefined;
+  const size = sval ? call(['pg_catalog', 'octet_length'], [structuredClone(c)]) : { A_Const: { ival: { ival: 8 } } };
+  return service('wds_charge', [size as Node]);
+}
+
+function boundAggregate(f: FuncCall): void {
+  const charges: Node[] = [];
+  f.args = (f.args ?? []).map((arg) => {
+    if (!isConstant(arg)) return service('wds_collect', [arg]);
+    charges.push(chargeOf(arg));
+    return arg;
+  });
+  // With DISTINCT, ORDER BY must name arguments: the same expressions, so wrapped alike.
+  if (f.agg_distinct) {
+    for (const s of f.agg_order ?? []) {
+      const sort = (s as { SortBy?: { node?: Node } }).SortBy;
+      if (!sort?.node || isConstant(sort.node)) continue;
+      sort.node = service('wds_collect', [sort.node]);
+    }
+  }
+  f.agg_filter = withCharges(f.agg_filter, charges);
+}
+
+/** `condition AND charge…`, shaped as the parser shapes it (it flattens `a AND b AND c`, so the charges are appended). */
+function withCharges(condition: Node | undefined, charges: Node[]): Node | undefined {
+  if (charges.length === 0) return condition;
+  if (condition && 'BoolExpr' in condition && condition.BoolExpr.boolop === 'AND_EXPR') {
+    condition.BoolExpr.args = [...(condition.BoolExpr.args ?? []), ...charges];
+    return condition;
+  }
+  const parts = condition ? [condition, ...charges] : charges;
+  return parts.length === 1 ? parts[0] : { BoolExpr: { boolop: 'AND_EXPR', args: parts } };
+}
+
+/** The leaves (plain SELECT or VALUES) of a set operation, left to right. */
+function leaves(s: SelectStmt): SelectStmt[] {
+  if (s.op === undefined || s.op === 'SETOP_NONE') return [s];
+  return [...(s.larg ? leaves(s.larg) : []), ...(s.rarg ? leaves(s.rarg) : [])];
+}
+
+/**
+ * Wraps the value of each output column of a plain SELECT in `fn`; `*` cannot be wrapped, and constants are not
+ * (untyped, they would not resolve): with `charge`, they are charged in the WHERE clause, once per row.
+ */
+function wrapTargets(s: SelectStmt, fn: string, charge: boolean): void {
+  const charges: Node[] = [];
+  for (const t of s.targetList ?? []) {
+    const target = (t as { ResTarget?: { val?: Node } }).ResTarget;
+    if (!target?.val || isStar(target.val)) continue;
+    if (!isConstant(target.val)) target.val = service(fn, [target.val]);
+    else if (charge) charges.push(chargeOf(target.val));
+  }
+  const where = withCharges(s.whereClause, charges);
+  if (where) s.whereClause = where;
+  for (const row of s.valuesLists ?? []) {
+    const items = (row as { List?: { items?: Node[] } }).List?.items;
+    if (items) items.forEach((item, i) => {
+      if (!isConstant(item)) items[i] = service(fn, [item]);
+    });
+  }
+}
+
+/** Sends the calls and constructs above through their bounded forms, in place. */
+export function boundAllocations(tree: unknown): void {
+  const funcs: FuncCall[] = [];
+  const arrays: SubLink[] = [];
+  for (const w of wrappers(tree).values()) {
+    if ('FuncCall' in w) funcs.push(w.FuncCall);
+    else if ('SubLink' in w && w.SubLink.subLinkType === 'ARRAY_SUBLINK') arrays.push(w.SubLink);
+  }
+  for (const f of funcs) {
+    const name = builtinName(f);
+    if (name === undefined) continue;
+    if (TWINS.has(name)) f.funcname = [str(USER_SCHEMA), str(name)];
+    else if (name === 'format' && f.args?.length) f.args[0] = service('wds_format_spec', [f.args[0] as Node]);
+    else if (COLLECTING.has(name)) boundAggregate(f);
+  }
+  for (const s of arrays) {
+    const sub = s.subselect && 'SelectStmt' in s.subselect ? s.subselect.SelectStmt : undefined;
+    if (sub) for (const leaf of leaves(sub)) wrapTargets(leaf, 'wds_collect', true);
+  }
+  for (const w of recursiveWiths(tree)) {
+    for (const c of w.ctes ?? []) {
+      const q = (c as { CommonTableExpr?: { ctequery?: Node } }).CommonTableExpr?.ctequery;
+      const s = q && 'SelectStmt' in q ? q.SelectStmt : undefined;
+      // The first leaf is the non-recursive term: it names the columns and runs once.
+      if (s) for (const leaf of leaves(s).slice(1)) wrapTargets(leaf, 'wds_cap', false);
+    }
+  }
+}
+
+/** Every `WITH RECURSIVE` clause of a tree (a WithClause is no wrapped node, and set operations' leaves are bare). */
+function recursiveWiths(tree: unknown): WithClause[] {
+  const out: WithClause[] = [];
+  const stack: unknown[] = [tree];
+  while (stack.length) {
+    const v = stack.pop();
+    if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (v && typeof v === 'object') {
+      const withClause = (v as { withClause?: WithClause }).withClause;
+      if (withClause?.recursive) out.push(withClause);
+      for (const k of Object.keys(v)) stack.push((v as Record<string, unknown>)[k]);
+    }
+  }
+  return out;
+}
