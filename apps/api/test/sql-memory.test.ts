@@ -51,7 +51,7 @@ async function backendPeak(): Promise<number | undefined> {
   return peak;
 }
 
-const BOUNDED = /would build a value of|would collect more than|widths given by an argument/;
+const BOUNDED = /would build a value of|would collect more than|widths given by an argument|a row may carry at most/;
 
 const BOMBS: [string, string][] = [
   ['format width', `SELECT length(format('%600000000s', 'x'))`],
@@ -79,6 +79,8 @@ const BOMBS: [string, string][] = [
   ['ARRAY(subquery) of a set operation', `SELECT cardinality(ARRAY(SELECT 'a' UNION ALL SELECT format('%10000s', g) FROM generate_series(1, 1000000) g))`],
   ['recursive doubling with ||', `WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r`],
   ['recursive doubling with concat', `WITH RECURSIVE r(s, n) AS (SELECT 'x'::text, 1 UNION ALL SELECT concat(s, s), n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r`],
+  ['recursive doubling through a LATERAL subquery and *', `WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT x.* FROM r AS q JOIN LATERAL (SELECT q.s || q.s, q.n + 1) x ON true WHERE q.n < 40) SELECT max(length(s)) FROM r`],
+  ['recursive doubling of a jsonb value', `WITH RECURSIVE r(j, n) AS (SELECT '1'::jsonb, 1 UNION ALL SELECT jsonb_build_array(j, j), n + 1 FROM r WHERE n < 40) SELECT max(n) FROM r`],
   ['recursive doubling of an array', `WITH RECURSIVE r(a, n) AS (SELECT ARRAY[1], 1 UNION ALL SELECT a || a, n + 1 FROM r WHERE n < 40) SELECT max(cardinality(a)) FROM r`],
 ];
 

@@ -14,8 +14,9 @@ import { USER_SCHEMA } from './names.js';
  * - the aggregates that keep every input, and `ARRAY(subquery)`: their values pass `user_data.wds_collect`, their
  *   constant arguments are charged in the aggregate's FILTER (`wds_collect` of an untyped constant could not be
  *   typed); 64 MiB per statement.
- * - the recursive term of `WITH RECURSIVE`: each value it returns passes `user_data.wds_cap` (16 MiB), so a row
- *   cannot double from one iteration to the next without end.
+ * - the recursive term of `WITH RECURSIVE`: each row it reads of the CTE must pass `user_data.wds_cap(r.*)`
+ *   (1 MiB), so a row cannot double from one iteration to the next without end (whatever the output list is:
+ *   `*`, `x.*` of a LATERAL subquery, …).
  * Applied to the rewritten tree, so copies the rewriter made of user expressions are bounded too. Sorts, hashes and
  * temporary files are bounded by the workspace role's settings (workspace-sql/src/roles.ts).
  */
@@ -82,25 +83,42 @@ function leaves(s: SelectStmt): SelectStmt[] {
 }
 
 /**
- * Wraps the value of each output column of a plain SELECT in `fn`; `*` cannot be wrapped, and constants are not
- * (untyped, they would not resolve): with `charge`, they are charged in the WHERE clause, once per row.
+ * Passes the value of each output column of a plain SELECT through `wds_collect`; `*` cannot be wrapped, and
+ * constants are not (untyped, they would not resolve): they are charged in the WHERE clause, once per row.
  */
-function wrapTargets(s: SelectStmt, fn: string, charge: boolean): void {
+function collectTargets(s: SelectStmt): void {
   const charges: Node[] = [];
   for (const t of s.targetList ?? []) {
     const target = (t as { ResTarget?: { val?: Node } }).ResTarget;
     if (!target?.val || isStar(target.val)) continue;
-    if (!isConstant(target.val)) target.val = service(fn, [target.val]);
-    else if (charge) charges.push(chargeOf(target.val));
+    if (!isConstant(target.val)) target.val = service('wds_collect', [target.val]);
+    else charges.push(chargeOf(target.val));
   }
   const where = withCharges(s.whereClause, charges);
   if (where) s.whereClause = where;
   for (const row of s.valuesLists ?? []) {
     const items = (row as { List?: { items?: Node[] } }).List?.items;
     if (items) items.forEach((item, i) => {
-      if (!isConstant(item)) items[i] = service(fn, [item]);
+      if (!isConstant(item)) items[i] = service('wds_collect', [item]);
     });
   }
+}
+
+/** Each CTE a plain SELECT reads (a bare name of `names` in its FROM list, joins included), as its alias or name. */
+function cteReads(s: SelectStmt, names: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  const visit = (n: Node | undefined): void => {
+    if (!n) return;
+    if ('JoinExpr' in n) {
+      visit(n.JoinExpr.larg);
+      visit(n.JoinExpr.rarg);
+    } else if ('RangeVar' in n) {
+      const r = n.RangeVar;
+      if (!r.schemaname && !r.catalogname && r.relname && names.has(r.relname)) out.push(r.alias?.aliasname ?? r.relname);
+    }
+  };
+  for (const item of s.fromClause ?? []) visit(item);
+  return out;
 }
 
 /** Sends the calls and constructs above through their bounded forms, in place. */
@@ -120,14 +138,19 @@ export function boundAllocations(tree: unknown): void {
   }
   for (const s of arrays) {
     const sub = s.subselect && 'SelectStmt' in s.subselect ? s.subselect.SelectStmt : undefined;
-    if (sub) for (const leaf of leaves(sub)) wrapTargets(leaf, 'wds_collect', true);
+    if (sub) for (const leaf of leaves(sub)) collectTargets(leaf);
   }
   for (const w of recursiveWiths(tree)) {
-    for (const c of w.ctes ?? []) {
-      const q = (c as { CommonTableExpr?: { ctequery?: Node } }).CommonTableExpr?.ctequery;
-      const s = q && 'SelectStmt' in q ? q.SelectStmt : undefined;
-      // The first leaf is the non-recursive term: it names the columns and runs once.
-      if (s) for (const leaf of leaves(s).slice(1)) wrapTargets(leaf, 'wds_cap', false);
+    const ctes = (w.ctes ?? []).map((c) => (c as { CommonTableExpr?: { ctename?: string; ctequery?: Node } }).CommonTableExpr);
+    const names = new Set(ctes.map((c) => c?.ctename).filter((n): n is string => n !== undefined));
+    for (const c of ctes) {
+      const s = c?.ctequery && 'SelectStmt' in c.ctequery ? c.ctequery.SelectStmt : undefined;
+      // The first leaf is the non-recursive term, which runs once; the others read the rows of the last iteration.
+      for (const leaf of s ? leaves(s).slice(1) : []) {
+        const checks = cteReads(leaf, names).map((name) => service('wds_cap', [{ ColumnRef: { fields: [str(name), { A_Star: {} }] } }]));
+        const where = withCharges(leaf.whereClause, checks);
+        if (where) leaf.whereClause = where;
+      }
     }
   }
 }

@@ -17,8 +17,9 @@ import { type Kysely, sql } from 'kysely';
  *   sampling keeps a million small values close to their unwrapped speed, and a bomb of them is still charged its
  *   due within a few percent). The tally lives in two transaction-local settings keyed by statement_timestamp():
  *   user SQL cannot call set_config or current_setting.
- * - `user_data.wds_cap(v)` wraps what a recursive CTE's recursive term returns: a row may not carry a value over
- *   16 MiB to the next iteration (`s || s` doubles otherwise, one iteration at a time, up to 1 GB).
+ * - `user_data.wds_cap(row)` is a condition of a recursive CTE's recursive term on each row it reads of the CTE
+ *   (`r.*`): a row over 1 MiB goes no further (`s || s` doubles otherwise, one iteration at a time, up to 1 GB; and
+ *   building jsonb from a row takes many times its size). Recursive rows carry paths and counters, not documents.
  *
  * All raise SQLSTATE WDS02, which the service answers with 400 EXECUTION_ERROR and the message. Sorts, hashes and
  * temporary files are bounded per workspace role (work_mem, hash_mem_multiplier, temp_file_limit; roles.ts).
@@ -172,13 +173,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END
     $fn$;
 
-    CREATE OR REPLACE FUNCTION user_data.wds_cap(anyelement) RETURNS anyelement
+    CREATE OR REPLACE FUNCTION user_data.wds_cap(anyelement) RETURNS boolean
       LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
     BEGIN
-      IF pg_catalog.pg_column_size($1) > 16777216 THEN
-        PERFORM user_data.wds_too_large('a recursive query''s next row', pg_catalog.pg_column_size($1));
+      IF pg_catalog.pg_column_size($1) > 1048576 THEN
+        RAISE EXCEPTION 'a row of a recursive query holds % bytes; a row may carry at most 1048576 bytes to the next iteration', pg_catalog.pg_column_size($1)
+          USING ERRCODE = 'WDS02', HINT = 'stop the recursion earlier, or build smaller values';
       END IF;
-      RETURN $1;
+      RETURN true;
     END
     $fn$;
 
