@@ -40,16 +40,29 @@ const isConstant = (n: Node | undefined): boolean => n !== undefined && 'A_Const
 const isStar = (n: Node | undefined): boolean =>
   n !== undefined && 'ColumnRef' in n && (n.ColumnRef.fields ?? []).some((f) => 'A_Star' in f);
 
-/** `user_data.wds_charge(octet_length(c))` (or a fixed charge for a number or NULL): what a constant costs per row. */
-function chargeOf(c: Node): Node {
+/** `user_data.wds_charge(<size of c>)`: a constant charged once per row. */
+const chargeOf = (c: Node): Node => service('wds_charge', [sizeOf(c)]);
+
+/** What a constant argument costs per row: its length (a string) or a fixed 8 bytes (a number or NULL). */
+function sizeOf(c: Node): Node {
   const sval = (c as { A_Const?: { sval?: unknown } }).A_Const?.sval !== undefined;
-  const size = sval ? call(['pg_catalog', 'octet_length'], [structuredClone(c)]) : { A_Const: { ival: { ival: 8 } } };
-  return service('wds_charge', [size as Node]);
+  return sval ? call(['pg_catalog', 'octet_length'], [structuredClone(c)]) : { A_Const: { ival: { ival: 8 } } };
 }
 
 function boundAggregate(f: FuncCall): void {
+  const args = f.args ?? [];
+  const constants = args.filter(isConstant);
+  const carrier = args.findIndex((arg) => !isConstant(arg));
+  // One call a row: the constants (a delimiter, a key) are charged along with the first other argument. Not with
+  // DISTINCT, whose ORDER BY must repeat the arguments exactly.
+  if (carrier >= 0 && constants.length > 0 && !f.agg_distinct) {
+    const sizes = constants.map(sizeOf);
+    const total = sizes.slice(1).reduce<Node>((sum, size) => ({ A_Expr: { kind: 'AEXPR_OP', name: [str('+')], lexpr: sum, rexpr: size } }), sizes[0] as Node);
+    f.args = args.map((arg, i) => (i === carrier ? service('wds_collect', [arg, total]) : arg));
+    return;
+  }
   const charges: Node[] = [];
-  f.args = (f.args ?? []).map((arg) => {
+  f.args = args.map((arg) => {
     if (!isConstant(arg)) return service('wds_collect', [arg]);
     charges.push(chargeOf(arg));
     return arg;

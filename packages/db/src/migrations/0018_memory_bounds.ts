@@ -11,8 +11,8 @@ import { type Kysely, sql } from 'kysely';
  * - `user_data.wds_format_spec(fmt)` wraps format()'s format string: widths given by an argument (`%*s`,
  *   `%1$*2$s`) are refused, and the widths written in it may add up to 16 MiB.
  * - `user_data.wds_collect(v)` wraps the arguments of the aggregates that keep every input (array_agg, string_agg,
- *   json(b)_agg, json(b)_object_agg) and the value of `ARRAY(subquery)`; `user_data.wds_charge(bytes)` charges the
- *   constant ones (in the aggregate's FILTER). One statement may collect 64 MiB in all. Values of 256 bytes or more
+ *   json(b)_agg, json(b)_object_agg) and the value of `ARRAY(subquery)`; constant arguments are charged along
+ *   (`wds_collect(v, octet_length(delimiter))`), or by `user_data.wds_charge(bytes)` in the aggregate's FILTER. One statement may collect 64 MiB in all. Values of 256 bytes or more
  *   are charged exactly; smaller ones one in 64 at 64 times their size (a charge is a GUC round trip, ~2.5 µs;
  *   sampling keeps a million small values close to their unwrapped speed, and a bomb of them is still charged its
  *   due within a few percent). The tally lives in two transaction-local settings keyed by statement_timestamp():
@@ -173,6 +173,19 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END
     $fn$;
 
+    -- The same, with the constant arguments of its aggregate (a delimiter, a key) charged along: one call a row.
+    CREATE OR REPLACE FUNCTION user_data.wds_collect(anyelement, bigint) RETURNS anyelement
+      LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $fn$
+    DECLARE
+      size bigint := COALESCE(pg_catalog.pg_column_size($1), 0) + COALESCE($2, 0);
+    BEGIN
+      IF size >= 240 OR pg_catalog.random() < 0.015625 THEN
+        PERFORM user_data.wds_charge(CASE WHEN size >= 240 THEN size ELSE (size + 16) * 64 END);
+      END IF;
+      RETURN $1;
+    END
+    $fn$;
+
     CREATE OR REPLACE FUNCTION user_data.wds_cap(anyelement) RETURNS boolean
       LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
     BEGIN
@@ -196,6 +209,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       user_data.regexp_replace(text, text, text, integer, integer, text),
       user_data.wds_charge(bigint),
       user_data.wds_collect(anyelement),
+      user_data.wds_collect(anyelement, bigint),
       user_data.wds_cap(anyelement)
     TO PUBLIC;
   `.execute(db);
@@ -204,6 +218,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     DROP FUNCTION user_data.wds_cap(anyelement);
+    DROP FUNCTION user_data.wds_collect(anyelement, bigint);
     DROP FUNCTION user_data.wds_collect(anyelement);
     DROP FUNCTION user_data.wds_charge(bigint);
     DROP FUNCTION user_data.regexp_replace(text, text, text, integer, integer, text);
