@@ -94,6 +94,26 @@ describe('memory bounds of user SQL (issue 28, finding 4)', () => {
     if (peak !== undefined) expect(peak).toBeLessThan(PEAK_LIMIT_BYTES);
   });
 
+  test('subscripts of assignment targets are bounded (a jsonb array is padded with nulls up to one)', async () => {
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE docs (j jsonb, a int[])');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['docs']);
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO docs (j, a) VALUES ('[]', '{}')`);
+    for (const sql of [
+      `UPDATE docs SET j['100000000'] = '1'`,
+      `UPDATE docs SET j[100000000] = '1'`,
+      `UPDATE docs SET a[1:2000000] = '{}'`,
+      `INSERT INTO docs (j[2000000]) VALUES ('1')`,
+    ]) {
+      const r = await h.sql(owner.token, ws.id, sql);
+      expect(r.status, sql).toBe(400);
+      expect(r.body.error).toMatch(/subscripts assigned to may be at most 1000000/);
+    }
+    await h.sqlOk(owner.token, ws.id, `UPDATE docs SET j['2'] = '1', a[1] = 7`);
+    expect((await h.sqlOk(owner.token, ws.id, 'SELECT j, a FROM docs')).rows).toEqual([{ j: [null, null, 1], a: [7] }]);
+    const peak = await backendPeak();
+    if (peak !== undefined) expect(peak).toBeLessThan(PEAK_LIMIT_BYTES);
+  });
+
   test('temporary files end the statement at temp_file_limit', async () => {
     // generate_series in FROM is kept in a tuplestore, which spills to a temporary file past work_mem.
     const r = await h.sql(owner.token, ws.id, 'SELECT count(*) FROM generate_series(1, 1000000000)');

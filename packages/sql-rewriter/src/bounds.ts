@@ -1,4 +1,4 @@
-import type { FuncCall, Node, SelectStmt, SubLink, WithClause } from '@pgsql/types';
+import type { A_Indices, FuncCall, Node, ResTarget, SelectStmt, SubLink, WithClause } from '@pgsql/types';
 import { call, str, wrappers } from './ast.js';
 import { USER_SCHEMA } from './names.js';
 
@@ -17,6 +17,8 @@ import { USER_SCHEMA } from './names.js';
  * - the recursive term of `WITH RECURSIVE`: each row it reads of the CTE must pass `user_data.wds_cap(r.*)`
  *   (1 MiB), so a row cannot double from one iteration to the next without end (whatever the output list is:
  *   `*`, `x.*` of a LATERAL subquery, …).
+ * - subscripts of assignment targets (`UPDATE … SET j['100000000'] = …` pads a jsonb array with nulls) pass
+ *   `user_data.wds_subscript` (at most 1 000 000 from 0).
  * Applied to the rewritten tree, so copies the rewriter made of user expressions are bounded too. Sorts, hashes and
  * temporary files are bounded by the workspace role's settings (workspace-sql/src/roles.ts).
  */
@@ -138,9 +140,19 @@ function cteReads(s: SelectStmt, names: ReadonlySet<string>): string[] {
 export function boundAllocations(tree: unknown): void {
   const funcs: FuncCall[] = [];
   const arrays: SubLink[] = [];
+  const assigned: ResTarget[] = [];
   for (const w of wrappers(tree).values()) {
     if ('FuncCall' in w) funcs.push(w.FuncCall);
     else if ('SubLink' in w && w.SubLink.subLinkType === 'ARRAY_SUBLINK') arrays.push(w.SubLink);
+    // Only assignment targets (UPDATE SET, INSERT column lists, ON CONFLICT DO UPDATE SET) carry an indirection.
+    else if ('ResTarget' in w && w.ResTarget.indirection?.length) assigned.push(w.ResTarget);
+  }
+  for (const t of assigned) {
+    for (const item of t.indirection ?? []) {
+      const indices = (item as { A_Indices?: A_Indices }).A_Indices;
+      if (indices?.uidx) indices.uidx = service('wds_subscript', [indices.uidx]);
+      if (indices?.lidx) indices.lidx = service('wds_subscript', [indices.lidx]);
+    }
   }
   for (const f of funcs) {
     const name = builtinName(f);

@@ -20,6 +20,8 @@ import { type Kysely, sql } from 'kysely';
  * - `user_data.wds_cap(row)` is a condition of a recursive CTE's recursive term on each row it reads of the CTE
  *   (`r.*`): a row over 1 MiB goes no further (`s || s` doubles otherwise, one iteration at a time, up to 1 GB; and
  *   building jsonb from a row takes many times its size). Recursive rows carry paths and counters, not documents.
+ * - `user_data.wds_subscript(i)` wraps the subscripts of assignment targets (`SET j['100000000'] = …` pads a jsonb
+ *   array with that many nulls): at most 1 000 000 from 0.
  *
  * All raise SQLSTATE WDS02, which the service answers with 400 EXECUTION_ERROR and the message. Sorts, hashes and
  * temporary files are bounded per workspace role (work_mem, hash_mem_multiplier, temp_file_limit; roles.ts).
@@ -197,6 +199,33 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END
     $fn$;
 
+    -- Subscripts of assignment targets (UPDATE … SET j['1000000000'] = …, INSERT INTO t (a[…])): assigning past the
+    -- end of a jsonb array fills the gap with nulls, tens of bytes each in memory.
+    CREATE OR REPLACE FUNCTION user_data.wds_subscript(bigint) RETURNS bigint
+      LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+    BEGIN
+      IF $1 > 1000000 OR $1 < -1000000 THEN
+        RAISE EXCEPTION 'an assigned subscript of % is out of bounds; subscripts assigned to may be at most 1000000 from 0', $1
+          USING ERRCODE = 'WDS02', HINT = 'one value may have at most 16777216 bytes';
+      END IF;
+      RETURN $1;
+    END
+    $fn$;
+    CREATE OR REPLACE FUNCTION user_data.wds_subscript(integer) RETURNS integer
+      LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$ SELECT user_data.wds_subscript($1::bigint)::integer $fn$;
+    CREATE OR REPLACE FUNCTION user_data.wds_subscript(text) RETURNS text
+      LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+    BEGIN
+      -- A text subscript of a jsonb array is read as an integer.
+      IF $1 OPERATOR(pg_catalog.~) '^\s*[+-]?[0-9]+\s*$' THEN
+        PERFORM user_data.wds_subscript(pg_catalog.btrim($1)::numeric::bigint);
+      END IF;
+      RETURN $1;
+    EXCEPTION WHEN numeric_value_out_of_range THEN
+      RAISE EXCEPTION 'an assigned subscript of % is out of bounds; subscripts assigned to may be at most 1000000 from 0', $1 USING ERRCODE = 'WDS02';
+    END
+    $fn$;
+
     GRANT EXECUTE ON FUNCTION
       user_data.wds_too_large(text, numeric),
       user_data.wds_format_spec(text),
@@ -210,13 +239,19 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       user_data.wds_charge(bigint),
       user_data.wds_collect(anyelement),
       user_data.wds_collect(anyelement, bigint),
-      user_data.wds_cap(anyelement)
+      user_data.wds_cap(anyelement),
+      user_data.wds_subscript(bigint),
+      user_data.wds_subscript(integer),
+      user_data.wds_subscript(text)
     TO PUBLIC;
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
+    DROP FUNCTION user_data.wds_subscript(text);
+    DROP FUNCTION user_data.wds_subscript(integer);
+    DROP FUNCTION user_data.wds_subscript(bigint);
     DROP FUNCTION user_data.wds_cap(anyelement);
     DROP FUNCTION user_data.wds_collect(anyelement, bigint);
     DROP FUNCTION user_data.wds_collect(anyelement);
