@@ -77,9 +77,12 @@ const BOMBS: [string, string][] = [
   ['ARRAY(subquery)', `SELECT cardinality(ARRAY(SELECT format('%10000s', g) FROM generate_series(1, 1000000) g))`],
   ['ARRAY(subquery) of a constant', `SELECT cardinality(ARRAY(SELECT '${'x'.repeat(5000)}' FROM generate_series(1, 1000000)))`],
   ['ARRAY(subquery) of a set operation', `SELECT cardinality(ARRAY(SELECT 'a' UNION ALL SELECT format('%10000s', g) FROM generate_series(1, 1000000) g))`],
+  ['ARRAY(SELECT * …)', `SELECT cardinality(ARRAY(SELECT * FROM (SELECT format('%10000s', g) FROM generate_series(1, 1000000) g) s))`],
+  ['ARRAY(SELECT (x).* …)', `SELECT cardinality(ARRAY(SELECT (x).* FROM (SELECT ROW(format('%10000s', g)) FROM generate_series(1, 1000000) g) s(x)))`],
   ['recursive doubling with ||', `WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r`],
   ['recursive doubling with concat', `WITH RECURSIVE r(s, n) AS (SELECT 'x'::text, 1 UNION ALL SELECT concat(s, s), n + 1 FROM r WHERE n < 40) SELECT max(length(s)) FROM r`],
   ['recursive doubling through a LATERAL subquery and *', `WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT x.* FROM r AS q JOIN LATERAL (SELECT q.s || q.s, q.n + 1) x ON true WHERE q.n < 40) SELECT max(length(s)) FROM r`],
+  ['recursive doubling behind an aliased join', `WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT j.s || j.s, j.n + 1 FROM (r JOIN generate_series(1, 1) g ON true) AS j WHERE j.n < 40) SELECT max(length(s)) FROM r`],
   ['recursive doubling of a jsonb value', `WITH RECURSIVE r(j, n) AS (SELECT '1'::jsonb, 1 UNION ALL SELECT jsonb_build_array(j, j), n + 1 FROM r WHERE n < 40) SELECT max(n) FROM r`],
   ['recursive doubling of an array', `WITH RECURSIVE r(a, n) AS (SELECT ARRAY[1], 1 UNION ALL SELECT a || a, n + 1 FROM r WHERE n < 40) SELECT max(cardinality(a)) FROM r`],
 ];
@@ -171,6 +174,10 @@ describe('memory bounds of user SQL (issue 28, finding 4)', () => {
       `WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 10) SELECT max(length(s)) AS longest FROM r`,
     );
     expect(rec.body.rows).toEqual([{ longest: 512 }]);
+    const starred = await h.sql(owner.token, ws.id, `SELECT ARRAY(SELECT * FROM (SELECT g FROM generate_series(1, 3) g ORDER BY g DESC) s) AS a`);
+    expect(starred.body.rows).toEqual([{ a: [3, 2, 1] }]);
+    const two = await h.sql(owner.token, ws.id, `SELECT ARRAY(SELECT * FROM (SELECT 1, 2) s)`);
+    expect(two.body.error).toBe('subquery must return only one column');
     // 200 000 small values: the sampled charge lets an ordinary aggregate through.
     const many = await h.sql(owner.token, ws.id, `SELECT cardinality(array_agg(g)) AS n FROM generate_series(1, 200000) g`);
     expect(many.body.rows).toEqual([{ n: 200000 }]);

@@ -12,8 +12,8 @@ import { USER_SCHEMA } from './names.js';
  *   keep theirs): an upper bound of the result is checked before it is built.
  * - `format(fmt, …)` → `format(user_data.wds_format_spec(fmt), …)`: no `*` widths, widths add up to at most 16 MiB.
  * - the aggregates that keep every input, and `ARRAY(subquery)`: their values pass `user_data.wds_collect`, their
- *   constant arguments are charged in the aggregate's FILTER (`wds_collect` of an untyped constant could not be
- *   typed); 64 MiB per statement.
+ *   constant arguments (`wds_collect` of an untyped constant could not be typed) are charged along with another
+ *   argument, or in the aggregate's FILTER (the subquery's WHERE); 64 MiB per statement.
  * - the recursive term of `WITH RECURSIVE`: each row it reads of the CTE must pass `user_data.wds_cap(r.*)`
  *   (1 MiB), so a row cannot double from one iteration to the next without end (whatever the output list is:
  *   `*`, `x.*` of a LATERAL subquery, …).
@@ -39,8 +39,11 @@ function builtinName(f: FuncCall): string | undefined {
 }
 
 const isConstant = (n: Node | undefined): boolean => n !== undefined && 'A_Const' in n;
+/** `*`, `t.*`, `(x).*`: an output column that cannot be wrapped in a call. */
 const isStar = (n: Node | undefined): boolean =>
-  n !== undefined && 'ColumnRef' in n && (n.ColumnRef.fields ?? []).some((f) => 'A_Star' in f);
+  n !== undefined &&
+  (('ColumnRef' in n && (n.ColumnRef.fields ?? []).some((f) => 'A_Star' in f)) ||
+    ('A_Indirection' in n && (n.A_Indirection.indirection ?? []).some((f) => 'A_Star' in f)));
 
 /** `user_data.wds_charge(<size of c>)`: a constant charged once per row. */
 const chargeOf = (c: Node): Node => service('wds_charge', [sizeOf(c)]);
@@ -119,21 +122,36 @@ function collectTargets(s: SelectStmt): void {
   }
 }
 
+/**
+ * `ARRAY(SELECT * …)`: its column has no expression to wrap, so the subquery becomes
+ * `SELECT wds_a.* FROM (<subquery>) AS wds_a WHERE user_data.wds_collect_row(wds_a.*)` (the same columns, so more
+ * than one is still an error; a subquery in FROM keeps its order, and its own names cannot see the alias).
+ */
+function collectedSubquery(sub: SelectStmt): Node {
+  const row = (): Node => ({ ColumnRef: { fields: [str('wds_a'), { A_Star: {} }] } });
+  return {
+    SelectStmt: {
+      targetList: [{ ResTarget: { val: row() } }],
+      fromClause: [{ RangeSubselect: { subquery: { SelectStmt: sub }, alias: { aliasname: 'wds_a' } } }],
+      whereClause: service('wds_collect_row', [row()]),
+      limitOption: 'LIMIT_OPTION_DEFAULT',
+      op: 'SETOP_NONE',
+    },
+  };
+}
+
 /** Each CTE a plain SELECT reads (a bare name of `names` in its FROM list, joins included), as its alias or name. */
 function cteReads(s: SelectStmt, names: ReadonlySet<string>): string[] {
-  const out: string[] = [];
-  const visit = (n: Node | undefined): void => {
-    if (!n) return;
-    if ('JoinExpr' in n) {
-      visit(n.JoinExpr.larg);
-      visit(n.JoinExpr.rarg);
-    } else if ('RangeVar' in n) {
-      const r = n.RangeVar;
-      if (!r.schemaname && !r.catalogname && r.relname && names.has(r.relname)) out.push(r.alias?.aliasname ?? r.relname);
+  // Names inside an aliased join are hidden behind its alias: then the joined row is checked, a CTE row with it.
+  const visit = (n: Node | undefined): string[] => {
+    if (n && 'JoinExpr' in n) {
+      const inner = [...visit(n.JoinExpr.larg), ...visit(n.JoinExpr.rarg)];
+      return n.JoinExpr.alias?.aliasname && inner.length ? [n.JoinExpr.alias.aliasname] : inner;
     }
+    const r = n && 'RangeVar' in n ? n.RangeVar : undefined;
+    return r && !r.schemaname && !r.catalogname && r.relname && names.has(r.relname) ? [r.alias?.aliasname ?? r.relname] : [];
   };
-  for (const item of s.fromClause ?? []) visit(item);
-  return out;
+  return (s.fromClause ?? []).flatMap(visit);
 }
 
 /** Sends the calls and constructs above through their bounded forms, in place. */
@@ -163,7 +181,10 @@ export function boundAllocations(tree: unknown): void {
   }
   for (const s of arrays) {
     const sub = s.subselect && 'SelectStmt' in s.subselect ? s.subselect.SelectStmt : undefined;
-    if (sub) for (const leaf of leaves(sub)) collectTargets(leaf);
+    if (!sub) continue;
+    const starred = leaves(sub).some((leaf) => (leaf.targetList ?? []).some((t) => isStar((t as { ResTarget?: { val?: Node } }).ResTarget?.val)));
+    if (starred) s.subselect = collectedSubquery(sub);
+    else for (const leaf of leaves(sub)) collectTargets(leaf);
   }
   for (const w of recursiveWiths(tree)) {
     const ctes = (w.ctes ?? []).map((c) => (c as { CommonTableExpr?: { ctename?: string; ctequery?: Node } }).CommonTableExpr);

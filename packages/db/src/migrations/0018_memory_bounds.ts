@@ -188,6 +188,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END
     $fn$;
 
+    -- A row of \`ARRAY(SELECT * …)\`, whose column has no expression to wrap (a condition of the subquery around it).
+    CREATE OR REPLACE FUNCTION user_data.wds_collect_row(anyelement) RETURNS boolean
+      LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $fn$
+    BEGIN
+      PERFORM user_data.wds_collect($1);
+      RETURN true;
+    END
+    $fn$;
+
     CREATE OR REPLACE FUNCTION user_data.wds_cap(anyelement) RETURNS boolean
       LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
     BEGIN
@@ -239,6 +248,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       user_data.wds_charge(bigint),
       user_data.wds_collect(anyelement),
       user_data.wds_collect(anyelement, bigint),
+      user_data.wds_collect_row(anyelement),
       user_data.wds_cap(anyelement),
       user_data.wds_subscript(bigint),
       user_data.wds_subscript(integer),
@@ -253,6 +263,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     DROP FUNCTION user_data.wds_subscript(integer);
     DROP FUNCTION user_data.wds_subscript(bigint);
     DROP FUNCTION user_data.wds_cap(anyelement);
+    DROP FUNCTION user_data.wds_collect_row(anyelement);
     DROP FUNCTION user_data.wds_collect(anyelement, bigint);
     DROP FUNCTION user_data.wds_collect(anyelement);
     DROP FUNCTION user_data.wds_charge(bigint);
