@@ -51,7 +51,7 @@ async function backendPeak(): Promise<number | undefined> {
   return peak;
 }
 
-const BOUNDED = /would build a value of|would collect more than|widths given by an argument|a row may carry at most/;
+const BOUNDED = /would build a value of|would collect more than|widths given by an argument|a row may carry at most|would copy its arguments/;
 
 const BOMBS: [string, string][] = [
   ['format width', `SELECT length(format('%600000000s', 'x'))`],
@@ -59,6 +59,7 @@ const BOMBS: [string, string][] = [
   ['format positional width of an argument', `SELECT length(format('%1$*2$s', 'x', 600000000))`],
   ['format left-aligned width of an argument', `SELECT length(format('%-*s', 600000000, 'x'))`],
   ['format widths of a computed format string', `SELECT length(format(string_agg('%9999s', ''), 'x')) FROM generate_series(1, 5000)`],
+  ['format copying one argument by position', `SELECT length(format(string_agg('%1$s', ''), format('%100000s', ''))) FROM generate_series(1, 100000)`],
   ['replace growth', `SELECT length(replace(format('%1000000s', ''), ' ', format('%600s', '')))`],
   ['regexp_replace growth', `SELECT length(regexp_replace(format('%1000000s', ''), ' ', format('%600s', ''), 'g'))`],
   ['regexp_replace growth, N = 0', `SELECT length(regexp_replace(format('%1000000s', ''), ' ', format('%600s', ''), 1, 0))`],
@@ -154,11 +155,11 @@ describe('memory bounds of user SQL (issue 28, finding 4)', () => {
     const r = await h.sql(
       owner.token,
       ws.id,
-      `SELECT format('%3s|%-3s|%%|%1$s', 'a', 'b'), replace('abc', 'b', 'xx'), regexp_replace('abcb', 'b', '<\\&>', 'g'),
+      `SELECT format('%3s|%-3s|%%|%1$s|%1$s', 'a', 'b'), replace('abc', 'b', 'xx'), regexp_replace('abcb', 'b', '<\\&>', 'g'),
               regexp_replace('aaa', '(a)', '\\1\\1'), length(format('%1000000s', '')) AS wide`,
     );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.rows).toEqual([{ format: '  a|b  |%|a', replace: 'axxc', regexp_replace: 'aaaa', wide: 1_000_000 }]);
+    expect(r.body.rows).toEqual([{ format: '  a|b  |%|a|a', replace: 'axxc', regexp_replace: 'aaaa', wide: 1_000_000 }]);
     const agg = await h.sql(
       owner.token,
       ws.id,

@@ -10,7 +10,8 @@ import { USER_SCHEMA } from './names.js';
  *
  * - `replace`, `regexp_replace` → `user_data.replace`, `user_data.regexp_replace` (same names, so result columns
  *   keep theirs): an upper bound of the result is checked before it is built.
- * - `format(fmt, …)` → `format(user_data.wds_format_spec(fmt), …)`: no `*` widths, widths add up to at most 16 MiB.
+ * - `format(fmt, a…)` → `format(user_data.wds_format_spec(fmt, <number of a>), a…)`: no `*` widths, widths add up
+ *   to at most 16 MiB, at most 16 conversions more than four per argument.
  * - the aggregates that keep every input, and `ARRAY(subquery)`: their values pass `user_data.wds_collect`, their
  *   constant arguments (`wds_collect` of an untyped constant could not be typed) are charged along with another
  *   argument, or in the aggregate's FILTER (the subquery's WHERE); 64 MiB per statement.
@@ -176,7 +177,11 @@ export function boundAllocations(tree: unknown): void {
     const name = builtinName(f);
     if (name === undefined) continue;
     if (TWINS.has(name)) f.funcname = [str(USER_SCHEMA), str(name)];
-    else if (name === 'format' && f.args?.length) f.args[0] = service('wds_format_spec', [f.args[0] as Node]);
+    else if (name === 'format' && f.args?.length) {
+      // How many arguments follow the format string; unknown (NULL) when they come as a VARIADIC array.
+      const count: Node = f.func_variadic ? { A_Const: { isnull: true } } : { A_Const: { ival: f.args.length > 1 ? { ival: f.args.length - 1 } : {} } };
+      f.args[0] = service('wds_format_spec', [f.args[0] as Node, count]);
+    }
     else if (COLLECTING.has(name)) boundAggregate(f);
   }
   for (const s of arrays) {

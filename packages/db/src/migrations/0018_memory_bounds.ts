@@ -8,8 +8,9 @@ import { type Kysely, sql } from 'kysely';
  * - `user_data.replace` and `user_data.regexp_replace` (every overload of PostgreSQL 15) compute an upper bound of
  *   their result before building it and refuse one over 16 MiB (a value larger than SQL_MAX_ROW_BYTES's default
  *   could not be returned anyway). Same names as the built-ins, so result columns keep their names.
- * - `user_data.wds_format_spec(fmt)` wraps format()'s format string: widths given by an argument (`%*s`,
- *   `%1$*2$s`) are refused, and the widths written in it may add up to 16 MiB.
+ * - `user_data.wds_format_spec(fmt, n)` wraps format()'s format string (n: the arguments after it): widths given by
+ *   an argument (`%*s`, `%1$*2$s`) are refused, the widths written in it may add up to 16 MiB, and it may have at
+ *   most 4n + 16 conversions (`%1$s` repeated would copy one argument without end).
  * - `user_data.wds_collect(v)` wraps the arguments of the aggregates that keep every input (array_agg, string_agg,
  *   json(b)_agg, json(b)_object_agg) and the value of `ARRAY(subquery)`; constant arguments are charged along
  *   (`wds_collect(v, octet_length(delimiter))`), or by `user_data.wds_charge(bytes)` in the aggregate's FILTER. One statement may collect 64 MiB in all. Values of 256 bytes or more
@@ -37,16 +38,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END
     $fn$;
 
-    CREATE OR REPLACE FUNCTION user_data.wds_format_spec(text) RETURNS text
+    -- $2: how many arguments follow the format string (NULL: VARIADIC, unknown). A conversion may name an argument
+    -- by position, so a format string of many '%1$s' would copy one argument that many times.
+    CREATE OR REPLACE FUNCTION user_data.wds_format_spec(text, integer) RETURNS text
       LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$
     DECLARE
       rest text;
       widths numeric;
+      conversions bigint;
     BEGIN
       IF pg_catalog.strpos($1, '%') = 0 THEN
         RETURN $1;
       END IF;
       rest := pg_catalog.replace($1, '%%', '');
+      conversions := pg_catalog.octet_length(rest) - pg_catalog.octet_length(pg_catalog.replace(rest, '%', ''));
+      IF conversions > COALESCE(4 * $2 + 16, 1024) THEN
+        RAISE EXCEPTION 'format() with % conversions for % arguments would copy its arguments that many times', conversions, COALESCE($2::text, 'a VARIADIC array of')
+          USING ERRCODE = 'WDS02', HINT = 'a format string may have at most 16 conversions more than four per argument';
+      END IF;
       IF rest OPERATOR(pg_catalog.~) '%([0-9]+\\$)?-*\\*' THEN
         RAISE EXCEPTION 'format() widths given by an argument (%%*s, %%1$*2$s) are not allowed'
           USING ERRCODE = 'WDS02', HINT = 'write the width into the format string';
@@ -237,7 +246,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
     GRANT EXECUTE ON FUNCTION
       user_data.wds_too_large(text, numeric),
-      user_data.wds_format_spec(text),
+      user_data.wds_format_spec(text, integer),
       user_data.replace(text, text, text),
       user_data.wds_regexp_replace_bound(text, text, text, text, boolean),
       user_data.regexp_replace(text, text, text),
@@ -274,7 +283,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     DROP FUNCTION user_data.regexp_replace(text, text, text);
     DROP FUNCTION user_data.wds_regexp_replace_bound(text, text, text, text, boolean);
     DROP FUNCTION user_data.replace(text, text, text);
-    DROP FUNCTION user_data.wds_format_spec(text);
+    DROP FUNCTION user_data.wds_format_spec(text, integer);
     DROP FUNCTION user_data.wds_too_large(text, numeric);
   `.execute(db);
 }
