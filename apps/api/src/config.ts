@@ -18,6 +18,8 @@ export const ConfigSchema = v.object({
   DATABASE_URL: opt,
   // Unset: the port remembered in DATA_DIR/postgres-port (chosen free on the first start).
   EMBEDDED_PG_PORT: v.optional(v.pipe(v.string(), v.trim(), v.toNumber(), v.integer(), v.minValue(1), v.maxValue(65535))),
+  // RLIMIT_DATA of each embedded PostgreSQL process (0: none); see docs/operations.md.
+  EMBEDDED_PG_BACKEND_MEMORY_MB: int(1024, 0, 1_048_576),
   DB_POOL_MAX: int(10, 1, 1000),
   ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.minLength(16, 'ADMIN_TOKEN must have at least 16 characters'))),
   AUTH_JWKS_URL: url,

@@ -79,6 +79,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
     embedded = await startEmbeddedPostgres({
       dataDir,
       port: config.EMBEDDED_PG_PORT,
+      backendMemoryBytes: config.EMBEDDED_PG_BACKEND_MEMORY_MB * 1024 * 1024,
       log: (msg) => logger.debug({ postgres: msg }, 'embedded PostgreSQL output'),
       notify: (level, msg, fields) => logger[level]({ data_dir: dataDir, ...fields }, msg),
     });

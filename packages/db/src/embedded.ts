@@ -17,6 +17,12 @@ export interface EmbeddedPostgresOptions {
   port?: number | undefined;
   /** Every line the server prints. */
   log?: (msg: string) => void;
+  /**
+   * Private memory each server process may have (RLIMIT_DATA; shared_buffers is shared memory and not counted), on
+   * Linux; 0: no limit. Default 1 GiB. A backend that would pass it gets `out of memory` (SQLSTATE 53200) for its
+   * statement instead of a kernel OOM kill, which would make PostgreSQL restart every backend of every tenant.
+   */
+  backendMemoryBytes?: number | undefined;
   /** What the supervision does on its own: a stale server stopped, a new port chosen, the server restarted. */
   notify?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -64,7 +70,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   await stopLeftOverServer(pgDir, notify);
   const port = await choosePort(dataDir, opts.port, notify);
-  const server = new SupervisedServer({ bin: bin.postgres, pgDir, port, user, log, tail, notify });
+  const memory = opts.backendMemoryBytes ?? DEFAULT_BACKEND_MEMORY_BYTES;
+  const server = new SupervisedServer({ bin: bin.postgres, pgDir, port, user, log, tail, notify, memory });
   await server.start();
   await writeFile(path.join(dataDir, 'postgres-port'), `${port}\n`);
   return {
@@ -73,6 +80,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     stop: () => server.stop(),
   };
 }
+
+export const DEFAULT_BACKEND_MEMORY_BYTES = 1024 * 1024 * 1024;
 
 interface ServerUser {
   uid: number;
@@ -87,6 +96,8 @@ interface ServerOptions {
   log: (msg: string) => void;
   tail: string[];
   notify: NonNullable<EmbeddedPostgresOptions['notify']>;
+  /** RLIMIT_DATA of the server's processes in bytes; 0: none. */
+  memory: number;
 }
 
 /** One postmaster at a time for one data directory: started, restarted when it exits on its own, stopped. */
@@ -137,17 +148,23 @@ class SupervisedServer {
   private async spawnAndWait(): Promise<void> {
     const { pgDir, port, user, log, tail } = this.o;
     await removeStalePidFile(pgDir);
-    const child = spawn(
-      this.o.bin,
-      [
-        '-D', pgDir,
-        '-p', String(port),
-        '-c', 'listen_addresses=127.0.0.1',
-        '-c', 'unix_socket_directories=',
-        '-c', `${OWNER_SETTING}=${process.pid}`,
-      ],
-      { detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...(user ?? {}) },
-    );
+    const args = [
+      '-D', pgDir,
+      '-p', String(port),
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', 'unix_socket_directories=',
+      '-c', `${OWNER_SETTING}=${process.pid}`,
+    ];
+    // Node cannot set a child's rlimits: a shell sets RLIMIT_DATA and execs postgres (same PID), and every backend
+    // the postmaster forks inherits it.
+    const limited = this.o.memory > 0 && platform() === 'linux' && existsSync('/bin/sh');
+    const child = limited
+      ? spawn('/bin/sh', ['-c', `ulimit -d ${Math.ceil(this.o.memory / 1024)} && exec "$0" "$@"`, this.o.bin, ...args], {
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          ...(user ?? {}),
+        })
+      : spawn(this.o.bin, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...(user ?? {}) });
     child.stdout?.on('data', (d) => log(String(d)));
     child.stderr?.on('data', (d) => log(String(d)));
     child.on('error', (err) => log(String(err)));

@@ -32,6 +32,26 @@ afterAll(async () => {
 });
 
 describe('startEmbeddedPostgres', { timeout: 60_000 }, () => {
+  it.runIf(process.platform === 'linux')('bounds the private memory of every backend: a bomb fails with out of memory, the server lives on', async () => {
+    const server = await startEmbeddedPostgres({ dataDir: await tempDir(), backendMemoryBytes: 256 * 1024 * 1024 });
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ pid: number; postmaster: number }>('SELECT pg_backend_pid() AS pid');
+      const limits = readFileSync(`/proc/${rows[0]?.pid}/limits`, 'utf8');
+      expect(limits).toMatch(/^Max data size\s+268435456\s+268435456\s+bytes/m);
+      // 16 MB a row, 40 rows: 640 MB of aggregate state, unbounded in PostgreSQL itself.
+      const bomb = client.query(`SELECT length(string_agg(lpad('', 16000000, 'x'), '')) FROM generate_series(1, 40)`);
+      await expect(bomb).rejects.toMatchObject({ code: '53200' });
+      expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      const status = readFileSync(`/proc/${rows[0]?.pid}/status`, 'utf8');
+      expect(Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]) * 1024).toBeLessThan(400 * 1024 * 1024);
+    } finally {
+      await client.end();
+      await server.stop();
+    }
+  });
+
   it('keeps data and password across restarts and stays quiet without a log option', async () => {
     const consoleLog = vi.spyOn(console, 'log');
     const dataDir = await tempDir();

@@ -9,7 +9,7 @@ describe('migrateToLatest', () => {
     const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
     const { db } = createDb(url, { max: 2 });
     try {
-      expect(await migrateToLatest(db)).toEqual(['0001_foundation', '0002_sql_and_policies', '0003_stfs', '0004_workflows_and_effects', '0005_content', '0006_embeddings', '0007_drive_sync', '0008_sql_walls', '0009_nothing_left_behind', '0010_mcp', '0011_embedding_generations', '0012_workflow_runs_async', '0013_workflow_schedules', '0014_workflow_hooks', '0015_workflow_triggers', '0016_row_changes', '0017_row_capture_hardening', '0018_workspace_creators', '0019_accepted_versions']);
+      expect(await migrateToLatest(db)).toEqual(['0001_foundation', '0002_sql_and_policies', '0003_stfs', '0004_workflows_and_effects', '0005_content', '0006_embeddings', '0007_drive_sync', '0008_sql_walls', '0009_nothing_left_behind', '0010_mcp', '0011_embedding_generations', '0012_workflow_runs_async', '0013_workflow_schedules', '0014_workflow_hooks', '0015_workflow_triggers', '0016_row_changes', '0017_row_capture_hardening', '0018_workspace_creators', '0019_accepted_versions', '0020_memory_bounds']);
       expect(await migrateToLatest(db)).toEqual([]);
       const { rows } = await sql<{ nspname: string }>`
         SELECT nspname FROM pg_namespace WHERE nspname IN ('platform', 'user_data') ORDER BY 1`.execute(db);

@@ -2,6 +2,7 @@ import { ServiceError } from '@wds/errors';
 import { deparseSync } from 'pgsql-deparser';
 import { type Analysis, type Operation, dropName } from './analyze.js';
 import { col, isNull, str, wrappers } from './ast.js';
+import { boundAllocations } from './bounds.js';
 import { replaceInfoSchema } from './info-schema.js';
 import { USER_SCHEMA, physicalName } from './names.js';
 import type { Node } from '@pgsql/types';
@@ -83,6 +84,7 @@ export function rewriteTree(analysis: Analysis, opts: RewriteOptions): AnyNode {
   }
   for (const call of a.serviceCalls) call.funcname = [str(USER_SCHEMA), str('uuidv7')];
   if (a.parsed.tag === 'CreateStmt') addSystemColumns(a.parsed.stmt.CreateStmt);
+  boundAllocations(a.parsed.tree);
   return a.parsed.tree;
 }
 

@@ -79,7 +79,8 @@ describe('rewrite: golden SQL', () => {
       `WITH pg_class AS (SELECT * FROM ${P}pg_class AS pg_class) SELECT * FROM pg_class`,
     );
     expect(run('WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r')).toBe(
-      'WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r',
+      // (each row the recursive term reads passes wds_cap, bounds.ts)
+      'WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3 AND user_data.wds_cap(r.*)) SELECT * FROM r',
     );
   });
 });

@@ -263,3 +263,21 @@ describe('lexical shapes', () => {
     expect(same).toBeGreaterThan(40);
   });
 });
+
+describe('templates of bounded statements (bounds.ts)', () => {
+  it('are made, and follow their constants into the run-time checks', () => {
+    for (const [first, second] of [
+      ["SELECT length(format('%5s', 'x')) FROM orders", "SELECT length(format('%600000000s', 'y')) FROM orders"],
+      ["SELECT string_agg(title, ',') FROM items", "SELECT string_agg(title, '-') FROM items"],
+      ["SELECT array_agg(1) FILTER (WHERE id > 2 AND id < 9), jsonb_object_agg('k', id) FROM items", "SELECT array_agg(7) FILTER (WHERE id > 3 AND id < 4), jsonb_object_agg('j', id) FROM items"],
+      ["SELECT replace(title, 'a', 'bb'), regexp_replace(title, 'a', 'b', 'g') FROM items", "SELECT replace(title, 'c', 'dd'), regexp_replace(title, 'e', 'f', 'i') FROM items"],
+      ["SELECT ARRAY(SELECT 'x' FROM items WHERE id > 1)", "SELECT ARRAY(SELECT 'y' FROM items WHERE id > 5)"],
+      ["SELECT ARRAY(SELECT * FROM (SELECT title FROM items WHERE id > 1) s)", "SELECT ARRAY(SELECT * FROM (SELECT title FROM items WHERE id > 7) s)"],
+      ["UPDATE orders SET total = 1 WHERE id = 'a' RETURNING (SELECT string_agg(title, ',') FROM items)", "UPDATE orders SET total = 2 WHERE id = 'b' RETURNING (SELECT string_agg(title, ';') FROM items)"],
+      ["WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT s || 'y', n + 1 FROM r WHERE n < 3) SELECT * FROM r", "WITH RECURSIVE r(s, n) AS (SELECT 'a', 1 UNION ALL SELECT s || 'b', n + 1 FROM r WHERE n < 9) SELECT * FROM r"],
+    ] as const) {
+      expect(sameAsFull(first, second).shared, first).toBe(true);
+      expect(full(second).text).toMatch(/user_data\.(wds_|replace|regexp_replace)/);
+    }
+  });
+});

@@ -66,6 +66,15 @@ export function mapDatabaseError(err: unknown, limits: ErrorLimits): unknown {
       `a row of table "${table}" would be outside your ${operation} policy; nothing was changed`,
     );
   }
+  // Memory bounds (migration 0020, roles.ts): the message says what was too large; no row data is in it.
+  if (e.code === 'WDS02') return new ServiceError('EXECUTION_ERROR', e.message, e.hint ?? 'the limits are in docs/sql-and-policies.md');
+  if (e.code === '53200' || e.code === '53400') {
+    return new ServiceError(
+      'EXECUTION_ERROR',
+      e.code === '53200' ? 'The statement needed more memory than one statement may use' : 'The statement needed more temporary disk space than one statement may use',
+      `SQLSTATE ${e.code}; aggregate or sort fewer rows, or page through them`,
+    );
+  }
   if (e.code === '57014') {
     return new ServiceError(
       'EXECUTION_ERROR',

@@ -1,7 +1,7 @@
 export * from './execute.js';
 export { OFFLOAD_BYTES, type Decisions } from './statement.js';
 export { AnalysisWorker } from './offload.js';
-export { ensureWorkspaceRole, rolePassword, roleSecret } from './roles.js';
+export { WORKSPACE_ROLE_SETTINGS, ensureWorkspaceRole, rolePassword, roleSecret } from './roles.js';
 export { WorkspaceConnector } from './connections.js';
 export { mapDatabaseError } from './errors.js';
 export { userValueTypes } from './values.js';

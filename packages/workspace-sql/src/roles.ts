@@ -13,6 +13,21 @@ import type pg from 'pg';
 /** Serialises role and grant changes in one database: concurrent GRANTs on one schema fail with "tuple concurrently updated". */
 const ROLE_LOCK_KEY = 0x77_64_73_72; // 'wdsr'
 
+/**
+ * Memory and disk one backend of a workspace may use for sorts, hashes and temporary files (issue 28): each sort or
+ * hash node of a plan spills to disk past work_mem (× hash_mem_multiplier), and its temporary files end the
+ * statement past temp_file_limit. What the executor builds outside those (strings, arrays, aggregates) is bounded by
+ * the rewriter (sql-rewriter/src/bounds.ts); docs/operations.md says how to cap a backend as a whole.
+ * temp_file_limit is a superuser setting: it is set only where the service may (superuser, or
+ * `GRANT SET ON PARAMETER temp_file_limit`); elsewhere the server's own value holds.
+ */
+export const WORKSPACE_ROLE_SETTINGS: Readonly<Record<string, string>> = {
+  work_mem: '8MB',
+  hash_mem_multiplier: '1',
+  maintenance_work_mem: '64MB',
+  temp_file_limit: '1GB',
+};
+
 /** Workspace passwords are derived, so every process of the service computes the same one without storing it. */
 export const rolePassword = (secret: string, role: string): string =>
   createHmac('sha256', secret).update(`wds-workspace-role:${role}`).digest('base64url');
@@ -54,6 +69,12 @@ export async function ensureWorkspaceRole(service: pg.PoolClient | pg.Client, wo
     // created in the shared schema can shadow a built-in function or operator (the CVE-2018-1058 pattern).
     await service.query(`ALTER ROLE ${ident} RESET ALL`);
     await service.query(`ALTER ROLE ${ident} SET search_path = pg_catalog`);
+    // Existing roles get these too: this runs once per process for every workspace before its first connection.
+    const { rows } = await service.query<{ name: string }>(
+      `SELECT name FROM unnest($1::text[]) AS name WHERE has_parameter_privilege(name, 'SET')`,
+      [Object.keys(WORKSPACE_ROLE_SETTINGS)],
+    );
+    for (const { name } of rows) await service.query(`ALTER ROLE ${ident} SET ${name} = '${WORKSPACE_ROLE_SETTINGS[name]}'`);
     // The service manages the workspace's tables too (embeddings, drops); membership goes this way only.
     await service.query(`GRANT ${ident} TO CURRENT_USER`);
     await service.query(`GRANT USAGE, CREATE ON SCHEMA ${USER_SCHEMA} TO ${ident}`);
