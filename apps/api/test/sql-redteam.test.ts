@@ -762,6 +762,7 @@ describe('finding 4: a single value never crashes the process', () => {
 describe('finding 10: fair sharing of connections between workspaces', () => {
   let hf: Harness;
   let o: User;
+  let o2: User;
   let wa: { id: string };
   let wb: { id: string };
   let admin: pg.Client;
@@ -780,8 +781,10 @@ describe('finding 10: fair sharing of connections between workspaces', () => {
   beforeAll(async () => {
     hf = await Harness.create({ SQL_WORKSPACE_CONNECTIONS: '2', SQL_WORKSPACE_QUEUE: '1', SQL_STATEMENT_TIMEOUT_MS: '60000' });
     o = await hf.user('fair');
+    // Another user's workspace: one user's workspaces share one fair share (issue 28, finding 9).
+    o2 = await hf.user('fair2');
     wa = await hf.workspace(o.token, 'busy');
-    wb = await hf.workspace(o.token, 'quiet');
+    wb = await hf.workspace(o2.token, 'quiet');
     admin = new pg.Client({ connectionString: hf.url });
     await admin.connect();
   }, 120_000);
@@ -805,7 +808,7 @@ describe('finding 10: fair sharing of connections between workspaces', () => {
     await until(async () => ((await running()).length >= 2 ? true : undefined), 20_000);
     expect([a1.settled, a2.settled]).toEqual([false, false]);
 
-    const b = await hf.sql(o.token, wb.id, 'SELECT 1 AS one');
+    const b = await hf.sql(o2.token, wb.id, 'SELECT 1 AS one');
     expect([b.status, b.body.rows], short(b.body)).toEqual([200, [{ one: 1 }]]);
     expect([a1.settled, a2.settled], 'A still running when B finished').toEqual([false, false]);
 

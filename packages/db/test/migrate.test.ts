@@ -3,6 +3,7 @@ import { createDatabase, createServiceRoleDatabase, dropDatabase } from '@wds/te
 import { describe, expect, inject, it } from 'vitest';
 import { createDb, migrateToLatest, sql } from '../src/index.js';
 import * as m0019 from '../src/migrations/0019_accepted_versions.js';
+import * as m0020 from '../src/migrations/0020_memory_bounds.js';
 
 describe('migrateToLatest', () => {
   it('creates the platform and user_data schemas once; a second run applies nothing', async () => {
@@ -30,9 +31,11 @@ describe('migrateToLatest', () => {
     const { db } = createDb(url, { max: 2 });
     try {
       await migrateToLatest(db);
-      // As before 0019: its columns gone, its record too, so the next migrateToLatest runs it over existing rows.
+      // As before 0019: its columns gone, its record too (and the later ones'), so the next migrateToLatest runs it
+      // over existing rows.
+      await m0020.down(db as never);
       await m0019.down(db as never);
-      await sql`DELETE FROM platform.kysely_migration WHERE name = '0019_accepted_versions'`.execute(db);
+      await sql`DELETE FROM platform.kysely_migration WHERE name IN ('0019_accepted_versions', '0020_memory_bounds')`.execute(db);
       const id = (n: number) => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
       for (const statement of [
         sql`INSERT INTO platform.users (id, email, name) VALUES (${id(1)}, 'o@x.io', 'o')`,
@@ -60,7 +63,7 @@ describe('migrateToLatest', () => {
       ]) {
         await statement.execute(db);
       }
-      expect(await migrateToLatest(db)).toEqual(['0019_accepted_versions']);
+      expect(await migrateToLatest(db)).toEqual(['0019_accepted_versions', '0020_memory_bounds']);
       const newest = { stf: { [id(4)]: id(5) }, effect: { [id(7)]: id(8) } };
       const accepted = async (workflowId: string) =>
         (await sql<{ a: unknown }>`SELECT accepted_versions AS a FROM platform.workflows WHERE id = ${workflowId}`.execute(db)).rows[0]?.a;
