@@ -352,8 +352,9 @@ describe('row event triggers', () => {
     const run = (await call('GET', `/api/v1/workflows/${wf}/runs/${e.run_id}`)).body;
     expect(run.output).toEqual({ v: 1, title: 'owner only' });
     expect(run.steps.find((s: any) => s.kind === 'stf')).toMatchObject({ stf_version_id: stf.version.id });
-    // Run by hand, the unpinned step runs the newest version, as always.
-    expect((await call('POST', `/api/v1/workflows/${wf}/execute`, { row: { title: 'by hand' } })).body).toMatchObject({ v: 2 });
+    // By hand too the owner runs what the workflow's last save accepted (issue 28); the other editor, their own version.
+    expect((await call('POST', `/api/v1/workflows/${wf}/execute`, { row: { title: 'by hand' } })).body).toMatchObject({ v: 1 });
+    expect((await call('POST', `/api/v1/workflows/${wf}/execute`, { row: { title: 'by hand' } }, editor.token)).body).toMatchObject({ v: 2 });
   });
 
   it("an event whose trigger changed hands is dead, never run as the new owner; a bulk statement's loop-guarded rows are one dead event", async () => {

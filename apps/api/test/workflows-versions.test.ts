@@ -1,8 +1,9 @@
 // Issue 28 (1): another editor's new STF or effect version never runs with the owner's rows. A schedule, hook or
 // trigger runs each unpinned step at the version that was newest when its workflow was last saved, not at one another
 // editor added since (whoever saves it with newer versions takes its automation over); an async run runs the
-// versions of the moment it was asked for, and not at all when someone changed the workflow's steps meanwhile. By
-// hand, a run is the workflow as it is now (the newest versions). Every run's step records name the versions that ran.
+// versions of the moment it was asked for, and not at all when someone changed the workflow's steps meanwhile. A run
+// asked for by hand runs what the last save accepted or a newer version its own user wrote. Every run's step records
+// name the versions that ran.
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -176,11 +177,28 @@ describe("another editor's new version", () => {
     // What its automation runs is on the workflow: each unpinned step's referenced version → the version accepted.
     expect((await call('GET', `/api/v1/workflows/${hooked}`)).body.accepted_versions).toEqual({ stf: { [stf.v1]: stf.v1 }, effect: { [effect.v1]: effect.v1 } });
 
-    // By hand, a run is the workflow as it is now: the newest versions (pin a step to keep it on one).
-    const byHand = await call('POST', `/api/v1/workflows/${queued}/execute`, {});
-    expect(byHand.body).toMatchObject({ v: 2 });
-    const handRun = (await call('GET', `/api/v1/workflows/${queued}/runs/${byHand.headers.get('x-workflow-run-id')}`)).body;
-    expect(versionsRun(handRun)).toEqual([s2.body.id, e2.body.id]);
+    // By hand too, a run carries its user's rows: A runs what the workflow's last save accepted, not B's versions.
+    const handRun = async (token: string) => {
+      const r = await call('POST', `/api/v1/workflows/${queued}/execute`, {}, token);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return { output: r.body, run: (await call('GET', `/api/v1/workflows/${queued}/runs/${r.headers.get('x-workflow-run-id')}`, undefined, token)).body };
+    };
+    const byOwner = await handRun(owner.token);
+    expect(byOwner.output).toEqual({ v: 1, rows: 2 });
+    expect(versionsRun(byOwner.run)).toEqual([stf.v1, effect.v1]);
+    expect(leaks()).toEqual([]);
+    // A version A writes runs in A's runs at once, without a save.
+    const s3 = await call('POST', `/api/v1/stfs/${stf.id}/versions`, { version: 'own', runtime: 'javascript', code: b64('return { v: 3, rows: $sources.ledger.length };') });
+    expect(s3.status, JSON.stringify(s3.body)).toBe(201);
+    const own = await handRun(owner.token);
+    expect(own.output).toEqual({ v: 3, rows: 2 });
+    expect(versionsRun(own.run)).toEqual([s3.body.id, effect.v1]);
+    // An async run A asks for now runs the same.
+    const later = (await call('POST', `/api/v1/workflows/${queued}/execute?async=true`, {})).body.run_id;
+    const laterRun = await ended(queued, later);
+    expect(laterRun).toMatchObject({ status: 'succeeded', output: { v: 3, rows: 2 } });
+    expect(versionsRun(laterRun)).toEqual([s3.body.id, effect.v1]);
+    expect(leaks()).toEqual([]);
   });
 
   it("saving the workflow accepts the newest versions: by its automation's owner, or by another editor who then takes it over", async () => {

@@ -1,15 +1,17 @@
 /**
- * The versions a run runs when nobody chose them at that moment (issue 28). Any workflow editor may add a version to
- * any STF or effect, and an unpinned step runs the newest; so a schedule, hook or event trigger — which runs as its
- * owner, with the rows the owner may read — runs each unpinned step at the version that was newest when its workflow
- * was last saved (`workflows.accepted_versions`): whoever saves it when that changes takes its automation over, as
- * whoever changes its steps does. An async run runs the versions of the moment it was asked for, and keeps a digest
- * of the steps it was asked for: if they differ when it starts (someone changed them), it does not run.
+ * The versions a run runs (issue 28). Any workflow editor may add a version to any STF or effect, and a run carries
+ * its user's rows (a Table input step reads with their policies, `sql()` too): so an unpinned step never runs a
+ * version another editor added without anyone accepting it. Every run — by hand, async, or a schedule's, hook's or
+ * trigger's as its owner — runs each unpinned step at the version that was newest when its workflow was last saved
+ * (`workflows.accepted_versions`), or at a newer one its own user wrote. Whoever saves the workflow when newer
+ * versions exist accepts them and takes its automation over, as whoever changes its steps does. An async run keeps
+ * the versions of the moment it was asked for and a digest of its steps: if the steps differ when it starts
+ * (someone changed them), it does not run.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from '@wds/db';
 import type { WorkflowDefinition } from './definition.js';
-import { newestVersions } from './resolve.js';
+import { newestVersions, ownNewestVersions } from './resolve.js';
 
 /** Stored as `accepted_versions` (migration 0019). */
 export interface AcceptedVersions {
@@ -45,6 +47,26 @@ export async function acceptedVersions(db: Db, workspaceId: string, def: Workflo
   const [stf, effect] = await Promise.all([
     newestVersions(db, 'stf', workspaceId, def.stf_steps.filter((s) => s.pin_version !== true).map((s) => s.stf_version_id)),
     newestVersions(db, 'effect', workspaceId, def.effect_steps.filter((s) => s.pin_version !== true).map((s) => s.effect_version_id)),
+  ]);
+  return { stf, effect, definition: definitionDigest(def) };
+}
+
+/**
+ * The versions a run `userId` asks for now runs (null: anonymous): for each unpinned step, the version the workflow's
+ * last save accepted (`accepted`), or a newer one of the same STF or effect that user wrote; and the steps' digest.
+ */
+export async function requestedVersions(
+  db: Db,
+  workspaceId: string,
+  def: WorkflowDefinition,
+  accepted: AcceptedVersionsView | null,
+  userId: string | null,
+): Promise<AcceptedVersions> {
+  const base = (refs: string[], map: Record<string, string> | undefined) =>
+    Object.fromEntries(refs.map((r) => [r, map && Object.hasOwn(map, r) ? (map[r] as string) : r]));
+  const [stf, effect] = await Promise.all([
+    ownNewestVersions(db, 'stf', workspaceId, base(def.stf_steps.filter((s) => s.pin_version !== true).map((s) => s.stf_version_id), accepted?.stf), userId),
+    ownNewestVersions(db, 'effect', workspaceId, base(def.effect_steps.filter((s) => s.pin_version !== true).map((s) => s.effect_version_id), accepted?.effect), userId),
   ]);
   return { stf, effect, definition: definitionDigest(def) };
 }

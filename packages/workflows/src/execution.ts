@@ -17,7 +17,7 @@ import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
 import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
-import { type AcceptedVersions, AS_NAMED, boundSteps, definitionDigest, storedAccepted } from './accepted.js';
+import { type AcceptedVersions, AS_NAMED, boundSteps, definitionDigest, requestedVersions, storedAccepted } from './accepted.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */
 export type ExecutionAudit = Omit<AuditEntry, 'details'>;
@@ -178,8 +178,9 @@ export class WorkflowExecutions {
       if (owner.created_by !== row.executed_by) {
         return refused('owner_changed', `The ${automation.name} that queued this run changed hands before it started (another editor changed it, or its workflow)`);
       }
-      // What the workflow's last save accepted, stored with the steps it was accepted for (one row, read at once).
-      accepted = workflow.accepted_versions ?? AS_NAMED;
+      // What the workflow's last save accepted (stored with the steps it was accepted for: one row, read at once), or
+      // a newer version its owner wrote.
+      accepted = await requestedVersions(db, workspace.id, workflow, workflow.accepted_versions, owner.created_by);
     }
     if (accepted.definition !== undefined && accepted.definition !== definitionDigest(workflow)) {
       return refused('workflow_changed', "The workflow's steps changed after this run was queued: it runs only the steps and versions its user accepted");
@@ -213,8 +214,10 @@ export class WorkflowExecutions {
     const { workspace, workflow, input, executedBy, audit } = req;
     const runId = claimed?.runId ?? newRunId();
     const started = performance.now();
-    // A queued run runs the versions bound to it (every step pinned to one); one asked for now, the newest.
-    const def = claimed ? { ...workflow, ...boundSteps(workflow, claimed.accepted) } : workflow;
+    // A queued run runs the versions bound to it, one asked for now those its user may run now (accepted.ts): every
+    // step pinned to one, which its step record names.
+    const accepted = claimed?.accepted ?? (await requestedVersions(db, workspace.id, workflow, workflow.accepted_versions, executedBy));
+    const def = { ...workflow, ...boundSteps(workflow, accepted) };
     const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, def);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
 

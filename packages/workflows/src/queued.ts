@@ -8,7 +8,7 @@
 import type { BackgroundJobs } from '@wds/jobs';
 import { newId } from '@wds/db';
 import { runCacheOf } from '@wds/stfs';
-import { acceptedVersions } from './accepted.js';
+import { requestedVersions } from './accepted.js';
 import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
 import { executionsOf } from './execution.js';
 import type { WorkflowExecutionDeps } from './runners.js';
@@ -40,7 +40,7 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
     throw new ServiceError('TOO_MANY_REQUESTS', `This workspace already has ${max} workflow runs queued`, 'retry when some have started');
   }
   // It runs what was asked for now: these versions and these steps, whatever another editor adds or changes meanwhile.
-  const accepted = await acceptedVersions(deps.db, workspace.id, workflow);
+  const accepted = await requestedVersions(deps.db, workspace.id, workflow, workflow.accepted_versions, executedBy);
   const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async', accepted }, (id) => ({
     id: newId(),
     workspace_id: workspace.id,

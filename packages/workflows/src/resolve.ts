@@ -1,8 +1,8 @@
 /**
  * The versions a run executes, in one query per step kind: a pinned step runs exactly its version; otherwise the
  * newest version of the same STF or effect (DECISIONS §7). A step whose STF or effect is gone (deleted, or never
- * of this workspace) resolves to undefined, and the engine fails it. A queued run's steps come here already pinned
- * to the versions accepted for it (accepted.ts).
+ * of this workspace) resolves to undefined, and the engine fails it. A run's steps come here already pinned to the
+ * versions it may run (accepted.ts: what the workflow's last save accepted, or newer ones its own user wrote).
  */
 import { type Db, isUuid } from '@wds/db';
 import type { FieldMapping } from '@wds/effect-runner';
@@ -124,4 +124,26 @@ export async function newestVersions(db: Db, kind: keyof typeof VERSIONS, worksp
     ) n ON true
     WHERE r.workspace_id = ${workspaceId} AND r.id = ANY(${wanted}::uuid[])`.execute(db);
   return Object.fromEntries(rows.map((r) => [r.ref, r.newest]));
+}
+
+/**
+ * For each referenced version (`from`: reference → the version accepted for it): the newest version of its STF (or
+ * effect) that is that accepted one or a newer one `userId` wrote. A reference whose STF is gone is left out (it runs
+ * as named, and fails there).
+ */
+export async function ownNewestVersions(db: Db, kind: keyof typeof VERSIONS, workspaceId: string, from: Record<string, string>, userId: string | null): Promise<Record<string, string>> {
+  const refs = Object.keys(from).filter((r) => isUuid(r) && isUuid(from[r] as string));
+  if (refs.length === 0) return {};
+  const t = VERSIONS[kind];
+  const { rows } = await sql<{ ref: string; chosen: string }>`
+    SELECT s.ref, n.id AS chosen
+    FROM unnest(${refs}::uuid[], ${refs.map((r) => from[r])}::uuid[]) AS s(ref, base)
+    JOIN ${sql.table(t.versions)} b ON b.id = s.base AND b.workspace_id = ${workspaceId}
+    JOIN ${sql.table(t.parent)} p ON p.id = ${sql.ref(`b.${t.key}`)} AND p.deleted_at IS NULL
+    JOIN LATERAL (
+      SELECT v.id FROM ${sql.table(t.versions)} v
+      WHERE ${sql.ref(`v.${t.key}`)} = ${sql.ref(`b.${t.key}`)} AND (v.id = b.id OR (v.id > b.id AND v.created_by = ${userId}::uuid))
+      ORDER BY v.id DESC LIMIT 1
+    ) n ON true`.execute(db);
+  return Object.fromEntries(rows.map((r) => [r.ref, r.chosen]));
 }
