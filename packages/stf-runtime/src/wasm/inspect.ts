@@ -1,8 +1,8 @@
 import { StfError } from '../types.js';
 
 /**
- * A small reader of the WebAssembly binary format: just enough to list a module's imports, memories and exports
- * without compiling it. Every length and count comes from the (untrusted) module, so every read is bounds-checked
+ * A small reader of the WebAssembly binary format: just enough to list a module's imports, memories, tables and
+ * exports and to count what an engine would allocate for it (validate.ts bounds those counts), without compiling it. Every length and count comes from the (untrusted) module, so every read is bounds-checked
  * against the enclosing section and a malformed module is refused with StfError('invalid_module').
  */
 
@@ -32,12 +32,52 @@ export interface WasmModuleDetails {
   exports: { name: string; kind: WasmExternKind }[];
   /** All memories in index order: imported ones first, then the memory section's. */
   memories: (WasmMemoryInfo & { shared: boolean; memory64: boolean })[];
+  /** All tables in index order (imported ones first); `min` and `max` are entries. */
+  tables: WasmMemoryInfo[];
+  /**
+   * How many of each thing the module declares: each costs host memory outside linear memory when the engine
+   * validates, compiles or instantiates it (an engine allocates per global, table entry, export, …).
+   */
+  counts: WasmModuleCounts;
+}
+
+export interface WasmModuleCounts {
+  types: number;
+  /** Functions the module defines (imports not included). */
+  functions: number;
+  globals: number;
+  exports: number;
+  tags: number;
+  dataSegments: number;
+  elementSegments: number;
+  /** Entries of all element segments together. */
+  elementEntries: number;
+  /** The largest function body, in bytes. */
+  largestFunctionBytes: number;
+  /** The most locals one function declares (parameters not included). */
+  mostLocals: number;
 }
 
 const KINDS: readonly WasmExternKind[] = ['function', 'table', 'memory', 'global', 'tag'];
+const SECTION_TYPE = 1;
 const SECTION_IMPORT = 2;
+const SECTION_FUNCTION = 3;
+const SECTION_TABLE = 4;
 const SECTION_MEMORY = 5;
+const SECTION_GLOBAL = 6;
 const SECTION_EXPORT = 7;
+const SECTION_ELEMENT = 9;
+const SECTION_CODE = 10;
+const SECTION_DATA = 11;
+const SECTION_TAG = 13;
+/** Sections of which only the number of entries is read. */
+const COUNTED_SECTIONS: Partial<Record<number, keyof WasmModuleCounts>> = {
+  [SECTION_TYPE]: 'types',
+  [SECTION_FUNCTION]: 'functions',
+  [SECTION_GLOBAL]: 'globals',
+  [SECTION_DATA]: 'dataSegments',
+  [SECTION_TAG]: 'tags',
+};
 const MAX_SECTION_ID = 13; // tag section (exception handling)
 
 function malformed(message: string, offset: number): StfError {
@@ -46,7 +86,7 @@ function malformed(message: string, offset: number): StfError {
 
 class Reader {
   constructor(
-    private readonly bytes: Uint8Array,
+    readonly bytes: Uint8Array,
     public pos: number,
     /** Exclusive end: no read may go past it (the end of the module or of the current section). */
     public readonly end: number,
@@ -54,6 +94,11 @@ class Reader {
 
   get remaining(): number {
     return this.end - this.pos;
+  }
+
+  peek(): number {
+    if (this.pos >= this.end) throw malformed('unexpected end of data', this.pos);
+    return this.bytes[this.pos]!;
   }
 
   byte(): number {
@@ -90,11 +135,16 @@ class Reader {
 
   /** Signed 33-bit LEB128 (heap types); only its extent matters here. */
   s33(): void {
+    this.s33Like(5);
+  }
+
+  /** A signed LEB128 of at most `maxBytes` bytes, skipped. */
+  s33Like(maxBytes: number): void {
     const start = this.pos;
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < maxBytes; i++) {
       if ((this.byte() & 0x80) === 0) return;
     }
-    throw malformed('LEB128 integer longer than 5 bytes', start);
+    throw malformed(`LEB128 integer longer than ${maxBytes} bytes`, start);
   }
 
   name(): string {
@@ -154,10 +204,13 @@ function readImports(r: Reader, out: WasmModuleDetails): void {
       case 0x00: // function: type index
         r.u32();
         break;
-      case 0x01: // table: reference type + limits
+      case 0x01: {
+        // table: reference type + limits
         readRefOrValType(r, 'table element');
-        readLimits(r, 'table');
+        const { min, max } = readLimits(r, 'table');
+        out.tables.push({ min, max, imported: true });
         break;
+      }
       case 0x02: // memory: limits
         out.memories.push({ ...readLimits(r, 'memory'), imported: true });
         break;
@@ -187,8 +240,117 @@ function readMemories(r: Reader, out: WasmModuleDetails): void {
   for (let i = 0; i < n; i++) out.memories.push(readLimits(r, 'memory'));
 }
 
+/**
+ * Skips a constant expression up to its `end`. Only the instructions engines accept there (the MVP's, extended
+ * constants, reference types, `v128.const`); anything else is refused rather than guessed at.
+ */
+function skipConstExpr(r: Reader): void {
+  for (;;) {
+    const at = r.pos;
+    const op = r.byte();
+    switch (op) {
+      case 0x0b: // end
+        return;
+      case 0x41: // i32.const
+      case 0x42: // i64.const (both signed LEB128; only their extent matters)
+        r.s33Like(op === 0x41 ? 5 : 10);
+        break;
+      case 0x43: // f32.const
+        r.skip(4);
+        break;
+      case 0x44: // f64.const
+        r.skip(8);
+        break;
+      case 0x23: // global.get
+      case 0xd2: // ref.func
+        r.u32();
+        break;
+      case 0xd0: // ref.null heap type
+        r.s33();
+        break;
+      case 0x6a: // i32.add, i32.sub, i32.mul, i64.add, i64.sub, i64.mul (extended constants)
+      case 0x6b:
+      case 0x6c:
+      case 0x7c:
+      case 0x7d:
+      case 0x7e:
+        break;
+      case 0xfd: {
+        // v128.const: prefix 0xfd, opcode 12, 16 bytes
+        if (r.u32() !== 12) throw malformed('unsupported instruction in a constant expression', at);
+        r.skip(16);
+        break;
+      }
+      default:
+        throw malformed(`unsupported instruction 0x${op.toString(16)} in a constant expression`, at);
+    }
+  }
+}
+
+function readTables(r: Reader, out: WasmModuleDetails): void {
+  const n = r.count(3);
+  for (let i = 0; i < n; i++) {
+    // A table with an initialiser is 0x40 0x00 reftype limits expr; a plain one is reftype limits.
+    const withInit = r.peek() === 0x40;
+    if (withInit) {
+      r.byte();
+      const at = r.pos;
+      if (r.byte() !== 0x00) throw malformed('invalid table initialiser flag', at);
+    }
+    readRefOrValType(r, 'table element');
+    const { min, max } = readLimits(r, 'table');
+    if (withInit) skipConstExpr(r);
+    out.tables.push({ min, max, imported: false });
+  }
+}
+
+function readElements(r: Reader, out: WasmModuleDetails): void {
+  const n = r.count(2);
+  out.counts.elementSegments = n;
+  for (let i = 0; i < n; i++) {
+    const at = r.pos;
+    const flags = r.u32();
+    if (flags > 7) throw malformed(`unknown element segment flags ${flags}`, at);
+    // bit 0: passive or declarative (no offset) unless bit 1; bit 1: explicit table index or declarative;
+    // bit 2: entries are expressions (with a reference type) instead of function indices (with an element kind).
+    const active = (flags & 0x01) === 0;
+    if (flags & 0x02 && active) r.u32(); // table index
+    if (active) skipConstExpr(r);
+    if (flags & 0x03) {
+      if (flags & 0x04) readRefOrValType(r, 'element');
+      else if (r.byte() !== 0x00) throw malformed('unknown element kind', r.pos - 1);
+    }
+    const entries = r.count(1);
+    out.counts.elementEntries += entries;
+    for (let j = 0; j < entries; j++) {
+      if (flags & 0x04) skipConstExpr(r);
+      else r.u32();
+    }
+  }
+}
+
+function readCode(r: Reader, out: WasmModuleDetails): void {
+  const n = r.count(2);
+  for (let i = 0; i < n; i++) {
+    const size = r.u32();
+    const start = r.pos;
+    if (size > r.remaining) throw malformed(`function body of ${size} bytes runs past the end of its section`, start);
+    const body = new Reader(r.bytes, start, start + size);
+    r.pos += size;
+    out.counts.largestFunctionBytes = Math.max(out.counts.largestFunctionBytes, size);
+    let locals = 0;
+    const groups = body.count(2);
+    for (let j = 0; j < groups; j++) {
+      locals += body.u32();
+      readRefOrValType(body, 'local');
+    }
+    out.counts.mostLocals = Math.max(out.counts.mostLocals, locals);
+  }
+}
+
 function readExports(r: Reader, out: WasmModuleDetails): void {
   const n = r.count(3);
+  out.counts.exports = n;
   for (let i = 0; i < n; i++) {
     const name = r.name();
     const at = r.pos;
@@ -199,7 +361,7 @@ function readExports(r: Reader, out: WasmModuleDetails): void {
   }
 }
 
-/** Reads a module's imports, memories and exports. Throws StfError('invalid_module') for malformed input. */
+/** Reads a module's imports, memories, tables, exports and counts. Throws StfError('invalid_module') for malformed input. */
 export function parseWasmModule(bytes: Uint8Array): WasmModuleDetails {
   if (!(bytes instanceof Uint8Array)) throw new StfError('invalid_module', 'A WebAssembly module must be bytes');
   const r = new Reader(bytes, 0, bytes.length);
@@ -212,7 +374,24 @@ export function parseWasmModule(bytes: Uint8Array): WasmModuleDetails {
   }
   r.pos = 8;
 
-  const out: WasmModuleDetails = { imports: [], exports: [], memories: [] };
+  const out: WasmModuleDetails = {
+    imports: [],
+    exports: [],
+    memories: [],
+    tables: [],
+    counts: {
+      types: 0,
+      functions: 0,
+      globals: 0,
+      exports: 0,
+      tags: 0,
+      dataSegments: 0,
+      elementSegments: 0,
+      elementEntries: 0,
+      largestFunctionBytes: 0,
+      mostLocals: 0,
+    },
+  };
   const seen = new Set<number>();
   while (r.remaining > 0) {
     const at = r.pos;
@@ -228,7 +407,15 @@ export function parseWasmModule(bytes: Uint8Array): WasmModuleDetails {
     if (id === SECTION_IMPORT) readImports(body, out);
     else if (id === SECTION_MEMORY) readMemories(body, out);
     else if (id === SECTION_EXPORT) readExports(body, out);
-    else continue;
+    else if (id === SECTION_TABLE) readTables(body, out);
+    else if (id === SECTION_ELEMENT) readElements(body, out);
+    else if (id === SECTION_CODE) readCode(body, out);
+    else {
+      // Only the count matters (every entry takes at least a byte); the engine validates the rest.
+      const counted = COUNTED_SECTIONS[id];
+      if (counted) out.counts[counted] = body.count(1);
+      continue;
+    }
     if (body.remaining !== 0) throw malformed(`section ${id} has ${body.remaining} trailing bytes`, body.pos);
   }
   return out;

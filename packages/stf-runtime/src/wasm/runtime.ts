@@ -1,4 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import { subscribe } from 'node:diagnostics_channel';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
 import type { CallContext, ExtismPluginOptions, Plugin } from '@extism/extism';
 import { FairQueue, type FairQueueStats } from '../fair-queue.js';
 import { StfError, type LogLine, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
@@ -27,7 +30,10 @@ import { checkWasmModule, EXTISM_USER, readValidWasmModule, WASI_MODULE } from '
  *
  * Limits: `timeoutMs` bounds the instantiation and, separately, the `run` call (the worker is terminated);
  * the module's own memory is bounded by its declared maximum (checked against `memoryBytes`), and the Extism
- * kernel memory (input, output, `alloc` blocks) is capped at `memoryBytes` too; output is capped at `maxOutputBytes`
+ * kernel memory (input, output, `alloc` blocks) is capped at `memoryBytes` too; what else a module may declare
+ * (tables, globals, functions, …) is bounded by WASM_MODULE_BOUNDS before the engine sees it, and the worker's
+ * V8 heap has `resourceLimits` (workerResourceLimits): a worker that reaches them dies, its run fails with
+ * `memory`, and the next run gets a new worker as always; output is capped at `maxOutputBytes`
  * and logs (Extism `log_*`, secrets masked) at `maxLogBytes`. HTTP (`http_request`) is denied unless
  * `allowedHosts` lists the host, and then goes through `fetch` — the service's passes every request through its
  * outbound guard (private addresses refused, the checked address pinned for the connection, no redirects). WASI
@@ -55,7 +61,54 @@ export interface WasmRuntimeOptions {
   maxRunningPerWorkspace?: number;
   /** How many compiled modules to keep, by SHA-256 of their bytes (default 32; 0 disables the cache). */
   moduleCacheSize?: number;
+  /**
+   * Bytes of module code the cache may hold (default 32 MiB): a compiled module keeps its bytes and the machine
+   * code of every function it ran, several times its size.
+   */
+  moduleCacheBytes?: number;
+  /** The old-generation limit of each plugin worker's V8 heap, in MiB (default: workerResourceLimits). For tests. */
+  workerHeapMb?: number;
 }
+
+const MiB = 1024 * 1024;
+
+/**
+ * The V8 limits of a plugin worker. The old generation holds the SDK's own objects (about 10 MiB), the module's
+ * tables (at most 16 bytes an entry there, WASM_MODULE_BOUNDS) and, for a moment, one kernel block decoded to a
+ * string (a log line: up to `memoryBytes` bytes, two bytes a character): a guest cannot grow it further, so
+ * reaching the limit means something unforeseen grew, and the run ends with `memory`. No single allocation of a
+ * guest may be larger than 16 MiB past the limit: Node lets a worker's heap overshoot by that much to terminate it
+ * cleanly, and a larger one aborts the whole process (which is why tables are bounded, not left to this limit).
+ */
+export function workerResourceLimits(memoryBytes: number, heapMb?: number): ResourceLimits {
+  return {
+    maxOldGenerationSizeMb: heapMb ?? Math.ceil((2 * memoryBytes) / MiB) + 64,
+    maxYoungGenerationSizeMb: 16,
+    codeRangeSizeMb: 16,
+    stackSizeMb: 4,
+  };
+}
+
+/**
+ * The plugin workers of a run. The SDK creates its workers itself (and may create another one after a time out),
+ * so they are caught when created ('worker_threads' channel, published in the Worker constructor) and matched
+ * to the run whose async context created them: an error listener is attached before the worker can die, since
+ * an 'error' nobody listens to (a worker out of memory) would crash the host process.
+ */
+interface PluginWorkers {
+  adopt(worker: Worker): void;
+}
+const pluginRun = new AsyncLocalStorage<PluginWorkers>();
+let watchingWorkers = false;
+function watchPluginWorkers(): void {
+  if (watchingWorkers) return;
+  watchingWorkers = true;
+  subscribe('worker_threads', (message) => {
+    const worker = (message as { worker?: Worker }).worker;
+    if (worker) pluginRun.getStore()?.adopt(worker);
+  });
+}
+const OUT_OF_MEMORY = 'ERR_WORKER_OUT_OF_MEMORY';
 
 export interface WasmRuntimeStats {
   runs: number;
@@ -95,6 +148,12 @@ const MEMORY_EXCEEDED = /^memory limit exceeded: /;
 const DEADLINE = 'deadline';
 const CLOSING = 'closing';
 
+class WorkerExited extends Error {
+  constructor() {
+    super('the plugin worker exited');
+  }
+}
+
 class RunAborted extends Error {
   constructor() {
     super('the run reached its time limit');
@@ -120,8 +179,17 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
     slotName: 'wasm plugin slots',
   });
   const cacheSize = Math.max(0, opts.moduleCacheSize ?? 32);
+  const cacheBytes = Math.max(0, opts.moduleCacheBytes ?? 32 * MiB);
   /** Insertion order = least recently used first. */
-  const cache = new Map<string, Promise<CompiledModule>>();
+  const cache = new Map<string, { bytes: number; module: Promise<CompiledModule> }>();
+  let cachedBytes = 0;
+  const evict = (key: string) => {
+    const entry = cache.get(key);
+    if (!entry) return;
+    cache.delete(key);
+    cachedBytes -= entry.bytes;
+  };
+  watchPluginWorkers();
   /** Runs in progress, so that `close` can cut their host calls short and wait for them. */
   const active = new Map<Promise<unknown>, AbortController>();
   const counters = { runs: 0, cacheHits: 0, cacheMisses: 0 };
@@ -134,7 +202,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
   }
 
   async function load(bytes: Uint8Array): Promise<CompiledModule> {
-    if (cacheSize === 0) {
+    if (cacheSize === 0 || bytes.length > cacheBytes) {
       counters.cacheMisses++;
       return compile(bytes);
     }
@@ -144,15 +212,17 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       counters.cacheHits++;
       cache.delete(key);
       cache.set(key, hit);
-      return hit;
+      return hit.module;
     }
     counters.cacheMisses++;
     const pending = compile(bytes);
-    cache.set(key, pending);
+    const entry = { bytes: bytes.length, module: pending };
+    cache.set(key, entry);
+    cachedBytes += entry.bytes;
     pending.catch(() => {
-      if (cache.get(key) === pending) cache.delete(key);
+      if (cache.get(key) === entry) evict(key);
     });
-    while (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
+    while (cache.size > cacheSize || cachedBytes > cacheBytes) evict(cache.keys().next().value!);
     return pending;
   }
 
@@ -208,6 +278,45 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
     aborted.catch(() => undefined);
     let memoryExceeded = false;
     let workerError: unknown;
+    let outOfHeap = false;
+    const resourceLimits = workerResourceLimits(limits.memoryBytes, opts.workerHeapMb);
+    // Every worker the SDK starts for this run (normally one; another after a time out), and whether the run ended.
+    const adopted = new Set<Worker>();
+    let ended = false;
+    let plugin: Plugin | undefined;
+    let workerDied!: (err: unknown) => void;
+    const died = new Promise<never>((_, reject) => {
+      workerDied = reject;
+    });
+    died.catch(() => undefined);
+    const workers: PluginWorkers = {
+      adopt(worker) {
+        adopted.add(worker);
+        // The SDK never settles what waited for a worker that died (Node removes the worker's message listeners
+        // before 'error'), so the run stops waiting on `died` instead.
+        worker.on('error', (e) => {
+          workerError ??= e;
+          if ((e as { code?: unknown }).code === OUT_OF_MEMORY) outOfHeap = true;
+          workerDied(e);
+        });
+        // A worker terminated at the time limit may stop only long after it (see WASM_MODULE_BOUNDS.tableEntries),
+        // and then the SDK, which gave up waiting for it, never settles the call. Deferred, so that a failure the
+        // worker reported before it exited is what the run reports.
+        worker.on('exit', () => setImmediate(() => workerDied(new WorkerExited())));
+        // A worker the SDK starts after the run ended (its time out of a call nobody waits for) has no use.
+        if (ended) queueMicrotask(() => void worker.terminate());
+      },
+    };
+    const endRun = () => {
+      ended = true;
+      for (const w of adopted) void w.terminate();
+    };
+    const heapExceeded = () =>
+      fail(
+        'memory',
+        `The STF used more memory than its limit (${limits.memoryBytes} bytes)`,
+        `the plugin's worker reached its V8 heap limit (${resourceLimits.maxOldGenerationSizeMb} MiB)`,
+      );
 
     const log = (level: LogLine['level']) => (message: unknown) => {
       const text = typeof message === 'string' ? message : String(message);
@@ -231,8 +340,10 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       let answer: string;
       try {
         if (query === undefined) throw new Error('sql: the argument is not an Extism memory offset');
-        if (!req.sql) throw new Error('sql is not available here');
-        const result = await Promise.race([req.sql(query), aborted]);
+        const run = req.sql;
+        if (!run) throw new Error('sql is not available here');
+        // Outside the run's context: nothing the callback starts is one of the plugin's workers.
+        const result = await Promise.race([pluginRun.exit(() => run(query)), aborted]);
         if (Array.isArray(result)) answer = JSON.stringify({ rows: result });
         else if (typeof result === 'number') answer = JSON.stringify({ affected_rows: result });
         else throw new Error('the sql callback returned neither rows nor a count');
@@ -243,7 +354,8 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       if (abort.signal.aborted) throw new RunAborted();
       return ctx.store(answer);
     };
-    const abortableFetch: typeof fetch = (input, init) => httpClient(input, { ...init, signal: abort.signal });
+    const abortableFetch: typeof fetch = (input, init) =>
+      pluginRun.exit(() => httpClient(input, { ...init, signal: abort.signal }));
 
     const maxPages = Math.max(1, Math.ceil(limits.memoryBytes / WASM_PAGE_BYTES));
     const options: ExtismPluginOptions = {
@@ -259,7 +371,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       logger: logger as unknown as Console,
       logLevel: 'trace',
       memory: { maxPages, maxVarBytes: limits.memoryBytes, maxHttpResponseBytes: limits.memoryBytes },
-      nodeWorkerArgs: { name: 'stf wasm plugin', execArgv: [...WORKER_EXEC_ARGV] },
+      nodeWorkerArgs: { name: 'stf wasm plugin', execArgv: [...WORKER_EXEC_ARGV], resourceLimits },
     };
 
     // The document described at the top of this file.
@@ -272,34 +384,39 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       env: req.secrets ?? {},
     });
     const { createPlugin } = await loadExtism();
-    let plugin: Plugin;
     try {
-      plugin = await createPlugin({ wasm: [{ module: compiled.module }] }, options);
+      const starting = pluginRun.run(workers, () => createPlugin({ wasm: [{ module: compiled.module }] }, options));
+      starting.catch(() => undefined);
+      plugin = await Promise.race([starting, died]);
     } catch (err) {
+      endRun();
+      if (outOfHeap) throw heapExceeded();
+      if (workerError !== undefined) throw fail('runtime', `The plugin's worker failed: ${errorMessage(workerError)}`);
       const failure = workerFailureMessage(err);
       if (failure !== undefined) throw fail('runtime', `The module failed to start: ${failure}`);
-      if (errorMessage(err) === INSTANTIATE_TIMED_OUT) throw timedOut();
+      if (errorMessage(err) === INSTANTIATE_TIMED_OUT || err instanceof WorkerExited) throw timedOut();
       throw err;
     }
     if (abort.signal.reason === CLOSING) {
       await plugin.close().catch(() => undefined);
+      endRun();
       throw new Error('the wasm runtime was closed during the run');
     }
-    // A worker that dies (e.g. out of memory) emits 'error'; unobserved, that would crash the host process.
-    (plugin as unknown as { worker?: NodeJS.EventEmitter }).worker?.on('error', (e) => {
-      workerError = e;
-    });
 
     // Armed with the same delay just before the SDK arms its own timer, so it fires first.
     const deadline = setTimeout(() => abort.abort(DEADLINE), timeoutMs);
     let bytes: Uint8Array | undefined;
     try {
-      const out = await plugin.call('run', input);
+      const started = plugin;
+      const calling = pluginRun.run(workers, () => started.call('run', input));
+      calling.catch(() => undefined);
+      const out = await Promise.race([calling, died]);
       bytes = out?.bytes();
     } catch (err) {
       const message = errorMessage(err);
       // After the deadline, whatever failed (the SDK's timeout, a host call or fetch cut short) is the timeout.
       if (abort.signal.reason === CLOSING) throw new Error('the wasm runtime was closed during the run');
+      if (outOfHeap) throw heapExceeded();
       if (abort.signal.aborted || err instanceof RunAborted || message === TIMED_OUT) {
         if (workerError !== undefined) throw fail('runtime', `The plugin's worker failed: ${errorMessage(workerError)}`);
         throw timedOut();
@@ -315,6 +432,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
     } finally {
       clearTimeout(deadline);
       await plugin.close().catch(() => undefined);
+      endRun();
     }
 
     if (bytes === undefined) {
@@ -347,6 +465,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       for (const abort of active.values()) abort.abort(CLOSING);
       await Promise.allSettled([...active.keys()]);
       cache.clear();
+      cachedBytes = 0;
     },
   };
 }
