@@ -55,9 +55,10 @@ async function commitElsewhere(statements: { text: string; values?: unknown[] }[
   await raw.query("SELECT pg_notify('wds_invalidate', $1)", [`ws:${ws.id}`]);
   await raw.query('COMMIT');
 }
+/** A version the owner wrote (a run runs a newer version than its workflow accepted only when its own user wrote it). */
 const insertVersion = (stfId: string, version: string, code: string) => ({
-  text: `INSERT INTO platform.stf_versions (id, stf_id, workspace_id, version, runtime, code) VALUES ($1, $2, $3, $4, 'javascript', $5)`,
-  values: [newId(), stfId, ws.id, version, Buffer.from(code)],
+  text: `INSERT INTO platform.stf_versions (id, stf_id, workspace_id, version, runtime, code, created_by) VALUES ($1, $2, $3, $4, 'javascript', $5, $6)`,
+  values: [newId(), stfId, ws.id, version, Buffer.from(code), owner.id],
 });
 
 /**
