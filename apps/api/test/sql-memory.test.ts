@@ -184,6 +184,34 @@ describe('memory bounds of user SQL (issue 28, finding 4)', () => {
     expect(many.body.rows).toEqual([{ n: 200000 }]);
   });
 
+  test('hostile text in what the bounds wrap (format strings, replace arguments, delimiters, keys) stays text', async () => {
+    // Quotes, comment openers, dollar quotes and tags, backslashes: every one is a value the wrapper passes on, never
+    // SQL of its own. Each answer is the value itself, and nothing else ran (the table is still there, unchanged).
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE hostile (t text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['hostile']);
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO hostile (t) VALUES ('kept')`);
+    const texts = [`x'); DROP TABLE hostile; --`, `/* x */ */ /*`, `-- x`, `$$`, `$t$ x $t$`, `\\' \\`, `%%s'`, `a"b`];
+    const quoted = (t: string) => `'${t.replaceAll("'", "''")}'`;
+    const dollar = (t: string) => `$q$${t}$q$`;
+    for (const t of texts) {
+      for (const lit of [quoted(t), dollar(t)]) {
+        const sql = `SELECT format(${lit} || '%s', ${lit}) AS f, replace(${lit}, 'x', ${lit}) AS r, regexp_replace(${lit}, '^', ${lit}) AS g,
+                string_agg(v, ${lit}) AS s, jsonb_object_agg(${lit} || v, ${lit}) AS o, (SELECT count(*) FROM hostile) AS n
+           FROM (VALUES ('1'), ('2')) AS x(v)`;
+        const r = await h.sql(owner.token, ws.id, sql);
+        expect(r.status, `${sql}: ${JSON.stringify(r.body).slice(0, 300)}`).toBe(200);
+        const want = await service.query(`SELECT format($1 || '%s', $1::text) AS f, replace($1, 'x', $1) AS r, regexp_replace($1, '^', $1) AS g`, [t]);
+        expect(r.body.executed_sql).toMatch(/wds_format_spec[\s\S]*user_data\.replace[\s\S]*wds_collect/);
+        const [row] = r.body.rows;
+        expect({ f: row.f, r: row.r, g: row.g }).toEqual(want.rows[0]);
+        expect(row.s).toBe(`1${t}2`);
+        expect(row.o).toEqual({ [`${t}1`]: t, [`${t}2`]: t });
+        expect(row.n).toBe(1);
+      }
+    }
+    expect((await h.sqlOk(owner.token, ws.id, 'SELECT t FROM hostile')).rows).toEqual([{ t: 'kept' }]);
+  });
+
   test('workspace roles sort, hash and spill within their settings, existing roles included', async () => {
     const role = workspaceRole(ws.id);
     const settings = async () => {
