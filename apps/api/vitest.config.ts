@@ -1,10 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
+/** The files that run containers (the docker runtime): only their project starts a container engine (podman). */
+const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'test/stf-subject.test.ts'];
+
 export default defineConfig({
   test: {
-    // PostgreSQL for every test; a container engine (podman) for the docker runtime's.
-    globalSetup: ['@wds/testkit/global-setup', '@wds/testkit/container-engine-setup'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    projects: [
+      // PostgreSQL for every test file, each on its own copy of a database migrated once (test/global-setup.ts).
+      { extends: true, test: { name: 'api', exclude: [...CONTAINERS, '**/node_modules/**'], globalSetup: ['test/global-setup.ts'] } },
+      { extends: true, test: { name: 'containers', include: CONTAINERS, globalSetup: ['test/global-setup.ts', '@wds/testkit/container-engine-setup'] } },
+    ],
   },
 });

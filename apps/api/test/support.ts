@@ -44,9 +44,12 @@ export class Harness {
     readonly url: string,
   ) {}
 
-  /** A fresh database, or (with `url`) another process's view of an existing one. */
+  /**
+   * A fresh database (a copy of the run's migrated template, test/global-setup.ts), or (with `url`) another
+   * process's view of an existing one.
+   */
   static async create(env: Record<string, string> = {}, existingUrl?: string): Promise<Harness> {
-    const url = existingUrl ?? (await createDatabase(inject('pgServerUrl'), { prefix: 'api' }));
+    const url = existingUrl ?? (await createDatabase(inject('pgServerUrl'), { prefix: 'api', template: inject('apiTemplateDatabase') }));
     const configEnv = {
       ADMIN_TOKEN,
       AUTH_JWT_SECRET: JWT_SECRET,
