@@ -63,22 +63,26 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
  * Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept).
  * Its priority is minus the runs queued or running in all workspaces of its workspace's creator (the principal,
  * @wds/workspace-sql workspacePrincipal), so one user's backlog over any number of workspaces does not hold up the
- * next run of another (the queue takes higher priorities first, then the oldest).
+ * next run of another (the queue takes higher priorities first, then the oldest). Its job is keyed by the run and
+ * the attempt it is for: a run resumed after a crash gets its job at once, while the job of the attempt that died
+ * still looks active to the queue (until its heartbeat is stale, it would hold the run's key); that old job, retried
+ * later, finds the run no longer queued and does nothing.
  */
 export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger' | 'db'>, runId: string): Promise<void> {
   try {
-    const { n } = await deps.db
+    const { n, attempts } = await deps.db
       .selectFrom('platform.workflow_runs as r')
       .innerJoin('platform.workspaces as rw', 'rw.id', 'r.workspace_id')
       .innerJoin('platform.workspaces as qw', (j) =>
         j.on((eb) => eb.or([eb('qw.id', '=', eb.ref('rw.id')), eb('qw.created_by', '=', eb.ref('rw.created_by'))])),
       )
       .innerJoin('platform.workflow_runs as q', 'q.workspace_id', 'qw.id')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.max('r.attempts').as('attempts')])
       .where('r.id', '=', runId)
       .where('q.status', 'in', ['queued', 'running'])
       .executeTakeFirstOrThrow();
-    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, `run:${runId}`, { priority: -Math.min(Number(n), 1_000_000) });
+    const key = attempts ? `run:${runId}:${Number(attempts) + 1}` : `run:${runId}`;
+    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, key, { priority: -Math.min(Number(n), 1_000_000) });
   } catch (err) {
     deps.logger.warn({ run_id: runId, err: (err as Error).message }, 'queuing a workflow run failed; the sweep queues it again');
   }
