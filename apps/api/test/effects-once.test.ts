@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDatabase } from '@wds/testkit';
@@ -165,6 +166,7 @@ afterAll(async () => {
   for (const a of started) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
   await Promise.all(started.map((a) => a.exited));
   await new Promise((ok) => sink?.close(ok));
+  await rm(env.STORAGE_DIR as string, { recursive: true, force: true });
 });
 
 describe('a server killed (-9) while its runs wait on their effect', { timeout: 180_000 }, () => {
@@ -218,14 +220,19 @@ describe('a server killed (-9) while its runs wait on their effect', { timeout: 
     expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
     // One run per event: no row event was retried as a new run.
     expect(runs.filter((r) => r.trigger === 'event')).toHaveLength(3);
+    const held = new Set(['row-2', 'async-1', 'hook-1']);
+    let checked = 0;
     for (const summary of cut) {
       const run = (await call('GET', `/api/v1/workflows/${wf}/runs/${summary.id}`)).body;
       const tag = run.output.tag as string;
+      // (Another run may have been cut between its effect's answer and its end: its effect is then reused.)
+      if (!held.has(tag)) continue;
+      checked++;
       expect(run.steps, tag).toMatchObject([
         { kind: 'stf', index: 0, status: 'succeeded', attempt: 1 },
         { kind: 'effect', index: 0, status: 'succeeded', attempt: 2, delivered: true, status_code: 200, idempotency_key: byTag.get(tag)?.[0]?.key },
       ]);
     }
-    expect(cut.length).toBeGreaterThanOrEqual(3);
+    expect(checked).toBe(3);
   });
 });

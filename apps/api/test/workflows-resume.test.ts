@@ -6,7 +6,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from '@wds/db';
-import { effectIdempotencyKey, resumeInterruptedRuns, runOrigin } from '@wds/workflows';
+import { createHmac } from 'node:crypto';
+import { dispatchWorkflowEvents, effectIdempotencyKey, fireDueSchedules, resumeInterruptedRuns, runOrigin } from '@wds/workflows';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, Harness } from './support.js';
 
@@ -92,7 +93,13 @@ const stale = (runId: string) => sql`UPDATE platform.workflow_runs SET heartbeat
 
 beforeAll(async () => {
   // The heartbeat never beats in these tests (a minute apart): a run is stale only when a test says so.
-  h = await Harness.create({ OUTBOUND_ALLOWLIST: '127.0.0.1', RUN_HEARTBEAT_INTERVAL_MS: '60000', RUN_STALE_AFTER_MS: '120000', RUN_MAX_ATTEMPTS: '3' });
+  h = await Harness.create({
+    OUTBOUND_ALLOWLIST: '127.0.0.1',
+    RUN_HEARTBEAT_INTERVAL_MS: '60000',
+    RUN_STALE_AFTER_MS: '120000',
+    RUN_MAX_ATTEMPTS: '3',
+    TRIGGER_RETRY_DELAY_MS: '100',
+  });
   target = await sink();
   owner = await h.user('owner');
   member = await h.user('member');
@@ -100,6 +107,8 @@ beforeAll(async () => {
   ws = await h.workspace(owner.token, 'Once');
   other = await h.workspace(stranger.token, 'Elsewhere');
   await h.addMember(owner.token, ws.id, member.email, 'member');
+  await h.sqlOk(owner.token, ws.id, 'CREATE TABLE orders (tag text)');
+  await h.allowAll(owner.token, ws.id, [owner.id], ['orders']);
 });
 afterAll(async () => {
   await target?.close();
@@ -132,6 +141,71 @@ describe('the run view says which effects were delivered, with which key', () =>
     expect(list.find((x) => x.id === runId)).toMatchObject({ attempts: 1, steps: view.steps });
     expect((await call('GET', `/api/v1/workflows/${wf.id}/runs/${runId}`, undefined, stranger.token, other.id)).status).toBe(404);
     expect((await call('GET', `/api/v1/workflows/${wf.id}/runs/${runId}`, undefined, stranger.token, ws.id)).status).toBe(403);
+  });
+});
+
+describe('the key of a queued run is its delivery\'s', () => {
+  const ended = async (wf: string, runId: string) => {
+    let last: any;
+    await eventually(async () => {
+      last = await run(wf, runId);
+      return !['queued', 'running'].includes(last.status);
+    }, 15_000);
+    return last;
+  };
+  const keyOf = (wf: { id: string; effects: string[] }, origin: string) =>
+    effectIdempotencyKey({ workspaceId: ws.id, workflowId: wf.id, origin, step: 0, effectId: wf.effects[0] as string });
+
+  it('a row event: the same key in its retry after a failed run (a new run); another event on the same row, another key', async () => {
+    const wf = await workflow(['/fail'], 'return { tag: $input.row.tag };');
+    const trigger = (await call('POST', `/api/v1/workflows/${wf.id}/triggers`, { event: 'row_updated', table_name: 'orders' })).body;
+    await h.sqlOk(owner.token, ws.id, "INSERT INTO orders (tag) VALUES ('twice')");
+    target.requests.length = 0;
+    await h.sqlOk(owner.token, ws.id, "UPDATE orders SET tag = 'twice' WHERE tag = 'twice'");
+    const [first] = await dispatchWorkflowEvents(h.services);
+    expect((await ended(wf.id, first as string)).status).toBe('failed');
+    // Settled (pending again after 100 ms), then retried as a new run.
+    await dispatchWorkflowEvents(h.services);
+    let second: string | undefined;
+    await eventually(async () => {
+      [second] = await dispatchWorkflowEvents(h.services);
+      return second !== undefined;
+    }, 10_000);
+    expect(second).not.toBe(first);
+    await ended(wf.id, second as string);
+    const events = (await call('GET', `/api/v1/workflows/${wf.id}/triggers/${trigger.id}/events`)).body as any[];
+    expect(events).toHaveLength(1);
+    const keys = target.requests.filter((q) => q.url === '/fail').map((q) => q.key);
+    expect(keys).toEqual([keyOf(wf, runOrigin.event(events[0].id)), keyOf(wf, runOrigin.event(events[0].id))]);
+    // A second update of the same row is another event: another key.
+    await h.sqlOk(owner.token, ws.id, "UPDATE orders SET tag = 'twice' WHERE tag = 'twice'");
+    const [third] = await dispatchWorkflowEvents(h.services);
+    await ended(wf.id, third as string);
+    const all = target.requests.filter((q) => q.url === '/fail').map((q) => q.key);
+    expect(new Set(all).size).toBe(2);
+    await call('PATCH', `/api/v1/workflows/${wf.id}/triggers/${trigger.id}`, { paused: true });
+  });
+
+  it('a schedule: its tick; a hook: its delivery (the sender\'s delivery id)', async () => {
+    const wf = await workflow(['/ok'], 'return { tag: "tick" };');
+    const schedule = (await call('POST', `/api/v1/workflows/${wf.id}/schedules`, { cron: '0 0 1 1 *' })).body;
+    await sql`UPDATE platform.workflow_schedules SET next_run_at = date_trunc('second', now()) WHERE id = ${schedule.id}`.execute(h.services.db);
+    target.requests.length = 0;
+    const [ticked] = await fireDueSchedules(h.services);
+    const done = await ended(wf.id, ticked as string);
+    const tick = new Date((await call('GET', `/api/v1/workflows/${wf.id}/schedules/${schedule.id}`)).body.last_run_at);
+    expect(done.steps[1].idempotency_key).toBe(keyOf(wf, runOrigin.schedule(schedule.id, tick)));
+    expect(target.requests.map((q) => q.key)).toEqual([done.steps[1].idempotency_key]);
+
+    const hook = (await call('POST', `/api/v1/workflows/${wf.id}/hooks`, {})).body;
+    const body = JSON.stringify({ tag: 'hooked' });
+    const headers = { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', hook.secret).update(body).digest('hex')}`, 'x-github-delivery': 'gh-1' };
+    const delivered = await h.app.request(hook.path, { method: 'POST', body, headers });
+    const runId = ((await delivered.json()) as { run_id: string }).run_id;
+    const hooked = await ended(wf.id, runId);
+    expect(hooked.steps[1].idempotency_key).toBe(keyOf(wf, runOrigin.webhook(hook.id, 'id:gh-1')));
+    // The key says nothing of the hook's secret or the body.
+    expect(hooked.steps[1].idempotency_key).not.toContain('gh-1');
   });
 });
 
@@ -181,13 +255,10 @@ describe('a queued run whose process stopped is resumed', () => {
   });
 
   it('a row event whose run was cut RUN_MAX_ATTEMPTS times fails interrupted and goes dead, not retried as a new run', async () => {
-    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE orders (tag text)');
-    await h.allowAll(owner.token, ws.id, [owner.id], ['orders']);
     const wf = await workflow(['/crashy']);
     const trigger = (await call('POST', `/api/v1/workflows/${wf.id}/triggers`, { event: 'row_inserted', table_name: 'orders' })).body;
     target.hold.add('/crashy');
     await h.sqlOk(owner.token, ws.id, "INSERT INTO orders (tag) VALUES ('crashy')");
-    const { dispatchWorkflowEvents } = await import('@wds/workflows');
     const [runId] = await dispatchWorkflowEvents(h.services);
     expect(runId).toBeDefined();
     await eventually(async () => target.held.length === 1, 10_000);

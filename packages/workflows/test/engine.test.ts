@@ -218,7 +218,10 @@ describe('executeWorkflow resumed after a crash (issue 29)', () => {
       },
     });
     let saved: RunProgress | undefined;
-    await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, first.r, { runId: 'run-a', effectKey: key, onProgress: async (p) => void (saved = structuredClone(p)) });
+    await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, first.r, { runId: 'run-a', effectKey: key, onProgress: async (p) => {
+        saved = structuredClone(p);
+      },
+    });
     expect(saved?.effects.map((e) => e.index)).toEqual([0]);
 
     const { r, calls } = runners();
