@@ -174,6 +174,8 @@ export const ConfigSchema = v.object({
   // Nothing left behind after a crash: run liveness, sweeps, upload time (docs/workflows.md, docs/files.md).
   RUN_HEARTBEAT_INTERVAL_MS: int(10_000, 100, 600_000),
   RUN_STALE_AFTER_MS: int(60_000, 1_000, 24 * 3600_000),
+  // Attempts of a queued workflow run cut by a crash (resumed in place, docs/automation.md); then failed interrupted.
+  RUN_MAX_ATTEMPTS: int(3, 1, 100),
   MAINTENANCE_INTERVAL_MS: int(60_000, 1_000, 24 * 3600_000),
   BLOB_SWEEP_INTERVAL_MS: int(10 * 60_000, 0, 7 * 24 * 3600_000),
   TEMP_UPLOAD_MAX_AGE_MS: int(10 * 60_000, 60_000, 7 * 24 * 3600_000),

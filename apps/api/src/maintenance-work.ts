@@ -1,6 +1,6 @@
 /**
  * The sweeps of a process that runs background work, wired to this server's services: nothing a crash left behind
- * stays. Interrupted workflow runs are failed, table and file embedding requests whose job never came are queued
+ * stays. Interrupted workflow runs are resumed (queued ones) or failed, table and file embedding requests whose job never came are queued
  * again (on MAINTENANCE_INTERVAL_MS), temp uploads and orphan blobs are removed (on BLOB_SWEEP_INTERVAL_MS; 0 turns
  * these two off), and STF containers a dead process left running are removed. Started next to the job queue; every
  * process may run them at once.
@@ -9,7 +9,7 @@ import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
 import { sweepOrphanBlobs } from '@wds/storage';
-import { dispatchWorkflowEvents, fireDueSchedules, pruneHookDeliveries, pruneRowChanges, requeueStaleRuns, sweepInterruptedRuns } from '@wds/workflows';
+import { dispatchWorkflowEvents, fireDueSchedules, pruneHookDeliveries, pruneRowChanges, requeueStaleRuns, resumeInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
 import { uploadRequestTimeoutMs } from './http-timeouts.js';
 import type { Services } from './services.js';
@@ -24,9 +24,10 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
   }
   const tasks: MaintenanceTask[] = [
     {
+      // Queued runs cut by a crash go back to the queue to be resumed (RUN_MAX_ATTEMPTS); waiting ones fail.
       name: 'interrupted workflow runs',
       intervalMs: c.MAINTENANCE_INTERVAL_MS,
-      run: () => sweepInterruptedRuns(s.db, { staleAfterMs: c.RUN_STALE_AFTER_MS }),
+      run: () => resumeInterruptedRuns(s),
     },
     {
       // A queued run whose job was lost (its process died between recording and queuing it) is queued again.

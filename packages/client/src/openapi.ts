@@ -2887,6 +2887,7 @@ export interface components {
             executed_by: string | null;
             queued_at: string | null;
             cancel_requested_at: string | null;
+            attempts: number;
             error: {
                 kind: string;
                 message: string;
@@ -2917,6 +2918,9 @@ export interface components {
                 };
                 status_code?: number;
                 attempts?: number;
+                idempotency_key?: string;
+                delivered?: boolean;
+                attempt?: number;
                 deprecations?: {
                     at: string;
                     found: string;
@@ -3060,6 +3064,7 @@ export interface components {
             executed_by: string | null;
             queued_at: string | null;
             cancel_requested_at: string | null;
+            attempts: number;
             error: {
                 kind: string;
                 message: string;
@@ -3090,6 +3095,9 @@ export interface components {
                 };
                 status_code?: number;
                 attempts?: number;
+                idempotency_key?: string;
+                delivered?: boolean;
+                attempt?: number;
                 deprecations?: {
                     at: string;
                     found: string;

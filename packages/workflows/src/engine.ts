@@ -8,6 +8,11 @@
  * an HTTP status of 400 or more after its retries) fails the run too. Every step gets a record; what its definition
  * wrote in an older form that still works (a legacy variable, a Library source naming a table, an effect mapping
  * read through `$.input.…`) is listed in the record's `deprecations` with what to write instead.
+ *
+ * Resuming (issue 29): the engine reports what it finished as it goes (`onProgress`: the input steps' values, each
+ * STF step's output, each effect answered 2xx), and given what an earlier attempt of the same run finished
+ * (`resume`), does not run those steps again: their records and outputs are reused, and only the step under way at
+ * the crash runs again — an effect with the same Idempotency-Key (`effectKey`).
  */
 import { performance } from 'node:perf_hooks';
 import { type EffectResult, type EffectSpec, effectInputAliases } from '@wds/effect-runner';
@@ -68,6 +73,17 @@ export interface StepRecord {
   /** Effects: the response's HTTP status, and how many attempts were made. */
   status_code?: number;
   attempts?: number;
+  /**
+   * Effects: the Idempotency-Key the call carried — the same in every attempt and every retry of the same delivery
+   * (keys.ts) — and whether the endpoint answered 2xx (a resumed run does not call it again).
+   */
+  idempotency_key?: string;
+  delivered?: boolean;
+  /**
+   * In a run resumed after a crash (its `attempts` over 1): the attempt of the run that ran this step. A step of an
+   * earlier attempt was not run again; its record and output were reused.
+   */
+  attempt?: number;
   /** What this step's definition wrote in an older form that still works, and what to write instead. */
   deprecations?: Deprecation[];
   /**
@@ -75,6 +91,17 @@ export interface StepRecord {
    * is then whole only for that user (@wds/workflows store: rowsHiddenFrom).
    */
   caller_rows?: true;
+}
+
+/**
+ * What a run finished, step by step, for a later attempt of it to reuse: the input steps' records and values (once
+ * all of them succeeded), each STF step that succeeded with its output (a prefix of the STF steps), and the effect
+ * steps answered 2xx.
+ */
+export interface RunProgress {
+  input?: { records: StepRecord[]; sources: Record<string, unknown> };
+  stf: { record: StepRecord; output: unknown }[];
+  effects: StepRecord[];
 }
 
 /** `record` with its deprecations, when there are any. */
@@ -108,6 +135,12 @@ function errorOf(err: unknown): StepError {
   return { kind: 'error', message: String(err) };
 }
 
+/** Whether `resume`'s input steps are those of `steps` (same names, in order, all succeeded). */
+const sameInputs = (resumed: RunProgress['input'], steps: InputStep[]): resumed is NonNullable<RunProgress['input']> =>
+  resumed !== undefined &&
+  resumed.records.length === steps.length &&
+  steps.every((s, i) => resumed.records[i]?.name === s.name && resumed.records[i]?.status === 'succeeded');
+
 export async function executeWorkflow(
   def: WorkflowDefinition,
   input: unknown,
@@ -119,11 +152,25 @@ export async function executeWorkflow(
     steps?: StepRecord[];
     /** Aborted: a cancel was asked. No step starts after it; a step under way ends by its own limits. */
     signal?: AbortSignal;
+    /** Each effect step's Idempotency-Key (keys.ts effectIdempotencyKey); default `<runId>:<index>`. */
+    effectKey?: (index: number, effect: ResolvedEffect) => string;
+    /** Which attempt of the run this is (1: the first); over 1, every step record says which attempt ran it. */
+    attempt?: number;
+    /** What earlier attempts of this run finished: not run again (an STF step only at the version it ran at). */
+    resume?: RunProgress;
+    /** Called (and awaited) after each step that adds to the progress, and after each effect step; must not throw. */
+    onProgress?: (progress: RunProgress) => Promise<void>;
   },
 ): Promise<ExecutionResult> {
   const started = performance.now();
   const steps: StepRecord[] = opts.steps ?? [];
   const scope: Scope = { input, sources: {}, steps: [] };
+  const attempt = opts.attempt ?? 1;
+  const progress: RunProgress = { stf: [], effects: [] };
+  const report = () => (opts.onProgress ? opts.onProgress(progress).catch(() => undefined) : Promise.resolve());
+  /** A record of this attempt (or, reused, of the attempt that ran it), stamped when the run was resumed. */
+  const stamp = (record: StepRecord, ranIn = attempt): StepRecord => (attempt > 1 ? { ...record, attempt: record.attempt ?? ranIn } : record);
+  const effectKey = opts.effectKey ?? ((index: number) => `${opts.runId}:${index}`);
   let error: RunError | null = null;
   const finish = (output: unknown): ExecutionResult => ({
     status: error ? 'failed' : 'succeeded',
@@ -152,45 +199,65 @@ export async function executeWorkflow(
     return { ...finish(null), status: 'cancelled' };
   };
 
-  // 1. Input steps, in parallel.
+  // 1. Input steps, in parallel — or, all finished by an earlier attempt, their values as it recorded them.
   if (opts.signal?.aborted) {
     for (const [index, step] of def.input_steps.entries()) steps.push({ kind: 'input', index, name: step.name, status: 'skipped' });
     return cancelledBefore(0) as ExecutionResult;
   }
-  const loaded = await Promise.all(
-    def.input_steps.map(async (step, index) => {
-      const t = performance.now();
-      const notes: Deprecation[] = [];
-      const deprecated = (d: Omit<Deprecation, 'at'>) => notes.push({ at: `input_steps[${index}].source`, ...d });
-      let rows = false;
-      const readRows = () => {
-        rows = true;
-      };
-      const marked = (r: StepRecord): StepRecord => (rows ? { ...r, caller_rows: true } : r);
-      try {
-        const value = await runners.loadSource(step, deprecated, readRows);
-        return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) }, notes)), value };
-      } catch (err) {
-        return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) }, notes)) };
-      }
-    }),
-  );
-  for (const [i, l] of loaded.entries()) {
-    steps.push(l.record);
-    if (l.record.status === 'succeeded') scope.sources[l.record.name as string] = l.value;
-    else error ??= { step: `input_steps[${i}]`, ...(l.record.error as StepError) };
-  }
-  if (error) {
-    skipRest(0);
-    return finish(null);
+  if (def.input_steps.length > 0 && sameInputs(opts.resume?.input, def.input_steps)) {
+    const resumed = opts.resume?.input as NonNullable<RunProgress['input']>;
+    for (const record of resumed.records) steps.push(stamp(record, 1));
+    scope.sources = { ...resumed.sources };
+    progress.input = resumed;
+  } else if (def.input_steps.length > 0) {
+    const loaded = await Promise.all(
+      def.input_steps.map(async (step, index) => {
+        const t = performance.now();
+        const notes: Deprecation[] = [];
+        const deprecated = (d: Omit<Deprecation, 'at'>) => notes.push({ at: `input_steps[${index}].source`, ...d });
+        let rows = false;
+        const readRows = () => {
+          rows = true;
+        };
+        const marked = (r: StepRecord): StepRecord => stamp(rows ? { ...r, caller_rows: true } : r);
+        try {
+          const value = await runners.loadSource(step, deprecated, readRows);
+          return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) }, notes)), value };
+        } catch (err) {
+          return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) }, notes)) };
+        }
+      }),
+    );
+    for (const [i, l] of loaded.entries()) {
+      steps.push(l.record);
+      if (l.record.status === 'succeeded') scope.sources[l.record.name as string] = l.value;
+      else error ??= { step: `input_steps[${i}]`, ...(l.record.error as StepError) };
+    }
+    if (error) {
+      skipRest(0);
+      return finish(null);
+    }
+    progress.input = { records: loaded.map((l) => l.record), sources: { ...scope.sources } };
+    await report();
   }
 
-  // 2. STF steps, in order; each gets the previous output (or $input) unless its mappings say otherwise.
+  // 2. STF steps, in order; each gets the previous output (or $input) unless its mappings say otherwise. The steps an
+  // earlier attempt finished (at the version that runs now) are reused, up to the first that must run again.
   let last: unknown = input;
+  let reusing = true;
   for (const [index, step] of def.stf_steps.entries()) {
+    const stf = resolved.stfs[index];
+    const done = reusing ? opts.resume?.stf[index] : undefined;
+    if (done && stf && done.record.status === 'succeeded' && done.record.stf_version_id === stf.stf_version_id) {
+      steps.push(stamp(done.record, 1));
+      progress.stf.push(done);
+      scope.steps.push(done.output);
+      last = done.output;
+      continue;
+    }
+    reusing = false;
     const stopped = cancelledBefore(index);
     if (stopped) return stopped;
-    const stf = resolved.stfs[index];
     const t = performance.now();
     const base: StepRecord = noted(
       { kind: 'stf', index, stf_version_id: stf?.stf_version_id ?? step.stf_version_id, status: 'failed' },
@@ -198,7 +265,7 @@ export async function executeWorkflow(
     );
     if (!stf) {
       error = { step: `stf_steps[${index}]`, kind: 'not_found', message: `STF version ${step.stf_version_id} no longer exists in this workspace` };
-      steps.push({ ...base, error: { kind: error.kind, message: error.message } });
+      steps.push(stamp({ ...base, error: { kind: error.kind, message: error.message } }));
       skipRest(index + 1);
       return finish(null);
     }
@@ -208,58 +275,82 @@ export async function executeWorkflow(
     );
     if (!outcome.ok) {
       error = { step: `stf_steps[${index}]`, ...outcome.error };
-      steps.push({ ...base, duration_ms: ms(t), error: outcome.error });
+      steps.push(stamp({ ...base, duration_ms: ms(t), error: outcome.error }));
       skipRest(index + 1);
       return finish(null);
     }
-    steps.push({ ...base, status: 'succeeded', duration_ms: ms(t) });
+    const record = stamp({ ...base, status: 'succeeded', duration_ms: ms(t) });
+    steps.push(record);
     scope.steps.push(outcome.output);
     last = outcome.output;
+    progress.stf.push({ record, output: outcome.output });
+    await report();
   }
   const output = def.stf_steps.length > 0 ? last : input;
 
   const stopped = cancelledBefore(def.stf_steps.length);
   if (stopped) return stopped;
 
-  // 3. Effect steps, in parallel; each reads the workflow's result unless its mappings say otherwise.
-  const effects = await Promise.all(
-    def.effect_steps.map(async (step, index): Promise<StepRecord> => {
+  // 3. Effect steps, in parallel; each reads the workflow's result unless its mappings say otherwise. One an earlier
+  // attempt delivered (2xx) is not called again. Each record is kept (and reported) as its call ends.
+  const firstEffect = steps.length;
+  await Promise.all(
+    def.effect_steps.map(async (step, index): Promise<void> => {
       const effect = resolved.effects[index];
-      const t = performance.now();
-      const notes = legacyMappings(`effect_steps[${index}]`, step.input_mappings);
-      const base: StepRecord = { kind: 'effect', index, effect_version_id: effect?.effect_version_id ?? step.effect_version_id, status: 'failed' };
-      if (!effect) {
-        return noted({ ...base, error: { kind: 'not_found', message: `effect version ${step.effect_version_id} no longer exists in this workspace` } }, notes);
+      const delivered = opts.resume?.effects.find((r) => r.index === index && r.delivered === true);
+      if (effect && delivered && delivered.effect_id === effect.effect_id) {
+        steps.push(stamp(delivered, 1));
+        progress.effects.push(delivered);
+        return;
       }
-      Object.assign(base, { effect_id: effect.effect_id, version: effect.version });
-      const effectInput = buildStepInput(step.input_mappings, scope, output);
-      // The effect's own mappings that read this input as `$.input.…` (effect-runner mappings.ts) are noted too.
-      for (const a of effectInputAliases(effect.spec, effectInput)) notes.push({ ...a, at: `effect_steps[${index}].effect.${a.at}` });
-      if (notes.length > 0) base.deprecations = notes;
-      try {
-        const res = await runners.runEffect(effect, effectInput, `${opts.runId}:${index}`);
-        const record = { ...base, duration_ms: ms(t), status_code: res.status, attempts: res.attempts };
-        if (res.status >= 400) {
-          return { ...record, error: { kind: 'http_status', message: `the endpoint answered HTTP ${res.status}` } };
-        }
-        return { ...record, status: 'succeeded' };
-      } catch (err) {
-        const e = err as { status?: unknown; attempts?: unknown };
-        return {
-          ...base,
-          duration_ms: ms(t),
-          error: errorOf(err),
-          ...(typeof e.status === 'number' ? { status_code: e.status } : {}),
-          ...(typeof e.attempts === 'number' ? { attempts: e.attempts } : {}),
-        };
-      }
+      const record = stamp(await callEffect(step, index, effect));
+      steps.push(record);
+      if (record.delivered) progress.effects.push(record);
+      await report();
     }),
   );
+  // In step order, whatever order they ended in.
+  const effects = steps.splice(firstEffect).sort((a, b) => a.index - b.index);
+  steps.push(...effects);
   for (const record of effects) {
-    steps.push(record);
     if (record.status === 'failed' && !error) error = { step: `effect_steps[${record.index}]`, ...(record.error as StepError) };
   }
   return finish(output);
+
+  async function callEffect(step: WorkflowDefinition['effect_steps'][number], index: number, effect: ResolvedEffect | undefined): Promise<StepRecord> {
+    const t = performance.now();
+    const notes = legacyMappings(`effect_steps[${index}]`, step.input_mappings);
+    const base: StepRecord = { kind: 'effect', index, effect_version_id: effect?.effect_version_id ?? step.effect_version_id, status: 'failed' };
+    if (!effect) {
+      return noted({ ...base, error: { kind: 'not_found', message: `effect version ${step.effect_version_id} no longer exists in this workspace` } }, notes);
+    }
+    const key = effectKey(index, effect);
+    Object.assign(base, { effect_id: effect.effect_id, version: effect.version });
+    const effectInput = buildStepInput(step.input_mappings, scope, output);
+    // The effect's own mappings that read this input as `$.input.…` (effect-runner mappings.ts) are noted too.
+    for (const a of effectInputAliases(effect.spec, effectInput)) notes.push({ ...a, at: `effect_steps[${index}].effect.${a.at}` });
+    if (notes.length > 0) base.deprecations = notes;
+    try {
+      const res = await runners.runEffect(effect, effectInput, key);
+      const ok = res.status >= 200 && res.status < 300;
+      const record: StepRecord = { ...base, duration_ms: ms(t), status_code: res.status, attempts: res.attempts, idempotency_key: key, delivered: ok };
+      if (res.status >= 400) {
+        return { ...record, error: { kind: 'http_status', message: `the endpoint answered HTTP ${res.status}` } };
+      }
+      return { ...record, status: 'succeeded' };
+    } catch (err) {
+      const e = err as { status?: unknown; attempts?: unknown };
+      return {
+        ...base,
+        duration_ms: ms(t),
+        error: errorOf(err),
+        ...(typeof e.status === 'number' ? { status_code: e.status } : {}),
+        ...(typeof e.attempts === 'number' ? { attempts: e.attempts } : {}),
+        idempotency_key: key,
+        delivered: false,
+      };
+    }
+  }
 }
 
 export interface WorkflowConcurrencyOptions {

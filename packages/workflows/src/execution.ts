@@ -1,8 +1,11 @@
 /**
  * One workflow execution with the service's real step runners (runners.ts). The run is recorded when it starts, as
  * `running` and owned by this process, which keeps it alive with a heartbeat (and the steps finished so far) until
- * it ends; it is then recorded with its audit entry. If the process dies first, a maintenance sweep fails it as
- * interrupted (liveness.ts). At most WORKFLOW_WORKSPACE_CONCURRENCY executions of one workspace run at once.
+ * it ends; it is then recorded with its audit entry. If the process dies first, a maintenance sweep settles it
+ * (liveness.ts): a queued run goes back to the queue and its next attempt resumes it — the steps it finished are not
+ * run again (progress.ts) — and a waiting one fails as interrupted. Every effect's Idempotency-Key comes from what
+ * the run is the delivery of (keys.ts), never from the attempt. At most WORKFLOW_WORKSPACE_CONCURRENCY executions of
+ * one workspace run at once.
  */
 import type { AuditEntry } from '@wds/audit';
 import { newId } from '@wds/db';
@@ -12,7 +15,9 @@ import type { RunWorkspace } from '@wds/stf-runner';
 import { type ExecutionResult, executeWorkflow, type StepRecord, WorkflowConcurrency } from './engine.js';
 import { runCacheOf } from '@wds/stfs';
 import { cachedSteps } from './cached.js';
+import { effectIdempotencyKey, originOf, runOrigin } from './keys.js';
 import { RunHeartbeat } from './liveness.js';
+import { ProgressWriter, storedProgress } from './progress.js';
 import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
@@ -44,6 +49,10 @@ interface ClaimedRun {
    * async run's, those of the moment it was asked for. Never a newer version another editor added meanwhile.
    */
   accepted: AcceptedVersions;
+  /** Which attempt this is (1: the first; more: resumed after a crash), what the run is the delivery of, and what earlier attempts finished. */
+  attempt: number;
+  origin: string;
+  checkpoint: unknown;
 }
 
 /**
@@ -130,7 +139,7 @@ export class WorkflowExecutions {
             resourceId: workflow.id,
           },
         },
-        { runId, accepted },
+        { runId, accepted, attempt: row.attempts ?? 1, origin: originOf(row), checkpoint: row.checkpoint },
       ).catch(async (err: unknown) => {
         // It could not start (its steps could not be read, say): failed with why, not left for the sweep to call
         // interrupted. A run that got as far as recording its end is not touched.
@@ -220,13 +229,28 @@ export class WorkflowExecutions {
     const def = { ...workflow, ...boundSteps(workflow, accepted) };
     const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, def);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
+    const attempt = claimed?.attempt ?? 1;
+    const origin = claimed?.origin ?? runOrigin.run('request', runId);
+    // What an earlier attempt finished, if it ran these very steps at these versions.
+    const digest = definitionDigest(def);
+    const resume = claimed && attempt > 1 ? storedProgress(claimed.checkpoint, digest) : undefined;
 
     // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.
     if (!claimed) await startRun(db, runId, workflow, input, executedBy, this.#beats.owner);
     const progress: StepRecord[] = [];
+    const writer = new ProgressWriter({
+      db,
+      runId,
+      attempt,
+      definition: digest,
+      steps: progress,
+      // A waiting run is never resumed (its caller saw it fail): it records which effects were delivered, no outputs.
+      checkpoint: claimed !== undefined,
+      onError: (err) => logger.warn({ err: err.message, run_id: runId }, 'recording a workflow run\'s progress failed'),
+    });
     const cancel = new AbortController();
     this.#running.set(runId, cancel);
-    this.#beats.track(runId, progress, () => cancel.abort());
+    this.#beats.track(runId, progress, () => cancel.abort(), attempt);
     try {
       if (claimed) {
         // A cancel asked between its claim and now reached no process yet: read it here, before any step starts.
@@ -235,12 +259,21 @@ export class WorkflowExecutions {
       }
       let result: ExecutionResult;
       try {
-        result = await executeWorkflow(def, input, { stfs, effects }, runners, { runId, steps: progress, signal: cancel.signal });
+        result = await executeWorkflow(def, input, { stfs, effects }, runners, {
+          runId,
+          steps: progress,
+          signal: cancel.signal,
+          effectKey: (step, effect) => effectIdempotencyKey({ workspaceId: workspace.id, workflowId: workflow.id, origin, step, effectId: effect.effect_id }),
+          attempt,
+          ...(resume ? { resume } : {}),
+          onProgress: writer.write,
+        });
       } catch (err) {
         logger.error({ err, run_id: runId }, 'workflow engine failed');
         result = { status: 'failed', output: null, error: { step: 'engine', kind: 'internal', message: 'The workflow engine failed' }, steps: [], duration_ms: 0 };
       }
-      // The run record and the audit entry (run id, status, failed step) are written together.
+      // The run record and the audit entry (run id, status, failed step) are written together — unless another
+      // attempt took the run over meanwhile (this one was only slow): its own end is the run's.
       await finishRun(db, runId, result, undefined, {
         id: newId(),
         workspace_id: audit.workspaceId,
@@ -254,10 +287,11 @@ export class WorkflowExecutions {
           status: result.status,
           ...(result.error ? { failed_step: result.error.step } : {}),
           ...(claimed ? { queued: true } : {}),
+          ...(attempt > 1 ? { attempt } : {}),
         }),
         request_id: audit.requestId ?? null,
         transport: audit.transport ?? null,
-      });
+      }, attempt);
       this.#deps.metrics?.workflowRun?.(result.status, (performance.now() - started) / 1000);
       return { runId, result };
     } finally {

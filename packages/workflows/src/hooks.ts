@@ -14,6 +14,7 @@ import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
+import { runOrigin } from './keys.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 /** Seals and opens the hooks' secrets (the service's SECRETS_KEY box); undefined when there is no key. */
@@ -299,6 +300,8 @@ export async function deliverHook(deps: WorkflowJobDeps & { secrets: SecretSeale
         executedBy: hook.created_by,
         trigger: 'webhook',
         triggerId: hook.id,
+        // The delivery as it is de-duplicated (the sender's id, else the MAC): its effects' keys come from it.
+        origin: runOrigin.webhook(hook.id, keys[0] as string),
       });
       for (const key of keys) {
         const inserted = await tx

@@ -6,7 +6,9 @@ export * from './engine.js';
 export * from './store.js';
 export { resolveStfSteps, resolveEffectSteps, newestVersions } from './resolve.js';
 export { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, AS_NAMED, boundSteps, definitionDigest, sameVersions, storedAccepted } from './accepted.js';
-export { INSTANCE_ID, RunHeartbeat, type RunHeartbeatOptions, sweepInterruptedRuns } from './liveness.js';
+export { INSTANCE_ID, type InterruptedRuns, RunHeartbeat, type RunHeartbeatOptions, settleInterruptedRuns, sweepInterruptedRuns } from './liveness.js';
+export { type EffectDelivery, effectIdempotencyKey, originOf, runOrigin } from './keys.js';
+export { CHECKPOINT_MAX_BYTES, ProgressWriter, storedProgress } from './progress.js';
 export {
   createStepRunners,
   FILE_SOURCE_MAX_BYTES,
@@ -16,7 +18,7 @@ export {
   type WorkflowExecutionDeps,
 } from './runners.js';
 export { executeAndRecord, executionsOf, type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, WorkflowExecutions } from './execution.js';
-export { cancelWorkflowRun, handleWorkflowRunJobs, queueWorkflowAs, requeueStaleRuns, WORKFLOW_RUNS_QUEUE, type WorkflowJobDeps } from './queued.js';
+export { cancelWorkflowRun, handleWorkflowRunJobs, queueWorkflowAs, requeueStaleRuns, resumeInterruptedRuns, WORKFLOW_RUNS_QUEUE, type WorkflowJobDeps } from './queued.js';
 export { authorizeExecution, type ExecuteWorkflowRequest, type ExecutingMember, executeWorkflowAs } from './authorize.js';
 export {
   checkSchedule,

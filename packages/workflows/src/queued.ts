@@ -11,6 +11,7 @@ import { runCacheOf } from '@wds/stfs';
 import { requestedVersions } from './accepted.js';
 import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
 import { executionsOf } from './execution.js';
+import { settleInterruptedRuns } from './liveness.js';
 import type { WorkflowExecutionDeps } from './runners.js';
 import { ServiceError } from '@wds/errors';
 import { cancelRun, countQueuedRuns, queueRun, staleQueuedRuns, type WorkflowRunView } from './store.js';
@@ -41,6 +42,7 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
   }
   // It runs what was asked for now: these versions and these steps, whatever another editor adds or changes meanwhile.
   const accepted = await requestedVersions(deps.db, workspace.id, workflow, workflow.accepted_versions, executedBy);
+  // Its origin is itself (store.ts queueRun): a resumed attempt is the same run, and so the same delivery.
   const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async', accepted }, (id) => ({
     id: newId(),
     workspace_id: workspace.id,
@@ -61,22 +63,26 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
  * Puts a recorded run on the queue; a failure is logged, not thrown: the sweep queues it again (the run is kept).
  * Its priority is minus the runs queued or running in all workspaces of its workspace's creator (the principal,
  * @wds/workspace-sql workspacePrincipal), so one user's backlog over any number of workspaces does not hold up the
- * next run of another (the queue takes higher priorities first, then the oldest).
+ * next run of another (the queue takes higher priorities first, then the oldest). Its job is keyed by the run and
+ * the attempt it is for: a run resumed after a crash gets its job at once, while the job of the attempt that died
+ * still looks active to the queue (until its heartbeat is stale, it would hold the run's key); that old job, retried
+ * later, finds the run no longer queued and does nothing.
  */
 export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger' | 'db'>, runId: string): Promise<void> {
   try {
-    const { n } = await deps.db
+    const { n, attempts } = await deps.db
       .selectFrom('platform.workflow_runs as r')
       .innerJoin('platform.workspaces as rw', 'rw.id', 'r.workspace_id')
       .innerJoin('platform.workspaces as qw', (j) =>
         j.on((eb) => eb.or([eb('qw.id', '=', eb.ref('rw.id')), eb('qw.created_by', '=', eb.ref('rw.created_by'))])),
       )
       .innerJoin('platform.workflow_runs as q', 'q.workspace_id', 'qw.id')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.max('r.attempts').as('attempts')])
       .where('r.id', '=', runId)
       .where('q.status', 'in', ['queued', 'running'])
       .executeTakeFirstOrThrow();
-    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, `run:${runId}`, { priority: -Math.min(Number(n), 1_000_000) });
+    const key = attempts ? `run:${runId}:${Number(attempts) + 1}` : `run:${runId}`;
+    await deps.jobs.enqueue(WORKFLOW_RUNS_QUEUE, { runId } satisfies RunJob, key, { priority: -Math.min(Number(n), 1_000_000) });
   } catch (err) {
     deps.logger.warn({ run_id: runId, err: (err as Error).message }, 'queuing a workflow run failed; the sweep queues it again');
   }
@@ -94,6 +100,21 @@ export function handleWorkflowRunJobs(deps: WorkflowJobDeps): void {
     // place in its workspace is tried again, and after the last try the sweep queues it again.
     { concurrency: deps.config.WORKFLOW_JOB_CONCURRENCY, expireInSeconds: 3600, retryLimit: 5 },
   );
+}
+
+/**
+ * The sweep of runs whose process died (liveness.ts settleInterruptedRuns): a queued kind's run (async, schedule,
+ * webhook, event) goes back on the queue for its next attempt, which resumes it — the steps it finished are not run
+ * again, the step under way is, an effect with the same Idempotency-Key — up to RUN_MAX_ATTEMPTS attempts, then it
+ * fails as interrupted (an event's then goes dead, not retried again); a waiting run fails as interrupted (its caller
+ * saw its request fail). Returns how many runs it settled.
+ */
+export async function resumeInterruptedRuns(deps: WorkflowJobDeps): Promise<number> {
+  const settled = await settleInterruptedRuns(deps.db, { staleAfterMs: deps.config.RUN_STALE_AFTER_MS, maxAttempts: deps.config.RUN_MAX_ATTEMPTS });
+  // A run whose job cannot be queued now is queued again by requeueStaleRuns (its queued_at is old).
+  for (const runId of settled.resumed) await enqueueRun(deps, runId);
+  if (settled.resumed.length > 0) deps.logger.warn({ runs: settled.resumed }, 'workflow runs cut by a stopped process go back to the queue to be resumed');
+  return settled.resumed.length + settled.failed + settled.cancelled;
 }
 
 /** The sweep: queued runs older than RUN_STALE_AFTER_MS go on the queue again (no-op for those whose job waits). */

@@ -29,8 +29,13 @@ export interface WorkflowExecutionConfig extends StfRunnerConfig {
   WORKFLOW_JOB_CONCURRENCY: number;
   /** Runs one workspace may have queued; one more is refused (429). */
   WORKFLOW_WORKSPACE_QUEUED_MAX: number;
-  /** A queued run waiting longer than this is queued again (its job was lost with the process that queued it). */
+  /**
+   * A queued run waiting longer than this is queued again (its job was lost with the process that queued it); a
+   * running one without a heartbeat for this long is settled (its process died).
+   */
   RUN_STALE_AFTER_MS: number;
+  /** Attempts of a queued run cut by a crash: resumed until it has had this many, then failed as interrupted. */
+  RUN_MAX_ATTEMPTS: number;
 }
 
 /**

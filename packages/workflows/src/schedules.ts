@@ -12,6 +12,7 @@ import { Cron } from 'croner';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
+import { runOrigin } from './keys.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
 
 /** How often the due schedules are asked for, and the shortest interval a schedule may have. */
@@ -242,7 +243,14 @@ export async function fireDueSchedules(deps: WorkflowJobDeps & { config: Schedul
       } else {
         runId = await queueRun(
           tx,
-          { workflow: { id: s.workflow_id, workspace_id: s.workspace_id }, input: s.input, executedBy: s.created_by, trigger: 'schedule', triggerId: s.id },
+          {
+            workflow: { id: s.workflow_id, workspace_id: s.workspace_id },
+            input: s.input,
+            executedBy: s.created_by,
+            trigger: 'schedule',
+            triggerId: s.id,
+            origin: runOrigin.schedule(s.id, tick),
+          },
           (id) => ({
             id: newId(),
             workspace_id: s.workspace_id,

@@ -4,6 +4,7 @@ import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
 import { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
+import { runOrigin } from './keys.js';
 import { INSTANCE_ID } from './liveness.js';
 
 export interface WorkflowView extends WorkflowDefinition {
@@ -35,6 +36,11 @@ export interface WorkflowRunSummaryView {
   queued_at: string | null;
   /** When a cancel was asked while it ran; null otherwise. */
   cancel_requested_at: string | null;
+  /**
+   * How many times a process took it up: 0 while queued, 1 once started; more when it was resumed after its process
+   * died (a queued run, at most RUN_MAX_ATTEMPTS) — each step record then says which attempt ran it.
+   */
+  attempts: number;
   /** Which step failed and how (`step: 'run'` for an interrupted run); null unless failed. */
   error: RunError | null;
   steps: StepRecord[];
@@ -244,6 +250,7 @@ const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryV
     executed_by: r.executed_by,
     queued_at: r.queued_at ? r.queued_at.toISOString() : null,
     cancel_requested_at: r.cancel_requested_at ? r.cancel_requested_at.toISOString() : null,
+    attempts: r.attempts ?? (r.status === 'queued' ? 0 : 1),
     error: hidden ? redactedError(error) : error,
     steps: hidden ? steps.map(redactedStep) : steps,
     started_at: r.started_at.toISOString(),
@@ -289,13 +296,17 @@ export async function startRun(
       input: JSON.stringify(input ?? null),
       owner,
       heartbeat_at: sql<Date>`now()`,
+      attempts: 1,
+      origin: runOrigin.run('request', id),
     })
     .execute();
 }
 
 /**
  * Records a finished run: updates the row startRun wrote (also when a sweep already failed it as interrupted: what
- * really happened wins), or (when the run was not recorded at its start) inserts it whole. With `audit`, the audit entry is written by the same statement (a data-modifying CTE: one round trip,
+ * really happened wins), or (when the run was not recorded at its start) inserts it whole. With `attempt`, only while
+ * the run is at that attempt: when another process resumed it meanwhile (this one was only slow), that attempt's
+ * end is the run's. The checkpoint is cleared: nothing resumes a run that ended. With `audit`, the audit entry is written by the same statement (a data-modifying CTE: one round trip,
  * one commit, both rows or neither).
  */
 export async function finishRun(
@@ -304,6 +315,7 @@ export async function finishRun(
   result: ExecutionResult,
   started?: { workflow: { id: string; workspace_id: string }; input: unknown; executedBy: string | null; at: Date },
   audit?: NewAuditLog,
+  attempt?: number,
 ): Promise<void> {
   const outcome = {
     status: result.status,
@@ -312,6 +324,7 @@ export async function finishRun(
     steps: JSON.stringify(result.steps),
     finished_at: new Date(),
     duration_ms: result.duration_ms,
+    checkpoint: null,
   };
   const insert = (q: Db) =>
     q.insertInto('platform.workflow_runs').values({
@@ -323,7 +336,10 @@ export async function finishRun(
       started_at: started?.at ?? new Date(),
       ...outcome,
     });
-  const update = (q: Db) => q.updateTable('platform.workflow_runs').set(outcome).where('id', '=', runId);
+  const update = (q: Db) => {
+    const u = q.updateTable('platform.workflow_runs').set(outcome).where('id', '=', runId);
+    return attempt === undefined ? u : u.where((eb) => eb(eb.fn.coalesce('attempts', sql<number>`1`), '=', attempt));
+  };
   if (!audit) {
     await (started ? insert(db) : update(db)).execute();
     return;
@@ -387,6 +403,8 @@ export interface QueuedRun {
   triggerId?: string | null;
   /** An async run: the versions (and steps) of the moment it was asked for, which it runs (accepted.ts). */
   accepted?: AcceptedVersions;
+  /** What it is the delivery of (keys.ts runOrigin): an event, a schedule's tick, a hook delivery; default the run itself. */
+  origin?: string;
 }
 
 /**
@@ -407,6 +425,8 @@ export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) =
       input: JSON.stringify(run.input ?? null),
       queued_at: sql<Date>`now()`,
       accepted_versions: run.accepted ? JSON.stringify(run.accepted) : null,
+      attempts: 0,
+      origin: run.origin ?? `${run.trigger}:${id}`,
     });
   if (!audit) await insert(db).execute();
   else await db.with('run', (q) => insert(q as unknown as Db).returning('id')).insertInto('platform.audit_logs').values(audit(id)).execute();
@@ -414,14 +434,21 @@ export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) =
 }
 
 /**
- * Takes a queued run for this process: `running`, owned by `owner`, alive and started now. Undefined when it is not
- * queued any more (cancelled, or claimed by another process): there is nothing to do.
+ * Takes a queued run for this process: `running`, owned by `owner`, alive, its attempts counted (the first attempt
+ * sets its start; a resumed run keeps it). Undefined when it is not queued any more (cancelled, or claimed by another
+ * process): there is nothing to do.
  */
 export async function claimQueuedRun(db: Db, runId: string, owner: string = INSTANCE_ID): Promise<WorkflowRunRow | undefined> {
   if (!isUuid(runId)) return undefined;
   return db
     .updateTable('platform.workflow_runs')
-    .set({ status: 'running', owner, heartbeat_at: sql<Date>`now()`, started_at: sql<Date>`now()` })
+    .set({
+      status: 'running',
+      owner,
+      heartbeat_at: sql<Date>`now()`,
+      started_at: sql<Date>`CASE WHEN coalesce(attempts, 0) = 0 THEN now() ELSE started_at END`,
+      attempts: sql<number>`coalesce(attempts, 0) + 1`,
+    })
     .where('id', '=', runId)
     .where('status', '=', 'queued')
     .returningAll()
@@ -429,8 +456,8 @@ export async function claimQueuedRun(db: Db, runId: string, owner: string = INST
 }
 
 /**
- * Gives a claimed run back to the queue (its process could not run it now); another attempt claims it again. A run
- * asked to cancel meanwhile ends `cancelled` instead (it never started).
+ * Gives a claimed run back to the queue (its process could not run it now; its claim is not counted as an attempt);
+ * another attempt claims it again. A run asked to cancel meanwhile ends `cancelled` instead.
  */
 export async function requeueRun(db: Db, runId: string): Promise<void> {
   await db
@@ -441,6 +468,7 @@ export async function requeueRun(db: Db, runId: string): Promise<void> {
       finished_at: sql`CASE WHEN cancel_requested_at IS NULL THEN NULL ELSE now() END`,
       owner: null,
       heartbeat_at: null,
+      attempts: sql<number>`greatest(coalesce(attempts, 1) - 1, 0)`,
     })
     .where('id', '=', runId)
     .where('status', '=', 'running')
@@ -451,7 +479,7 @@ export async function requeueRun(db: Db, runId: string): Promise<void> {
 export async function failQueuedRun(db: Db, runId: string, error: { kind: string; message: string }): Promise<void> {
   await db
     .updateTable('platform.workflow_runs')
-    .set({ status: 'failed', error: JSON.stringify({ step: 'run', ...error }), finished_at: sql<Date>`now()`, duration_ms: 0 })
+    .set({ status: 'failed', error: JSON.stringify({ step: 'run', ...error }), finished_at: sql<Date>`now()`, duration_ms: 0, checkpoint: null })
     .where('id', '=', runId)
     .where('status', 'in', ['queued', 'running'])
     .execute();
@@ -475,6 +503,7 @@ export async function cancelRun(db: Db, workspaceId: string, workflowId: string,
         error: JSON.stringify({ step: 'run', kind: 'cancelled', message: 'Cancelled before it started' }),
         finished_at: sql<Date>`now()`,
         duration_ms: 0,
+        checkpoint: null,
       })
       .where('id', '=', runId)
       .where('workflow_id', '=', workflowId)

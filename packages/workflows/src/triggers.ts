@@ -22,6 +22,7 @@ import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
 import { countQueuedRuns, getWorkflow, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
 import type { RunError } from './engine.js';
+import { runOrigin } from './keys.js';
 
 export interface TriggerConfig {
   /** Attempts of an event before it is dead (the first included). */
@@ -595,8 +596,10 @@ export async function dispatchWorkflowEvents(
         await tx.updateTable('platform.workflow_events').set({ status: 'succeeded', updated_at: sql<Date>`now()` }).where('id', '=', e.id).execute();
         continue;
       }
-      // A run someone cancelled is not tried again: its event is dead (and can be replayed).
-      const dead = e.run_status === 'cancelled' || e.attempts >= config.TRIGGER_MAX_ATTEMPTS;
+      // A run someone cancelled is not tried again: its event is dead (and can be replayed). Nor is one interrupted:
+      // the queue resumed it after each crash until RUN_MAX_ATTEMPTS, so it stops its process every time.
+      const interrupted = (e.run_error as { kind?: unknown } | null)?.kind === 'interrupted';
+      const dead = e.run_status === 'cancelled' || interrupted || e.attempts >= config.TRIGGER_MAX_ATTEMPTS;
       const delayMs = config.TRIGGER_RETRY_DELAY_MS * 2 ** Math.max(0, e.attempts - 1);
       await tx
         .updateTable('platform.workflow_events')
@@ -650,6 +653,8 @@ export async function dispatchWorkflowEvents(
         executedBy: e.created_by,
         trigger: 'event',
         triggerId: e.trigger_id,
+        // Every run of this event (its retries, a replay) is the same delivery: its effects carry the same keys.
+        origin: runOrigin.event(e.id),
       });
       await tx
         .updateTable('platform.workflow_events')

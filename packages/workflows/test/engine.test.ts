@@ -7,6 +7,7 @@ import {
   readVariable,
   type ResolvedEffect,
   type ResolvedStf,
+  type RunProgress,
   type StepRunners,
   type WorkflowDefinition,
 } from '../src/index.js';
@@ -180,5 +181,87 @@ describe('executeWorkflow', () => {
       { kind: 'effect', status: 'failed', status_code: 503 },
       { kind: 'effect', status: 'failed', attempts: 3, error: { kind: 'timeout' } },
     ]);
+  });
+});
+
+describe('executeWorkflow resumed after a crash (issue 29)', () => {
+  const key = (index: number, e: ResolvedEffect) => `k-${index}-${e.effect_id}`;
+
+  it('reports what it finished as it goes: the sources, each STF output, each effect delivered', async () => {
+    const { r } = runners({ runEffect: async (e) => ok(e.effect_id === 'e-0' ? 201 : 503) });
+    const reports: RunProgress[] = [];
+    const result = await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, r, {
+      runId: 'r',
+      effectKey: key,
+      onProgress: async (p) => void reports.push(structuredClone(p)),
+    });
+    // After the sources, after each STF step, after each effect.
+    expect(reports).toHaveLength(5);
+    expect(reports[0]).toEqual({ input: { records: [expect.objectContaining({ name: 'rates', status: 'succeeded' })], sources: { rates: { eur: 2 } } }, stf: [], effects: [] });
+    expect(reports[2]?.stf.map((s) => s.output)).toEqual([{ n: 10 }, { final: 11 }]);
+    // Only the effect answered 2xx counts as delivered; both records carry their key.
+    expect(reports[4]?.effects).toEqual([expect.objectContaining({ index: 0, delivered: true, idempotency_key: 'k-0-e-0', status_code: 201 })]);
+    expect(result.steps.slice(3)).toMatchObject([
+      { kind: 'effect', index: 0, status: 'succeeded', delivered: true, idempotency_key: 'k-0-e-0' },
+      { kind: 'effect', index: 1, status: 'failed', delivered: false, idempotency_key: 'k-1-e-1', status_code: 503 },
+    ]);
+    // A first attempt's records say nothing of attempts.
+    expect(result.steps.some((s) => 'attempt' in s)).toBe(false);
+  });
+
+  it('does not run again what an earlier attempt finished; the effect under way is sent again with its key', async () => {
+    // Attempt 1 finished the sources, both STF steps and effect 0, and was cut while effect 1 was under way.
+    const first = runners({
+      runEffect: async (e, _input, k) => {
+        if (e.effect_id === 'e-1') throw new Error('the process died here');
+        return { ...ok(200), idempotency_key: k };
+      },
+    });
+    let saved: RunProgress | undefined;
+    await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, first.r, { runId: 'run-a', effectKey: key, onProgress: async (p) => {
+        saved = structuredClone(p);
+      },
+    });
+    expect(saved?.effects.map((e) => e.index)).toEqual([0]);
+
+    const { r, calls } = runners();
+    const result = await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, r, { runId: 'run-b', effectKey: key, attempt: 2, resume: saved as RunProgress });
+    expect(result.status).toBe('succeeded');
+    expect(result.output).toEqual({ final: 11 });
+    // Only effect 1 ran, with the key of its step (not of this run: run-b).
+    expect(calls).toEqual(['effect:e-1:{"id":"o-1"}:k-1-e-1']);
+    expect(result.steps.map((s) => `${s.kind}[${s.index}]:${s.status}@${s.attempt}`)).toEqual([
+      'input[0]:succeeded@1',
+      'stf[0]:succeeded@1',
+      'stf[1]:succeeded@1',
+      'effect[0]:succeeded@1',
+      'effect[1]:succeeded@2',
+    ]);
+    expect(result.steps[4]).toMatchObject({ delivered: true, idempotency_key: 'k-1-e-1' });
+  });
+
+  it('reruns from the first STF step whose version changed, and sends again an effect that was not answered 2xx', async () => {
+    const resume: RunProgress = {
+      input: { records: [{ kind: 'input', index: 0, name: 'rates', status: 'succeeded' }], sources: { rates: { eur: 3 } } },
+      stf: [
+        { record: { kind: 'stf', index: 0, stf_version_id: 'v-0', status: 'succeeded' }, output: { n: 15 } },
+        { record: { kind: 'stf', index: 1, stf_version_id: 'v-old', status: 'succeeded' }, output: { final: 'stale' } },
+      ],
+      // Effect 0 was answered 3xx: not delivered, so not in the progress; effect 1 delivered by another effect.
+      effects: [{ kind: 'effect', index: 1, effect_id: 'e-other', status: 'succeeded', delivered: true }],
+    };
+    const { r, calls } = runners();
+    const result = await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, r, { runId: 'r', effectKey: key, attempt: 3, resume });
+    // The recorded sources are reused (eur 3, not the 2 a new load gives); STF 1 runs again at its current version.
+    expect(calls).toEqual(['stf:stf-1:{"n":15}', 'effect:e-0:{"final":16}:k-0-e-0', 'effect:e-1:{"id":"o-1"}:k-1-e-1']);
+    expect(result.steps.map((s) => s.attempt)).toEqual([1, 1, 3, 3, 3]);
+  });
+
+  it('input steps of another definition are loaded again', async () => {
+    const resume: RunProgress = { input: { records: [{ kind: 'input', index: 0, name: 'other', status: 'succeeded' }], sources: { other: 1 } }, stf: [], effects: [] };
+    const { r, calls } = runners();
+    await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, r, { runId: 'r', effectKey: key, attempt: 2, resume });
+    expect(calls[0]).toBe('source:rates');
+    expect(calls).toHaveLength(5);
   });
 });

@@ -4,12 +4,16 @@ import { createDb, type Db, migrateToLatest, newId, sql } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  claimQueuedRun,
   createWorkflow,
   finishRun,
   getRun,
   INSTANCE_ID,
   newRunId,
+  queueRun,
+  requeueRun,
   RunHeartbeat,
+  settleInterruptedRuns,
   type StepRecord,
   startRun,
   sweepInterruptedRuns,
@@ -99,5 +103,83 @@ describe('sweepInterruptedRuns', () => {
     // A run that was only slow to beat and then ends: what really happened wins over the sweep's verdict.
     await finishRun(db, dead, { status: 'succeeded', output: { late: true }, error: null, steps: [], duration_ms: 5 });
     expect(await getRun(db, A, w.id, dead)).toMatchObject({ status: 'succeeded', output: { late: true }, error: null });
+  });
+});
+
+describe('settleInterruptedRuns: queued runs cut by a crash are resumed, a bounded number of times (issue 29)', () => {
+  const full = (id: string) => db.selectFrom('platform.workflow_runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  /** A queued run of `trigger`, claimed `attempts` times by processes that died 10 minutes ago. */
+  async function cut(trigger: 'async' | 'schedule' | 'webhook' | 'event', attempts: number): Promise<string> {
+    const id = await queueRun(db, { workflow: w, input: { trigger }, executedBy: null, trigger });
+    for (let i = 0; i < attempts; i++) {
+      expect(await claimQueuedRun(db, id, randomUUID())).toMatchObject({ attempts: i + 1 });
+      if (i < attempts - 1) await sql`UPDATE platform.workflow_runs SET status = 'queued' WHERE id = ${id}`.execute(db);
+    }
+    await sql`UPDATE platform.workflow_runs SET steps = ${JSON.stringify([{ kind: 'stf', index: 0, status: 'succeeded' }])}::jsonb,
+                checkpoint = '{"definition":"d","stf":[],"effects":[]}'::jsonb WHERE id = ${id}`.execute(db);
+    await age(id, 600_000);
+    return id;
+  }
+
+  it('a queued kind goes back to queued with its steps and checkpoint; a waiting run fails; out of attempts fails; a cancel ends cancelled', async () => {
+    const resumed = await Promise.all((['async', 'schedule', 'webhook', 'event'] as const).map((t) => cut(t, 1)));
+    const last = await cut('event', 3);
+    const waiting = newRunId();
+    await startRun(db, waiting, w, null, null);
+    await age(waiting, 600_000);
+    const cancelled = await cut('async', 1);
+    await sql`UPDATE platform.workflow_runs SET cancel_requested_at = now() WHERE id = ${cancelled}`.execute(db);
+
+    const settled = await settleInterruptedRuns(db, { staleAfterMs: 60_000, maxAttempts: 3 });
+    expect(settled.resumed.sort()).toEqual([...resumed].sort());
+    expect(settled.failed).toBeGreaterThanOrEqual(2);
+    expect(settled.cancelled).toBeGreaterThanOrEqual(1);
+    for (const id of resumed) {
+      const r = await full(id);
+      expect(r).toMatchObject({ status: 'queued', owner: null, heartbeat_at: null, error: null, finished_at: null, attempts: 1, steps: [{ kind: 'stf', index: 0 }] });
+      expect(r.checkpoint).toEqual({ definition: 'd', stf: [], effects: [] });
+    }
+    // Its third attempt died too: failed, saying so, and nothing left to resume.
+    expect(await full(last)).toMatchObject({
+      status: 'failed',
+      attempts: 3,
+      checkpoint: null,
+      error: { step: 'run', kind: 'interrupted', message: expect.stringMatching(/^interrupted: the process running it stopped \(no heartbeat since .*\); attempt 3 of at most 3 \(RUN_MAX_ATTEMPTS\): not resumed again$/) },
+    });
+    expect(await getRun(db, A, w.id, last)).toMatchObject({ attempts: 3, status: 'failed' });
+    // A run someone waited for is never sent again: its caller saw its request fail.
+    expect(await full(waiting)).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'interrupted', message: expect.not.stringContaining('attempt') } });
+    expect(await full(cancelled)).toMatchObject({ status: 'cancelled', error: { step: 'run', kind: 'cancelled' }, checkpoint: null });
+
+    // The next claim is the second attempt; its start stays the first attempt's.
+    const before = (await full(resumed[0] as string)).started_at;
+    expect(await claimQueuedRun(db, resumed[0] as string)).toMatchObject({ status: 'running', attempts: 2, started_at: before });
+    // A claim given back (no free place) is not an attempt.
+    await requeueRun(db, resumed[0] as string);
+    expect(await full(resumed[0] as string)).toMatchObject({ status: 'queued', attempts: 1 });
+  });
+
+  it('without maxAttempts nothing is resumed (sweepInterruptedRuns as before)', async () => {
+    const id = await cut('async', 1);
+    expect(await sweepInterruptedRuns(db, { staleAfterMs: 60_000 })).toBeGreaterThanOrEqual(1);
+    expect(await full(id)).toMatchObject({ status: 'failed', error: { kind: 'interrupted' } });
+  });
+
+  it('an attempt that was only slow neither keeps the next attempt alive nor overwrites its end', async () => {
+    const id = await cut('async', 1);
+    await settleInterruptedRuns(db, { staleAfterMs: 60_000, maxAttempts: 3 });
+    expect(await claimQueuedRun(db, id, randomUUID())).toMatchObject({ attempts: 2 });
+    await age(id, 600_000);
+    // The first attempt's process beats and finishes late.
+    const beats = new RunHeartbeat({ db, intervalMs: 60_000 });
+    beats.track(id, [{ kind: 'stf', index: 0, status: 'failed' }], undefined, 1);
+    await beats.beat();
+    beats.untrack(id);
+    expect(Date.now() - (await full(id)).heartbeat_at!.getTime()).toBeGreaterThan(500_000);
+    await finishRun(db, id, { status: 'failed', output: null, error: { step: 'stf_steps[0]', kind: 'late', message: 'late' }, steps: [], duration_ms: 1 }, undefined, undefined, 1);
+    expect(await full(id)).toMatchObject({ status: 'running', attempts: 2 });
+    // The second attempt's own end is recorded, and clears the checkpoint.
+    await finishRun(db, id, { status: 'succeeded', output: 2, error: null, steps: [], duration_ms: 1 }, undefined, undefined, 2);
+    expect(await full(id)).toMatchObject({ status: 'succeeded', output: 2, checkpoint: null });
   });
 });

@@ -231,6 +231,15 @@ const StepRecord = v.object({
   error: v.optional(StepError),
   status_code: v.optional(Integer),
   attempts: v.optional(NonNegative),
+  /**
+   * Effects: the Idempotency-Key the call carried — derived from what the run is the delivery of (the event, the
+   * schedule's tick, the hook delivery, the run asked for by hand) and the step, so every retry of the same delivery
+   * carries the same — and whether the endpoint answered 2xx (a resumed run does not call it again).
+   */
+  idempotency_key: v.optional(v.string()),
+  delivered: v.optional(v.boolean()),
+  /** In a run resumed after a crash: the attempt of the run that ran this step (an earlier one's was not run again). */
+  attempt: v.optional(NonNegative),
   /** What the step's definition wrote in an older form that still works, and what to write instead. */
   deprecations: v.optional(v.array(v.object({ at: v.string(), found: v.string(), use: v.string() }))),
   /** An input step that read a table with the policies of the user the run ran as: the run is whole only for them. */
@@ -250,6 +259,11 @@ export const WorkflowRunSummary = v.object({
   queued_at: v.nullable(Timestamp),
   /** When a cancel was asked while it ran. */
   cancel_requested_at: v.nullable(Timestamp),
+  /**
+   * How many times a process took it up: 0 queued, 1 started; more when a queued run was resumed after its process
+   * died (at most RUN_MAX_ATTEMPTS; the steps it had finished were not run again).
+   */
+  attempts: NonNegative,
   error: v.nullable(v.object({ ...StepError.entries, step: v.string() })),
   steps: v.array(StepRecord),
   started_at: Timestamp,
