@@ -20,7 +20,7 @@ import * as m0017 from './migrations/0017_row_capture_hardening.js';
 import * as m0018 from './migrations/0018_workspace_creators.js';
 import * as m0019 from './migrations/0019_accepted_versions.js';
 import * as m0020 from './migrations/0020_memory_bounds.js';
-import * as m0022 from './migrations/0022_effects_once.js';
+import * as m0021 from './migrations/0021_effects_once.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -44,7 +44,7 @@ const migrations: Record<string, Migration> = {
   '0018_workspace_creators': m0018,
   '0019_accepted_versions': m0019,
   '0020_memory_bounds': m0020,
-  '0022_effects_once': m0022,
+  '0021_effects_once': m0021,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -330,7 +330,7 @@ export interface WorkflowRunsTable {
   cancel_requested_at: Timestamp | null;
   /** An async run: the versions (and steps) of the moment it was asked for, which it runs (migration 0019). */
   accepted_versions: ColumnType<unknown, string | null | undefined, string | null>;
-  /** How many times a process took it up (migration 0022; null: recorded before, ran once). */
+  /** How many times a process took it up (migration 0021; null: recorded before, ran once). */
   attempts: number | null;
   /** What it is the delivery of (event, schedule tick, hook delivery, the run itself): its effects' keys derive from it. */
   origin: string | null;

@@ -26,7 +26,7 @@ export function effectIdempotencyKey(d: EffectDelivery): string {
   return `wds-${createHash('sha256').update(JSON.stringify(parts)).digest('hex')}`;
 }
 
-/** What a run is the delivery of (`workflow_runs.origin`, migration 0022). */
+/** What a run is the delivery of (`workflow_runs.origin`, migration 0021). */
 export const runOrigin = {
   /** A trigger's event: every run of it (its retries, a replay) is the same delivery. */
   event: (eventId: string) => `event:${eventId}`,
@@ -38,5 +38,5 @@ export const runOrigin = {
   run: (trigger: 'request' | 'async', runId: string) => `${trigger}:${runId}`,
 };
 
-/** The origin of a stored run; one recorded before 0022 is its own. */
+/** The origin of a stored run; one recorded before 0021 is its own. */
 export const originOf = (r: { id: string; origin: string | null }): string => r.origin ?? `run:${r.id}`;
