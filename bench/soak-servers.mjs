@@ -2,6 +2,7 @@
 // a table with a policy, an STF, a workflow STF → effect to a local sink, all on loopback. Answers 'sample' with
 // its memory after a full collection, so the parent sees what stays, not garbage not yet collected.
 import http from 'node:http';
+import v8 from 'node:v8';
 import { startApiWithUser } from './bootstrap.mjs';
 
 const { running, call, user, token, auth, ws } = await startApiWithUser({
@@ -41,6 +42,9 @@ process.on('message', async (m) => {
     globalThis.gc?.();
     const u = process.memoryUsage();
     process.send({ sample: { rss: u.rss, heapUsed: u.heapUsed, external: u.external, arrayBuffers: u.arrayBuffers } });
+  } else if (m?.snapshot) {
+    globalThis.gc?.();
+    process.send({ snapshotted: v8.writeHeapSnapshot(m.snapshot) });
   } else if (m === 'stop') {
     sink.close();
     await running.close();

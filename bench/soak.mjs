@@ -5,6 +5,8 @@
 // effect to a local sink, and requests with a bad token. Prints every sample, the growth per minute of the
 // collected heap and of RSS over the load (a least-squares line from the end of the first tenth, the warm-up), and
 // the last load sample and the last idle one against the first after warm-up. Never an assertion.
+// SOAK_HEAP_SNAPSHOTS=<dir>: heap snapshots of the API at the end of warm-up and at the end of load, to compare with
+// `node heap-diff.mjs <first> <second>` (what grew, by constructor).
 import { fork } from 'node:child_process';
 import { createDatabase, startTestPostgres } from '@wds/testkit';
 
@@ -76,10 +78,28 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 console.log(`Soak: ${MINUTES} min of load (${CLIENTS} clients), ${IDLE_MINUTES} min idle, PostgreSQL ${server.kind}; memory after a full collection\n`);
 await record('idle');
 const clients = Array.from({ length: CLIENTS }, client);
+const SNAPSHOTS = process.env.SOAK_HEAP_SNAPSHOTS;
+const snapshot = (name) =>
+  new Promise((ok) => {
+    const on = (m) => {
+      if (!m.snapshotted) return;
+      child.off('message', on);
+      console.log(`heap snapshot: ${m.snapshotted}`);
+      ok();
+    };
+    child.on('message', on);
+    child.send({ snapshot: `${SNAPSHOTS}/${name}.heapsnapshot` });
+  });
+let snapshotted = false;
 while (Date.now() - t0 < MINUTES * 60000) {
   await sleep(SAMPLE_MS);
   await record('load');
+  if (SNAPSHOTS && !snapshotted && Date.now() - t0 >= MINUTES * 6000) {
+    snapshotted = true;
+    await snapshot('warm');
+  }
 }
+if (SNAPSHOTS) await snapshot('end');
 stopping = true;
 await Promise.all(clients);
 const loadEnd = Date.now();
