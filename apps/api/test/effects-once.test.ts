@@ -4,61 +4,20 @@
 // is killed (-9) while it waits, and started again: every run cut by the crash — a row trigger's, an async one, a
 // webhook's — is resumed and sends its effect again with the same key, and every event gets its effect. The STF step
 // finished before the crash is not run again.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type ApiProcess, appDir, killApiProcesses, startApiProcess, until } from './processes.js';
 
-const appDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN = 'effects-once-admin-token-0123456789';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-interface Api {
-  url: string;
-  proc: ChildProcess;
-  logs: string[];
-  exited: Promise<void>;
-}
-const started: Api[] = [];
+type Api = ApiProcess;
 let env: Record<string, string>;
-
-async function startApi(): Promise<Api> {
-  const proc = spawn(process.execPath, ['dist/main.js'], { cwd: appDir, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const logs: string[] = [];
-  const exited = new Promise<void>((done) => proc.on('exit', () => done()));
-  const api: Api = { url: '', proc, logs, exited };
-  started.push(api);
-  proc.stderr?.on('data', (d) => logs.push(String(d)));
-  let buffered = '';
-  api.url = await new Promise<string>((ok, fail) => {
-    proc.stdout?.on('data', (d) => {
-      buffered += String(d);
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) {
-        logs.push(line);
-        if (logs.length > 400) logs.shift();
-        if (line.includes('"msg":"listening"')) ok(JSON.parse(line).url);
-      }
-    });
-    void exited.then(() => fail(new Error(`the server exited:\n${logs.join('\n')}`)));
-  });
-  return api;
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const startApi = () => startApiProcess({ PATH: process.env.PATH ?? '', ...env });
 
 async function http(api: Api, method: string, path: string, opts: { token?: string; admin?: boolean; workspace?: string; body?: unknown } = {}) {
   const headers: Record<string, string> = {};
@@ -163,8 +122,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const a of started) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
-  await Promise.all(started.map((a) => a.exited));
+  await killApiProcesses();
   await new Promise((ok) => sink?.close(ok));
   await rm(env.STORAGE_DIR as string, { recursive: true, force: true });
 });

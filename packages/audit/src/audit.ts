@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type AuditLog, type Db, newId } from '@wds/db';
 
 export interface AuditEntry {
@@ -50,6 +51,36 @@ export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): s
     v(e.requestId),
     v(e.transport),
   ].join(', ')})`;
+}
+
+/**
+ * The call that writes an audit entry in the transaction of the workspace write it records, on that workspace's own
+ * connection (migration 0022, `user_data.wds_audit`): the entry as JSON text and its MAC with `key` (read from
+ * `platform.audit_key` by the service), which the function checks before it writes anything.
+ */
+export function auditInTransactionSql(e: AuditEntry & { workspaceId: string }, key: string, literal: (s: string) => string): string {
+  const entry = JSON.stringify({
+    id: newId(),
+    workspace_id: e.workspaceId,
+    user_id: e.userId,
+    api_key_id: e.apiKeyId,
+    action: e.action,
+    resource_type: e.resourceType,
+    resource_id: e.resourceId,
+    details: e.details ?? {},
+    request_id: e.requestId ?? null,
+    transport: e.transport ?? null,
+  });
+  const mac = createHash('sha256').update(`${key}:${entry}`, 'utf8').digest('hex');
+  return `SELECT user_data.wds_audit(${literal(entry)}, ${literal(mac)})`;
+}
+
+/** The key `auditInTransactionSql` signs with (`platform.audit_key`, migration 0022). */
+export async function loadAuditKey(pool: { query(text: string): Promise<{ rows: { key?: unknown }[] }> }): Promise<string> {
+  const r = await pool.query('SELECT key FROM platform.audit_key LIMIT 1');
+  const key = r.rows[0]?.key;
+  if (typeof key !== 'string' || !key) throw new Error('platform.audit_key holds no key (migration 0022)');
+  return key;
 }
 
 /**

@@ -21,6 +21,7 @@ import * as m0018 from './migrations/0018_workspace_creators.js';
 import * as m0019 from './migrations/0019_accepted_versions.js';
 import * as m0020 from './migrations/0020_memory_bounds.js';
 import * as m0021 from './migrations/0021_effects_once.js';
+import * as m0022 from './migrations/0022_audit_in_transaction.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '0019_accepted_versions': m0019,
   '0020_memory_bounds': m0020,
   '0021_effects_once': m0021,
+  '0022_audit_in_transaction': m0022,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

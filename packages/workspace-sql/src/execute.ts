@@ -1,4 +1,4 @@
-import { AUDIT_INSERT, auditValuesSql } from '@wds/audit';
+import { AUDIT_INSERT, auditInTransactionSql, auditValuesSql, loadAuditKey } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
 import { type Filter, type Subject, decide } from '@wds/policy-engine';
@@ -193,6 +193,8 @@ export class WorkspaceSql {
   /** Statements whose template was found by their lexical shape, without a parse. */
   private lexicalHits = 0;
   private filledReads = 0;
+  /** What the entries of writes are signed with (`platform.audit_key`), read once. */
+  private auditKey: Promise<string> | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -381,6 +383,21 @@ export class WorkspaceSql {
     // A read under the connections' own time limits takes one round trip; other limits (an MCP call's time left)
     // take the transaction that sets them.
     const read = a.kind === 'select' && !a.writes && Math.floor(limits.statementTimeoutMs) === this.sessionTimeoutMs;
+    const entry = (actor: SqlAuditActor, affected: number | undefined) => ({
+      workspaceId: caller.workspaceId,
+      userId: actor.userId,
+      apiKeyId: actor.apiKeyId,
+      requestId: actor.requestId,
+      transport: actor.transport,
+      action: `execute_sql_${a.kind}`,
+      resourceType: 'table',
+      resourceId: a.tables.join(',') || null,
+      details: { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }) },
+    });
+    // Every statement but a one-round-trip read writes its entry in its own transaction, just before COMMIT: the
+    // statement and its entry commit together or not at all (migration 0022).
+    const key = audit && !read ? await this.signingKey() : undefined;
+    const beforeCommit = audit && key ? (affected: number | undefined) => auditInTransactionSql(entry(audit, affected), key, pg.escapeLiteral) : undefined;
     const lease = await this.pools.acquire(caller.workspaceId);
     let broken = false;
     let result: SqlResult;
@@ -392,7 +409,7 @@ export class WorkspaceSql {
         result = { kind: a.kind, tables: a.tables, executed_sql: executed, rows: r.rows };
       } else {
         await WorkspaceSql.begin(lease.client, limits);
-        result = await WorkspaceSql.run(lease.client, a, executed, limits);
+        result = await WorkspaceSql.run(lease.client, a, executed, limits, undefined, beforeCommit);
       }
     } catch (err) {
       broken = isConnectionError(err);
@@ -401,29 +418,35 @@ export class WorkspaceSql {
     } finally {
       lease.release(broken);
     }
-    // A schema change makes every process's cached columns of this workspace stale.
-    const stale = a.kind === 'ddl' ? `ws:${caller.workspaceId}` : undefined;
-    if (audit || stale) {
-      const details = { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: result.affected_rows ?? 0 }) };
-      const row = audit
-        ? auditValuesSql({ workspaceId: caller.workspaceId, userId: audit.userId, apiKeyId: audit.apiKeyId, requestId: audit.requestId, transport: audit.transport, action: `execute_sql_${a.kind}`, resourceType: 'table', resourceId: a.tables.join(',') || null, details }, pg.escapeLiteral)
-        : undefined;
-      const statements = [...(row ? [`${AUDIT_INSERT} ${row}`] : []), ...(stale ? [InvalidationBus.notifySql(stale, pg.escapeLiteral)] : [])];
-      const failed = (err: unknown) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind });
-      if (read && row && !stale) {
-        // A read's entry goes through group commit (audit-group.ts) and the answer does not wait for it, unless
-        // entries pile up (the database is slow): then readers wait, so the backlog stays bounded. The audit
-        // listing flushes first (`flushReadAudits`), so an entry is listed once its read has answered.
-        const written = this.readAudits.write(row).catch(failed);
-        if (this.readAudits.pending > READ_AUDIT_BACKLOG) await written;
-      } else {
-        // A write's entry is committed on its own, flushed, before the answer. The statement has committed: a
-        // failure here must not tell the caller it failed (it is logged instead).
-        await this.pool.query(statements.join('; ')).catch(failed);
-      }
-      if (stale) this.opts.bus?.invalidate(stale);
+    const failed = (err: unknown) => this.opts.onAfterCommitError?.(err, { workspaceId: caller.workspaceId, kind: a.kind });
+    if (read && audit) {
+      // A read's entry goes through group commit (audit-group.ts) and the answer does not wait for it, unless
+      // entries pile up (the database is slow): then readers wait, so the backlog stays bounded. The audit
+      // listing flushes first (`flushReadAudits`), so an entry is listed once its read has answered. A crash
+      // may lose the entries of reads answered just before it (docs/operations.md).
+      const written = this.readAudits.write(auditValuesSql(entry(audit, undefined), pg.escapeLiteral)).catch(failed);
+      if (this.readAudits.pending > READ_AUDIT_BACKLOG) await written;
+    }
+    // A schema change makes every process's cached columns of this workspace stale: after its commit (a lost
+    // message only leaves other processes' columns until their cache's time limit).
+    if (a.kind === 'ddl') {
+      const stale = `ws:${caller.workspaceId}`;
+      await this.pool.query(InvalidationBus.notifySql(stale, pg.escapeLiteral)).catch(failed);
+      this.opts.bus?.invalidate(stale);
     }
     return result;
+  }
+
+  /** The key the entries of writes are signed with, read once (again after a failed read). */
+  private signingKey(): Promise<string> {
+    if (!this.auditKey) {
+      const loading = loadAuditKey(this.pool);
+      this.auditKey = loading;
+      loading.catch(() => {
+        if (this.auditKey === loading) this.auditKey = undefined;
+      });
+    }
+    return this.auditKey;
   }
 
   /**
@@ -662,9 +685,18 @@ export class WorkspaceSql {
    * one statement of a longer session). The user statement always goes through the extended protocol, which
    * refuses a second statement; a read goes through a cursor so that the row cap is checked before rows pile up.
    */
-  private static async run(client: pg.Client, a: StatementSummary, executed: string, limits: SqlLimits, cursor?: string): Promise<SqlResult> {
+  private static async run(
+    client: pg.Client,
+    a: StatementSummary,
+    executed: string,
+    limits: SqlLimits,
+    cursor?: string,
+    /** The service's own statement to run in the transaction before COMMIT (the audit entry), given the rows affected. */
+    beforeCommit?: (affected: number | undefined) => string,
+  ): Promise<SqlResult> {
     const base = { kind: a.kind, tables: a.tables, executed_sql: executed };
-    const commit = cursor ? '' : '; COMMIT';
+    const finish = (affected: number | undefined) => (beforeCommit ? `${beforeCommit(affected)}; COMMIT` : 'COMMIT');
+    const commit = cursor ? '' : `; ${finish(undefined)}`;
     if (a.kind === 'select' && !a.writes) {
       const name = cursor ?? 'wds_cursor';
       await client.query({ text: `DECLARE ${name} NO SCROLL CURSOR FOR ${executed}`, queryMode: 'extended' } as pg.QueryConfig);
@@ -680,13 +712,13 @@ export class WorkspaceSql {
       const affected = await runCountingRows(client, executed);
       // A table a DDL statement created gets its row capture in the same transaction (row-capture.ts).
       if (a.kind === 'ddl') await installRowCapture(client);
-      if (!cursor) await client.query('COMMIT');
+      if (!cursor) await client.query(finish(a.kind === 'ddl' ? 0 : affected));
       return { ...base, affected_rows: a.kind === 'ddl' ? 0 : affected };
     }
     const r = await client.query({ text: executed, queryMode: 'extended', types: userValueTypes } as pg.QueryConfig);
     // A RETURNING of the user's own, or a SELECT whose CTE writes: rows to show, so the row cap holds.
     if (r.rows.length > limits.maxRows) throw rowCapError(limits);
-    if (!cursor) await client.query('COMMIT');
+    if (!cursor) await client.query(finish(r.rowCount ?? 0));
     const out: SqlResult = { ...base, affected_rows: r.rowCount ?? 0 };
     if (a.kind === 'select') out.rows = r.rows;
     else if (a.returning) out.rows = r.rows.map(({ [ROW_CHECK_COLUMN]: _check, ...rest }) => rest);

@@ -1,0 +1,151 @@
+// Issue 29, point 1: a write and its audit entry commit together. The built server runs as a child process (node
+// dist/main.js) on a database of its own; clients send single-row INSERTs through POST /sql as fast as it answers,
+// and the server is killed (-9) in the middle of the burst, three times. After each kill every committed row has its
+// `execute_sql_insert` entry and no entry counts a row that is not there. And the function the entries go through
+// (`user_data.wds_audit`, callable by every workspace role) writes nothing without the service's MAC, nor for
+// another workspace than the session's own, nor twice.
+import { randomBytes, createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { workspaceRole } from '@wds/sql-rewriter';
+import { createDatabase } from '@wds/testkit';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type ApiProcess, appDir, killApiProcesses, startApiProcess, until } from './processes.js';
+
+const ADMIN = 'audit-once-admin-token-0123456789';
+let env: Record<string, string>;
+let api: ApiProcess;
+let db: pg.Client;
+let token: string;
+let userId: string;
+let ws: string;
+let other: string;
+
+async function http(method: string, path: string, opts: { token?: string; admin?: boolean; workspace?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.admin) headers['x-admin-token'] = ADMIN;
+  if (opts.workspace) headers['x-workspace-id'] = opts.workspace;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(api.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+const sqlOf = (workspace: string, sql: string) => http('POST', `/api/v1/workspaces/${workspace}/sql`, { token, body: { sql } });
+
+beforeAll(async () => {
+  env = {
+    PATH: process.env.PATH ?? '',
+    DATABASE_URL: await createDatabase(inject('pgServerUrl'), { prefix: 'audit_once', template: inject('apiTemplateDatabase') }),
+    ADMIN_TOKEN: ADMIN,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    SQL_ROLE_SECRET: randomBytes(24).toString('hex'),
+    STORAGE_DIR: join(appDir, '.cache', `audit-once-${process.pid}`),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    EMBEDDER: 'none',
+  };
+  api = await startApiProcess(env);
+  db = new pg.Client({ connectionString: env.DATABASE_URL });
+  await db.connect();
+  const user = await http('POST', '/admin/v1/users', { admin: true, body: { email: 'audit@example.com', name: 'Audit' } });
+  userId = user.body.id;
+  token = (await http('POST', `/admin/v1/users/${userId}/sessions`, { admin: true, body: {} })).body.token;
+  ws = (await http('POST', '/api/v1/workspaces', { token, body: { name: 'burst' } })).body.id;
+  other = (await http('POST', '/api/v1/workspaces', { token, body: { name: 'other' } })).body.id;
+  expect((await sqlOf(ws, 'CREATE TABLE burst (tag text)')).status).toBe(200);
+  const group = await http('POST', '/api/v1/policy-groups', { token, workspace: ws, body: { name: 'all', user_ids: [userId] } });
+  for (const operation of ['select', 'insert']) {
+    const p = await http('POST', '/api/v1/policies', { token, workspace: ws, body: { name: operation, policy_group_id: group.body.id, mode: 'allow', table_name: 'burst', operation } });
+    expect(p.status).toBe(201);
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await killApiProcesses();
+  await db?.end();
+  if (env) await rm(env.STORAGE_DIR as string, { recursive: true, force: true });
+});
+
+/** Committed rows of the burst table, and what the insert entries of the workspace say they inserted. */
+async function tally(): Promise<{ rows: number; audited: number; entries: number }> {
+  const table = `user_data.ws_${ws.replace(/-/g, '_')}_burst`;
+  const rows = Number((await db.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+  const r = await db.query(
+    `SELECT count(*) AS entries, coalesce(sum((details->>'affected_rows')::int), 0) AS audited
+       FROM platform.audit_logs WHERE workspace_id = $1 AND action = 'execute_sql_insert'`,
+    [ws],
+  );
+  return { rows, audited: Number(r.rows[0].audited), entries: Number(r.rows[0].entries) };
+}
+
+describe('a server killed (-9) during a burst of writes', { timeout: 240_000 }, () => {
+  it('leaves every committed write with its audit entry, and no entry without its write', async () => {
+    let answered = 0;
+    for (let round = 0; round < 3; round++) {
+      const before = answered;
+      let stop = false;
+      const client = async (c: number) => {
+        for (let i = 0; !stop; i++) {
+          const r = await sqlOf(ws, `INSERT INTO burst (tag) VALUES ('r${round}-c${c}-${i}')`).catch(() => undefined);
+          if (!r) return; // the server is gone
+          if (r.status === 200) answered++;
+        }
+      };
+      const clients = Array.from({ length: 12 }, (_, c) => client(c));
+      // Kill it mid-burst: once writes are answered at full speed.
+      await until('writes to be answered', () => answered - before >= 150, 120_000);
+      api.proc.kill('SIGKILL');
+      await api.exited;
+      stop = true;
+      await Promise.all(clients);
+      const t = await tally();
+      expect(t.rows, `round ${round}: ${JSON.stringify(t)}`).toBeGreaterThanOrEqual(answered);
+      expect(t.audited, `round ${round}: ${JSON.stringify(t)}`).toBe(t.rows);
+      expect(t.entries).toBe(t.rows);
+      api = await startApiProcess(env);
+    }
+  });
+});
+
+describe('user_data.wds_audit', () => {
+  const entry = (workspaceId: string, id = crypto.randomUUID()) =>
+    JSON.stringify({ id, workspace_id: workspaceId, user_id: null, api_key_id: null, action: 'execute_sql_insert', resource_type: 'table', resource_id: 'forged', details: { forged: true }, request_id: null, transport: null });
+
+  it('is no function user SQL may call', async () => {
+    for (const sql of [`SELECT user_data.wds_audit('{}', 'x')`, `SELECT wds_audit('{}', 'x')`, `INSERT INTO burst (tag) SELECT user_data.wds_audit('{}', 'x')::text`]) {
+      const r = await sqlOf(ws, sql);
+      expect(r.status, sql).toBe(400);
+    }
+  });
+
+  it('writes nothing without the service MAC, for another workspace, or twice — on a session of the workspace role', async () => {
+    const key = (await db.query('SELECT key FROM platform.audit_key')).rows[0].key as string;
+    const mac = (text: string) => createHash('sha256').update(`${key}:${text}`).digest('hex');
+    const role = workspaceRole(ws);
+    const session = new pg.Client({ connectionString: env.DATABASE_URL });
+    await session.connect();
+    try {
+      // What a session logged in as the workspace's role is (session_user), by the superuser's leave.
+      await session.query(`SET SESSION AUTHORIZATION "${role}"`);
+      expect((await session.query('SELECT session_user AS u')).rows[0].u).toBe(role);
+      const forged = entry(ws);
+      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [forged, 'f'.repeat(64)])).rejects.toMatchObject({ code: '42501' });
+      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [forged, mac(entry(ws))])).rejects.toMatchObject({ code: '42501' });
+      const foreign = entry(other);
+      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [foreign, mac(foreign)])).rejects.toMatchObject({ code: '42501' });
+      // With the service's MAC, for its own workspace: written once; the same entry again is refused by its id.
+      await session.query('SELECT user_data.wds_audit($1, $2)', [forged, mac(forged)]);
+      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [forged, mac(forged)])).rejects.toMatchObject({ code: '23505' });
+      // The role reads neither the key nor the entries.
+      await expect(session.query('SELECT key FROM platform.audit_key')).rejects.toMatchObject({ code: '42501' });
+      await expect(session.query('SELECT count(*) FROM platform.audit_logs')).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await session.end();
+    }
+    const written = await db.query(`SELECT workspace_id FROM platform.audit_logs WHERE resource_id = 'forged'`);
+    expect(written.rows).toEqual([{ workspace_id: ws }]);
+  });
+});
