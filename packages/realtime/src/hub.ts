@@ -156,8 +156,12 @@ export class RealtimeHub {
   private readonly checkWaitMs: number;
   /** platform.row_capture_key, read at start: without it no notification can be trusted, and nothing is delivered. */
   private key: string | undefined;
-  /** The batches (`<workspace>:<batch>`) notified lately, oldest first (at most RECENT_BATCHES). */
-  private readonly recent = new Set<string>();
+  /**
+   * The batches notified lately, oldest first (at most RECENT_BATCHES): their numbers alone, since every batch comes
+   * from one sequence (platform.row_change_batches) and a notification's workspace is covered by its MAC. (As
+   * `<workspace>:<batch>` strings they took about 200 bytes each, 20 MB at the bound; a soak found them.)
+   */
+  private readonly recent = new Set<number>();
   /** The database's clock minus this process's, in ms (measured at start): notifications carry the database's time. */
   private skewMs = 0;
 
@@ -250,7 +254,7 @@ export class RealtimeHub {
     // A forged notification (another workspace's batch, a flood to overflow the backlog) is not signed: ignored.
     const n = this.key === undefined ? null : verified(this.key, payload, (Date.now() + this.skewMs) / 1000);
     // Remembered whether or not anyone here follows the workspace yet: a replay must not reach who subscribes later.
-    if (!n || !this.firstTime(n.workspaceId, n.batch) || !this.subscribers.has(n.workspaceId)) return;
+    if (!n || !this.firstTime(n.batch) || !this.subscribers.has(n.workspaceId)) return;
     const { workspaceId, batch } = n;
     const queue = this.pending.get(workspaceId);
     if (queue) {
@@ -272,11 +276,11 @@ export class RealtimeHub {
    * Whether a workspace's batch is new to this hub, remembering it: a genuine notification replayed (any session may
    * LISTEN, and NOTIFY what it heard) is delivered once — while fresh; a stale one is refused by its time.
    */
-  private firstTime(workspaceId: string, batch: string): boolean {
-    const id = `${workspaceId}:${batch}`;
-    if (this.recent.has(id)) return false;
+  private firstTime(batch: string): boolean {
+    const id = Number(batch);
+    if (!Number.isSafeInteger(id) || this.recent.has(id)) return false;
     this.recent.add(id);
-    if (this.recent.size > RECENT_BATCHES) this.recent.delete(this.recent.values().next().value as string);
+    if (this.recent.size > RECENT_BATCHES) this.recent.delete(this.recent.values().next().value as number);
     return true;
   }
 
