@@ -5,7 +5,8 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -264,6 +265,81 @@ describe('pnpm cli backup / restore', () => {
       } finally {
         await db.destroy();
       }
+    } finally {
+      await h.close();
+    }
+  }, 120_000);
+
+  it('a blob missing from the store is listed and the backup finishes (exit 3); the rest restores, the lost file answers 404', async () => {
+    const h = await Harness.create();
+    const tools = await findPgTools({ PG_BIN_DIR: pgBinDir });
+    try {
+      const owner = await h.user('owner');
+      const ws = await h.workspace(owner.token);
+      const upload = (content: Buffer) =>
+        h.call('POST', `/api/v1/workspaces/${ws.id}/files`, { token: owner.token, workspace: ws.id, body: { filename: 'f.bin', content: content.toString('base64') } });
+      const kept = await upload(randomBytes(1000));
+      const lost = await upload(randomBytes(1000));
+      // Its bytes went to another process's store (or were removed by hand): the record outlives them.
+      const { db: sdb } = createDb(h.url, { max: 1 });
+      const lostKey = (await sdb.selectFrom('platform.files').select('blob_key').where('id', '=', lost.body.id).executeTakeFirstOrThrow()).blob_key;
+      await sdb.destroy();
+      await h.services.blobs.delete(lostKey);
+
+      const dir = join(tempDir('missing'), 'b');
+      const b = await cli(['backup', dir], { DATABASE_URL: h.url, STORAGE_DIR: h.blobDir });
+      expect(b.code, b.stderr).toBe(3);
+      expect(JSON.parse(b.stdout)).toMatchObject({ blobs: 1, missing_blobs: 1 });
+      expect(b.stderr).toContain(`blob ${lostKey}`);
+      const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as BackupManifest;
+      expect(manifest.blobs.items.map((x) => x.sha256)).toEqual([kept.body.sha256]);
+      expect(manifest.blobs.missing?.map((x) => x.key)).toEqual([lostKey]);
+
+      const url = await createDatabase(inject('pgServerUrl'), { prefix: 'missing' });
+      const blobDir = tempDir('missing-blobs');
+      const logs: string[] = [];
+      await restoreBackup({ databaseUrl: url, blobs: createFsBlobStore(blobDir), dir, tools, log: (m) => logs.push(m) });
+      expect(logs.some((l) => l.includes(lostKey) && l.includes('without content'))).toBe(true);
+      const back = await Harness.create({ STORAGE_DIR: blobDir }, url);
+      try {
+        const download = (id: string) => back.call('GET', `/api/v1/workspaces/${ws.id}/files/${id}/download`, { token: owner.token, workspace: ws.id });
+        expect((await download(kept.body.id)).status).toBe(200);
+        const gone = await download(lost.body.id);
+        expect(gone.status).toBe(404);
+        expect(JSON.stringify(gone.body)).not.toMatch(/blobs\/|ENOENT|\/tmp\//);
+      } finally {
+        await back.close();
+      }
+    } finally {
+      await h.close();
+    }
+  }, 120_000);
+
+  it('a backup that fails midway leaves nothing behind: a directory it made is gone, an empty one it was given stays empty', async () => {
+    const h = await Harness.create();
+    const tools = await findPgTools({ PG_BIN_DIR: pgBinDir });
+    try {
+      const owner = await h.user('owner');
+      const ws = await h.workspace(owner.token);
+      for (let i = 0; i < 3; i++) {
+        await h.call('POST', `/api/v1/workspaces/${ws.id}/files`, { token: owner.token, workspace: ws.id, body: { filename: `f${i}.bin`, content: randomBytes(2000).toString('base64') } });
+      }
+      // One blob's bytes differ from its record (damaged on disk): that fails the backup, after the dump and other blobs.
+      let served = 0;
+      const damaged: BlobStore = {
+        ...h.services.blobs,
+        get: async (key, range) => {
+          if (++served === 2) return Readable.from([randomBytes(2000)]);
+          return h.services.blobs.get(key, range);
+        },
+      };
+      const made = join(tempDir('failed'), 'new', 'b');
+      await expect(createBackup({ databaseUrl: h.url, blobs: damaged, dir: made, tools })).rejects.toThrow(/does not match its record/);
+      expect(existsSync(join(made, '..'))).toBe(false);
+      const given = tempDir('failed-given');
+      served = 0;
+      await expect(createBackup({ databaseUrl: h.url, blobs: damaged, dir: given, tools })).rejects.toThrow(/does not match its record/);
+      expect(readdirSync(given)).toEqual([]);
     } finally {
       await h.close();
     }

@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { assertEmptyDatabase, createDb, type DumpedRole, dumpDatabase, openSnapshot, type PgTools, restoreDatabase, sql } from '@wds/db';
@@ -40,7 +40,11 @@ export interface BackupManifest {
     service_role: string;
     roles: { name: string; granted_to_service: boolean }[];
   };
-  blobs: { count: number; bytes: number; items: BlobRef[] };
+  /**
+   * `items`: the blobs in the backup. `missing`: blobs file records reference that were not in the store when the
+   * backup was taken (absent in backups made before; restored without bytes: their downloads answer 404).
+   */
+  blobs: { count: number; bytes: number; items: BlobRef[]; missing?: BlobRef[] };
   files: { name: string; sha256: string; size: number }[];
 }
 
@@ -62,12 +66,20 @@ async function sha256File(path: string): Promise<{ sha256: string; size: number 
   return { sha256: hash.digest('hex'), size: (await stat(path)).size };
 }
 
-async function prepareEmptyDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+/** Makes `dir` a new or empty directory of the owner's; undoes what a failed backup wrote into it. */
+async function prepareEmptyDir(dir: string): Promise<{ undo(): Promise<void> }> {
+  // mkdir answers the first directory it created: `dir` itself or a parent of it, or none when `dir` existed.
+  const created = await mkdir(dir, { recursive: true, mode: 0o700 });
   const entries = await readdir(dir);
   if (entries.length) throw new Error(`${dir} is not empty: back up into a new directory`);
   // An empty directory that existed already keeps its mode otherwise: a backup holds secrets.
   await chmod(dir, 0o700);
+  return {
+    async undo() {
+      if (created) await rm(created, { recursive: true, force: true });
+      else for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true });
+    },
+  };
 }
 
 /** The file records' blobs, read in the dump's snapshot (none when the database has no files table yet). */
@@ -84,9 +96,23 @@ async function referencedBlobs(query: <R>(text: string) => Promise<R[]>): Promis
   });
 }
 
+/**
+ * Backs the deployment up into `opts.dir` (new or empty). Blobs missing from the store are listed in the manifest
+ * (`blobs.missing`) and the backup finishes; anything else that fails (the dump, a blob whose bytes differ from its
+ * record, a full disk) fails the backup and removes what it wrote: the directory is as it was before.
+ */
 export async function createBackup(opts: BackupOptions): Promise<BackupManifest> {
+  const target = await prepareEmptyDir(opts.dir);
+  try {
+    return await writeBackup(opts);
+  } catch (err) {
+    await target.undo().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function writeBackup(opts: BackupOptions): Promise<BackupManifest> {
   const log = opts.log ?? (() => {});
-  await prepareEmptyDir(opts.dir);
   const snapshot = await openSnapshot(opts.databaseUrl, {
     beforeSnapshot: async (query) => {
       await query(`SELECT pg_advisory_lock_shared(${BLOB_DELETION_LOCK})`);
@@ -95,6 +121,7 @@ export async function createBackup(opts: BackupOptions): Promise<BackupManifest>
   let database: BackupManifest['database'];
   let refs: BlobRef[];
   let bytes: number;
+  let missing: BlobRef[];
   try {
     refs = await referencedBlobs(snapshot.query);
     const file = join(opts.dir, 'database.dump');
@@ -111,10 +138,15 @@ export async function createBackup(opts: BackupOptions): Promise<BackupManifest>
       roles: snapshot.roles.map((r) => ({ name: r.name, granted_to_service: r.grantedToService })),
     };
     log(`copying ${refs.length} blobs`);
-    ({ bytes } = await copyBlobsOut(opts.blobs, refs, opts.dir));
+    ({ bytes, missing } = await copyBlobsOut(opts.blobs, refs, opts.dir));
   } finally {
     await snapshot.close();
   }
+  // Every file record whose content is missing (records may share one blob's content).
+  const lost = new Set(missing.map((m) => m.sha256));
+  const missingRefs = refs.filter((r) => lost.has(r.sha256));
+  const items = refs.filter((r) => !lost.has(r.sha256));
+  for (const m of missingRefs) log(`blob ${m.key} (sha256 ${m.sha256}, ${m.size} bytes) is referenced by a file record but missing from the store: not in the backup`);
 
   const files: BackupManifest['files'] = [];
   for (const [name, path] of Object.entries(opts.files ?? {})) {
@@ -129,7 +161,7 @@ export async function createBackup(opts: BackupOptions): Promise<BackupManifest>
     format_version: BACKUP_FORMAT_VERSION,
     created_at: new Date().toISOString(),
     database,
-    blobs: { count: refs.length, bytes, items: refs },
+    blobs: { count: items.length, bytes, items, missing: missingRefs },
     files,
   };
   const tmp = join(opts.dir, 'manifest.json.tmp');
@@ -153,7 +185,9 @@ export async function readManifest(dir: string): Promise<BackupManifest> {
   const SHA = /^[0-9a-f]{64}$/;
   if (manifest.database?.file !== 'database.dump') throw bad('database.file must be database.dump');
   if (!SHA.test(manifest.database.sha256 ?? '')) throw bad('database.sha256 is not a SHA-256');
-  for (const b of manifest.blobs?.items ?? []) if (!SHA.test(b.sha256 ?? '')) throw bad(`blob ${String(b.key)}: sha256 is not a SHA-256`);
+  for (const b of [...(manifest.blobs?.items ?? []), ...(manifest.blobs?.missing ?? [])]) {
+    if (!SHA.test(b.sha256 ?? '')) throw bad(`blob ${String(b.key)}: sha256 is not a SHA-256`);
+  }
   for (const f of manifest.files ?? []) {
     if (!/^[a-z][a-z0-9-]*$/.test(f.name ?? '') || !SHA.test(f.sha256 ?? '')) throw bad(`file ${String(f.name)}: not a service file`);
   }
@@ -207,6 +241,9 @@ export async function restoreBackup(opts: RestoreOptions): Promise<BackupManifes
   await restoreDatabase({ url: opts.databaseUrl, file: dump, tools: opts.tools, roles });
 
   log(`restoring ${manifest.blobs.count} blobs`);
+  for (const m of manifest.blobs.missing ?? []) {
+    log(`blob ${m.key} (sha256 ${m.sha256}) was missing when the backup was taken: its files are restored without content (downloads answer 404)`);
+  }
   const keys = await restoreBlobs(opts.blobs, manifest.blobs.items, opts.dir);
   if (keys.size) {
     const { db } = createDb(opts.databaseUrl, { max: 1, applicationName: 'wds-restore' });

@@ -34,26 +34,32 @@ async function inParallel<T>(items: T[], width: number, work: (item: T) => Promi
 }
 
 /**
- * Copies every referenced blob out of `store` into the backup directory. A missing blob or one whose bytes differ
- * from its record fails the backup: a backup that restores to broken files is worse than none.
+ * Copies every referenced blob out of `store` into the backup directory. A blob missing from the store is reported
+ * (`missing`) and the rest is copied: one lost file must not stop every backup after it. One whose bytes differ
+ * from its record fails the backup: those bytes are damaged, and a backup must not pass them on as the file.
  */
-export async function copyBlobsOut(store: BlobStore, refs: BlobRef[], dir: string): Promise<{ bytes: number }> {
+export async function copyBlobsOut(store: BlobStore, refs: BlobRef[], dir: string): Promise<{ bytes: number; missing: BlobRef[] }> {
   const byContent = new Map<string, BlobRef>();
   for (const ref of refs) {
     if (!SHA256.test(ref.sha256)) throw new Error(`blob ${ref.key}: its record has no valid sha256 (${ref.sha256})`);
     byContent.set(ref.sha256, ref);
   }
   let bytes = 0;
+  const missing: BlobRef[] = [];
   await inParallel([...byContent.values()], 4, async (ref) => {
     const dest = blobPath(dir, ref.sha256);
+    const source = await store.get(ref.key).catch((err: { code?: string }) => {
+      if (err.code === 'ENOENT') return undefined; // both stores say so (blobNotFound)
+      throw err;
+    });
+    if (!source) {
+      missing.push(ref);
+      return;
+    }
     await mkdir(join(dest, '..'), { recursive: true, mode: 0o700 });
     const tmp = `${dest}.tmp`;
     const hash = createHash('sha256');
     let size = 0;
-    const source = await store.get(ref.key).catch((err: { code?: string }) => {
-      if (err.code === 'ENOENT') throw new Error(`blob ${ref.key} is referenced by a file record but missing from the store`);
-      throw err;
-    });
     const measure = new Transform({
       transform(chunk: Buffer, _enc, done) {
         hash.update(chunk);
@@ -74,7 +80,8 @@ export async function copyBlobsOut(store: BlobStore, refs: BlobRef[], dir: strin
     }
     bytes += size;
   });
-  return { bytes };
+  missing.sort((a, b) => a.key.localeCompare(b.key));
+  return { bytes, missing };
 }
 
 /** Checks that the backup has every blob at its recorded size (before anything is restored). */
