@@ -12,6 +12,7 @@ export {
   FILE_SOURCE_MAX_BYTES,
   StepFailure,
   stepErrorOf,
+  DATABASE_UNAVAILABLE,
   type WorkflowExecutionConfig,
   type WorkflowExecutionDeps,
 } from './runners.js';
