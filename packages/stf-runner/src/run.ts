@@ -116,8 +116,9 @@ async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer>
     try {
       await open?.end(ok);
     } catch (err) {
-      if (isOutage(err)) throw (outage ??= new StfDatabaseUnavailable(err));
-      throw err;
+      if (!isOutage(err)) throw err;
+      outage ??= new StfDatabaseUnavailable(err);
+      throw outage;
     }
   };
   const sql = async (q: string) => {
