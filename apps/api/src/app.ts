@@ -1,5 +1,4 @@
 import { databaseAnswers } from '@wds/db';
-import type { Clock } from '@wds/rate-limits';
 import { Hono } from 'hono';
 import { limitBody } from './http/body-limit.js';
 import { cors } from './http/cors.js';
@@ -10,7 +9,7 @@ import { mountMetrics } from './http/metrics.js';
 import { buildOpenApi } from './http/openapi.js';
 import { mountDocsPage } from './http/docs-page.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
-import { RateLimits, rateLimit } from './http/rate-limit.js';
+import { rateLimit } from './http/rate-limit.js';
 import { requestContext } from './http/request-context.js';
 import { McpEndpoint } from './mcp/server.js';
 import { adminRoutes } from './routes/admin.js';
@@ -72,15 +71,15 @@ export const routes: readonly AnyRoute[] = [
   ...adminCredentialRoutes,
 ];
 
-/** `clock`: what the rate limits measure time with (tests move one by hand). */
-export function createApp(services: Services, options: { clock?: Clock } = {}): Hono<AppEnv> {
+export function createApp(services: Services): Hono<AppEnv> {
   const app = new Hono<AppEnv>({ router: new MemoRouter() });
   // Request id, services and the log line of each request.
   app.use(requestContext(services));
   // Browser pages on other origins (CORS_ORIGINS): preflights end here, before rate limits and credentials.
   const allowCors = cors(services.config.CORS_ORIGINS);
   if (allowCors) app.use(allowCors);
-  app.use(rateLimit(new RateLimits(services.config, options.clock)));
+  // The process's budgets, which the WebSocket upgrade (realtime.ts) charges too.
+  app.use(rateLimit(services.rateLimits));
   const bodyLimit = limitBody(services.config.MAX_BODY_BYTES);
   // File uploads stream their body to the blob store under their own limit (MAX_FILE_BYTES).
   app.use('/api/*', (c, next) => (c.req.method === 'POST' && FILE_UPLOAD.test(c.req.path) ? next() : bodyLimit(c, next)));

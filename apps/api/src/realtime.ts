@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { recordAudit } from '@wds/audit';
 import { RealtimeHub, attachRealtime } from '@wds/realtime';
+import { checkCredential, upgradeAddress } from './http/rate-limit.js';
 import { authenticateBearer, cachedAccess, checkWorkspaceHeader } from './http/route.js';
 import type { Services } from './services.js';
 
@@ -12,8 +13,10 @@ export interface RunningRealtime {
 /**
  * `GET /ws` on an API process's HTTP server (docs/automation.md, "Realtime"): the credential is the Authorization
  * header or, for browsers (which cannot set headers on a WebSocket), the `token` query parameter; the workspace is
- * X-Workspace-ID or `workspace_id`. The connection lives as long as the credential and the membership: both are
- * checked again (from the invalidated caches) before each delivery.
+ * X-Workspace-ID or `workspace_id`. A credential that fails spends the client address's failed-authentication budget,
+ * the one the HTTP routes and MCP spend (`checkCredential`), and a spent budget refuses the upgrade as they refuse a
+ * request. The connection lives as long as the credential and the membership: both are checked again (from the
+ * invalidated caches) before each delivery.
  */
 export async function startRealtime(services: Services, server: Server): Promise<RunningRealtime> {
   const { config, logger } = services;
@@ -34,7 +37,11 @@ export async function startRealtime(services: Services, server: Server): Promise
     authenticate: async (req, url) => {
       const token = url.searchParams.get('token');
       const header = req.headers.authorization ?? (token ? `Bearer ${token}` : undefined);
-      const principal = await authenticateBearer(services, header);
+      const principal = await checkCredential(
+        services.rateLimits,
+        { method: req.method ?? 'GET', path: url.pathname, address: upgradeAddress(req, config.TRUST_PROXY), authorization: header },
+        () => authenticateBearer(services, header),
+      );
       const given = req.headers['x-workspace-id'];
       const workspaceId = checkWorkspaceHeader(typeof given === 'string' ? given : (url.searchParams.get('workspace_id') ?? undefined));
       const access = await cachedAccess(services, principal, workspaceId);

@@ -26,6 +26,7 @@ import { createProviders } from './providers-config.js';
 import { startMaintenance } from './maintenance-work.js';
 import { createWorkspaceSql } from './workspace-sql-config.js';
 import type { Services } from './services.js';
+import { RateLimits } from './http/rate-limit.js';
 
 export interface OpenedServices {
   services: Services;
@@ -142,6 +143,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
     providers: createProviders(config, { db, secrets, blobs, outbound }),
     sql: createWorkspaceSql(pool, databaseUrl, config, bus, logger, metrics),
     metrics,
+    rateLimits: new RateLimits(config),
     secrets,
     runtimes,
     outbound,

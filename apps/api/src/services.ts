@@ -14,6 +14,7 @@ import type { BackgroundJobs } from '@wds/jobs';
 import type { Metrics } from '@wds/metrics';
 import type pg from 'pg';
 import type { Config } from './config.js';
+import type { RateLimits } from './http/rate-limit.js';
 import type { ProviderServices } from './providers-config.js';
 import type { Logger } from './logger.js';
 
@@ -49,6 +50,11 @@ export interface Services {
   bus: InvalidationBus;
   /** Drops a cache topic in every process: NOTIFY on the bus's channel for the others, and at once here. */
   invalidateEverywhere: (topic: string) => Promise<void>;
+  /**
+   * The process's request budgets (docs/http-api.md#rate-limits): one set, charged by the HTTP routes, MCP and the
+   * WebSocket upgrade alike, so a credential guessed at through one of them counts against the others.
+   */
+  rateLimits: RateLimits;
   /** This instance's Prometheus registry and recording functions (docs/metrics.md); STF and workflow runs record here. */
   metrics: Metrics;
   caches: {

@@ -294,6 +294,25 @@ describe('mcp', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_me', arguments: { pad: big } } }),
     });
     expect(r.status).toBe(413);
+    // Chunked (no Content-Length): counted as it is read, the same 413; a chunked message within the limit is answered.
+    const streamed = (text: string) =>
+      fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${owner.token}` },
+        body: new ReadableStream({
+          start(controller) {
+            const bytes = new TextEncoder().encode(text);
+            for (let i = 0; i < bytes.length; i += 65536) controller.enqueue(bytes.subarray(i, i + 65536));
+            controller.close();
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+    const chunked = await streamed(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_me', arguments: { pad: big } } }));
+    expect([chunked.status, ((await chunked.json()) as { code?: string }).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const init = await streamed(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'chunked', version: '1' } } }));
+    expect(init.status).toBe(200);
+    expect(((await init.json()) as { result?: { serverInfo?: unknown } }).result?.serverInfo).toBeDefined();
   });
 
   test('one JSON-RPC message per request: a batch is refused; a body that is not JSON is a parse error', async ({ owner }) => {

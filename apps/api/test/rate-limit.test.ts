@@ -1,9 +1,13 @@
 import { type ServerType, serve } from '@hono/node-server';
 import { createHmac } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { SignJWT } from 'jose';
+import WebSocket from 'ws';
 import { createApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
+import { RateLimits } from '../src/http/rate-limit.js';
+import { startRealtime } from '../src/realtime.js';
 import { ADMIN_TOKEN, type Call, type Harness, JWT_SECRET, type Res, describe, expect, test } from './support.js';
 
 type Limits = Partial<
@@ -17,7 +21,8 @@ const OFF = { RATE_LIMIT_PER_PRINCIPAL: 0, RATE_LIMIT_PER_WORKSPACE: 0, RATE_LIM
  */
 function limited(h: Harness, limits: Limits) {
   let now = 0;
-  const app = createApp({ ...h.services, config: { ...h.services.config, ...OFF, ...limits } }, { clock: () => now });
+  const config = { ...h.services.config, ...OFF, ...limits };
+  const app = createApp({ ...h.services, config, rateLimits: new RateLimits(config, () => now) });
   const call = async (method: string, path: string, opts: Call & { from?: string } = {}): Promise<Res> => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
@@ -129,7 +134,8 @@ describe('failed authentication per client address', () => {
 
   test('over a real socket, the client address is the socket peer', async ({ h }) => {
     let now = 0;
-    const app = createApp({ ...h.services, config: { ...h.services.config, ...OFF, RATE_LIMIT_AUTH_FAILURES_PER_IP: 2 } }, { clock: () => now });
+    const config = { ...h.services.config, ...OFF, RATE_LIMIT_AUTH_FAILURES_PER_IP: 2 };
+    const app = createApp({ ...h.services, config, rateLimits: new RateLimits(config, () => now) });
     const server = await new Promise<ServerType>((ok) => {
       const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => ok(s));
     });
@@ -188,6 +194,121 @@ describe('failed authentication per client address', () => {
     const short: number[] = [];
     for (let i = 0; i < 4; i++) short.push((await twoHops.call('GET', '/api/v1/auth/me', spoofed(i))).status);
     expect(short).toEqual([401, 401, 429, 429]);
+  });
+});
+
+/**
+ * A real server (HTTP, /mcp and /ws) over the harness's services with its own limits and a clock moved by hand;
+ * TRUST_PROXY 1, so each request's X-Forwarded-For is its client address.
+ */
+async function servedWithLimits(h: Harness, limits: Limits) {
+  let now = 0;
+  const config = { ...h.services.config, ...OFF, TRUST_PROXY: 1, ...limits };
+  const services = { ...h.services, config, rateLimits: new RateLimits(config, () => now) };
+  const app = createApp(services);
+  const server = await new Promise<ServerType>((ok) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => ok(s));
+  });
+  const realtime = await startRealtime(services, server as Server);
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const bearer = (token: string | undefined): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` });
+  /** GET /ws from `from`: `connected`, or the refusal's status, code and Retry-After. */
+  const ws = (from: string, opts: { header?: string; query?: string; workspace: string }) =>
+    new Promise<{ status: number; code?: string; details?: string; retryAfter?: string }>((resolve, reject) => {
+      const url = new URL('/ws', base.replace(/^http/, 'ws'));
+      url.searchParams.set('workspace_id', opts.workspace);
+      if (opts.query !== undefined) url.searchParams.set('token', opts.query);
+      const socket = new WebSocket(url, { headers: { 'x-forwarded-for': from, ...bearer(opts.header) } });
+      socket.on('message', (data) => {
+        if (JSON.parse(data.toString()).type === 'connected') {
+          socket.close();
+          resolve({ status: 101 });
+        }
+      });
+      socket.on('unexpected-response', (_req, res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => {
+          const body = JSON.parse(text);
+          const retryAfter = res.headers['retry-after'];
+          resolve({ status: res.statusCode ?? 0, code: body.code, details: body.details, ...(retryAfter ? { retryAfter } : {}) });
+        });
+      });
+      socket.on('error', (err) => {
+        if (!/Unexpected server response/.test(err.message)) reject(err);
+      });
+    });
+  const http = async (from: string, path: string, token: string, init: RequestInit = {}) => {
+    const res = await fetch(`${base}${path}`, { ...init, headers: { 'x-forwarded-for': from, ...bearer(token), ...(init.headers as Record<string, string>) } });
+    return { status: res.status, body: (await res.json().catch(() => null)) as any };
+  };
+  const mcp = (from: string, token: string) =>
+    http(from, '/mcp', token, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+    });
+  return {
+    ws,
+    http,
+    mcp,
+    advance: (ms: number) => (now += ms),
+    async close() {
+      await realtime.close();
+      (server as Server).closeAllConnections();
+      await new Promise((done) => server.close(done));
+    },
+  };
+}
+
+describe('one failed-authentication budget for every way a credential is presented (issue 29)', () => {
+  test('bad tokens over HTTP, API-key form, MCP and /ws (header or query) spend one budget per address; /ws is then refused like HTTP', async ({ h, owner, ws: workspace }) => {
+    const s = await servedWithLimits(h, { RATE_LIMIT_AUTH_FAILURES_PER_IP: 5 });
+    try {
+      const guesser = '203.0.113.50';
+      const at = { workspace: workspace.id };
+      const spending = [
+        (await s.http(guesser, '/api/v1/auth/me', 'ses_guess1')).status,
+        (await s.http(guesser, '/api/v1/auth/me', 'svc_guess2')).status,
+        (await s.mcp(guesser, 'svc_guess3')).status,
+        (await s.ws(guesser, { ...at, header: 'ses_guess4' })).status,
+        (await s.ws(guesser, { ...at, query: 'svc_guess5' })).status,
+      ];
+      expect(spending).toEqual([401, 401, 401, 401, 401]);
+      // Spent: every way in is refused as the HTTP routes refuse, with the budget's message, setting and Retry-After.
+      for (const opts of [{ header: 'ses_guess6' }, { query: 'svc_guess7' }, {}, { query: 'not-even-a-token' }]) {
+        const r = await s.ws(guesser, { ...at, ...opts });
+        expect(r, JSON.stringify(opts)).toEqual({ status: 429, code: 'TOO_MANY_REQUESTS', details: expect.stringMatching(/RATE_LIMIT_AUTH_FAILURES_PER_IP/), retryAfter: expect.any(String) });
+      }
+      expect((await s.http(guesser, '/api/v1/auth/me', 'svc_guess8')).status).toBe(429);
+      expect((await s.mcp(guesser, 'svc_guess9')).status).toBe(429);
+      // As over HTTP, a credential no one can guess is still checked from the spent address: a valid one connects.
+      expect((await s.ws(guesser, { ...at, header: owner.token })).status).toBe(101);
+      expect((await s.ws(guesser, { ...at, query: owner.token })).status).toBe(101);
+      // Another client's budget is its own: its good token connects, its bad one is a plain 401.
+      const other = '198.51.100.9';
+      expect((await s.ws(other, { ...at, query: owner.token })).status).toBe(101);
+      expect((await s.ws(other, { ...at, header: 'ses_other' })).status).toBe(401);
+      expect((await s.http(other, '/api/v1/auth/me', owner.token)).status).toBe(200);
+      // The budget refills as over HTTP: one more attempt every 12 s at 5 a minute.
+      s.advance(12_000);
+      expect((await s.ws(guesser, { ...at, header: 'ses_guess10' })).status).toBe(401);
+      expect((await s.ws(guesser, { ...at, header: 'ses_guess11' })).status).toBe(429);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('parallel /ws guesses cannot overrun the budget: each holds a unit while its token is checked', async ({ h, ws: workspace }) => {
+    const s = await servedWithLimits(h, { RATE_LIMIT_AUTH_FAILURES_PER_IP: 4 });
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => s.ws('203.0.113.77', { workspace: workspace.id, header: `svc_parallel${i}` })));
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((x) => x === 401)).toHaveLength(4);
+      expect(statuses.filter((x) => x === 429)).toHaveLength(16);
+    } finally {
+      await s.close();
+    }
   });
 });
 

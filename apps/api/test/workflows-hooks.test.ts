@@ -3,6 +3,7 @@
 // JSON and form bodies become $input of a run as the hook's creator; delivery ids de-duplicate; the secret is shown
 // once and rotates; another workspace reaches nothing.
 import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness, eventually } from './support.js';
 
@@ -22,6 +23,24 @@ const stripeSign = (secret: string, body: string, t = Math.floor(Date.now() / 10
 /** A delivery as a sender makes it: raw bytes, its own headers, nothing of ours. */
 const deliver = async (path: string, body: string, headers: Record<string, string>): Promise<Response> =>
   h.app.request(path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+/**
+ * A delivery over a real connection, its body written in pieces as a streaming sender does: with
+ * `Transfer-Encoding: chunked` (no Content-Length) unless the headers declare a length; the status and body of the answer.
+ */
+async function deliverChunked(path: string, pieces: string[], headers: Record<string, string>): Promise<{ status: number; body: any }> {
+  const base = new URL(await h.listen());
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: base.hostname, port: base.port, path, method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
+    });
+    // A server that answers before the whole body is sent may close the connection under the writer.
+    req.on('error', reject);
+    for (const p of pieces) req.write(p);
+    req.end();
+  });
+}
 const runsOf = async (workflowId = wf) => (await call('GET', `/api/v1/workflows/${workflowId}/runs?limit=100`)).body as any[];
 async function ended(runId: string): Promise<any> {
   let last: any;
@@ -223,6 +242,32 @@ describe('webhooks', () => {
     expect(wrongType.status).toBe(415);
     const notJson = await deliver(hook.path, '{nope', { 'x-hub-signature-256': sign(rotated.body.secret, '{nope') });
     expect(notJson.status).toBe(400);
+  });
+
+  it('a chunked delivery (no Content-Length) is read whole and verified; over the limit it is 413 as well (issue 29)', async () => {
+    const { body: hook } = await call('POST', hooks(), {});
+    const body = JSON.stringify({ framed: 'chunked', pad: 'y'.repeat(100_000) });
+    const pieces = [body.slice(0, 7), body.slice(7, 60_000), body.slice(60_000)];
+    const res = await deliverChunked(hook.path, pieces, { 'x-hub-signature-256': sign(hook.secret, body) });
+    expect([res.status, res.body]).toEqual([202, { run_id: expect.any(String), status: 'queued', duplicate: false }]);
+    expect((await ended(res.body.run_id)).input).toMatchObject({ framed: 'chunked' });
+    // Signed for other bytes: still the 401 of any bad signature.
+    expect((await deliverChunked(hook.path, pieces, { 'x-hub-signature-256': sign(hook.secret, `${body} `) })).status).toBe(401);
+
+    // Over HOOK_MAX_BODY_BYTES (1 MiB here) without a declared length: refused with the same code as with one.
+    const big = JSON.stringify({ pad: 'x'.repeat(1024 * 1024 + 10) });
+    const before = (await runsOf()).length;
+    const tooBig = await deliverChunked(hook.path, [big.slice(0, 512 * 1024), big.slice(512 * 1024)], { 'x-hub-signature-256': sign(hook.secret, big) });
+    expect([tooBig.status, tooBig.body?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    // The same with a declared length (within MAX_BODY_BYTES, over the hook's own limit): the 413 reaches the sender.
+    const declared = await deliverChunked(hook.path, [big.slice(0, 512 * 1024), big.slice(512 * 1024)], {
+      'x-hub-signature-256': sign(hook.secret, big),
+      'content-length': String(Buffer.byteLength(big)),
+    });
+    expect([declared.status, declared.body?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    expect((await runsOf()).length).toBe(before);
+    // A delivery after it is answered as usual.
+    expect((await deliverChunked(hook.path, ['{"after":', '1}'], { 'x-hub-signature-256': sign(hook.secret, '{"after":1}') })).status).toBe(202);
   });
 
   it('members read hooks but only workflow editors manage them; another workspace reaches nothing', async () => {

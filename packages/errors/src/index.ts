@@ -47,12 +47,15 @@ export interface ErrorBody {
 export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly details: string | undefined;
+  /** Seconds after which trying again may succeed (a 429 or 503): the edge sends it as `Retry-After`. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: string) {
+  constructor(code: ErrorCode, message: string, details?: string, options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.name = 'ServiceError';
     this.code = code;
     this.details = details;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   get status(): ErrorStatus {

@@ -84,8 +84,9 @@ function serveAsRequest(server: Server, req: IncomingMessage, socket: Duplex): v
 function refuse(socket: Duplex, err: unknown): void {
   const e = err instanceof ServiceError ? err : new ServiceError('INTERNAL_ERROR', 'Internal error');
   const body = JSON.stringify(e.toBody());
+  const retryAfter = e.retryAfterSeconds === undefined ? '' : `Retry-After: ${e.retryAfterSeconds}\r\n`;
   socket.end(
-    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retryAfter}Connection: close\r\n\r\n${body}`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { isConnectionLost } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
 import { type LogLine, type RuntimeName, StfError, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
@@ -5,6 +6,23 @@ import { openSecrets } from '@wds/stfs';
 import { type SqlSession, workspacePrincipal } from '@wds/workspace-sql';
 import type { StfRunnerDeps } from './deps.js';
 import { runLimits } from './limits.js';
+
+/**
+ * A run whose `sql()` met a database outage — its connection lost (a restart, pg_terminate_backend, a reset socket)
+ * or none to be had — is not a failure of the user's code, whatever the code did with the error (rethrown or
+ * caught): the run is rolled back and answers 503 with `Retry-After: 1` (docs/operations.md, "Losing the database").
+ * The user's own SQL errors (a missing column, a policy) stay the run's answer.
+ */
+export class StfDatabaseUnavailable extends ServiceError {
+  constructor(cause: unknown) {
+    super('SERVICE_UNAVAILABLE', 'The database connection of this STF run was lost', 'nothing the run wrote was kept; try again', { retryAfterSeconds: 1 });
+    this.name = 'StfDatabaseUnavailable';
+    this.cause = cause;
+  }
+}
+
+/** What workspace SQL throws for an outage (its connection errors are SERVICE_UNAVAILABLE), or a raw lost connection. */
+const isOutage = (err: unknown): boolean => (err instanceof ServiceError && err.code === 'SERVICE_UNAVAILABLE') || isConnectionLost(err);
 
 /** What a run needs of a version. */
 export interface RunnableVersion {
@@ -55,7 +73,8 @@ export interface RunRequest {
  * transaction) opens at the first sql() call, so code that does not query pays nothing for it. A runtime this
  * server does not have, or whose engine is unreachable, is a 503 ServiceError; a workspace with too many runs
  * already waiting for the runtime is a 429; failures of the code (a run that waited its whole time limit included:
- * kind 'timeout') are answers. Runs queue per workspace and take turns by its creator (`principalId`), so one user's
+ * kind 'timeout') are answers, but a run whose sql() met a database outage is a StfDatabaseUnavailable (503) even
+ * when its code caught the error. Runs queue per workspace and take turns by its creator (`principalId`), so one user's
  * load over any number of workspaces waits its turn.
  */
 export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer> {
@@ -90,9 +109,25 @@ async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer>
       { workspaceId: req.workspace.id, ddlGroupId: req.workspace.ddl_policy_group_id, isAdmin: false, subject: req.subject },
       { statementTimeoutMs: deps.config.SQL_STATEMENT_TIMEOUT_MS, maxRows: deps.config.SQL_MAX_ROWS },
     ));
+  // The first outage a sql() call (or the commit) met: the run's answer then, whatever its code made of the error.
+  let outage: StfDatabaseUnavailable | undefined;
   const end = async (ok: boolean) => {
     const open = await session?.catch(() => undefined);
-    await open?.end(ok);
+    try {
+      await open?.end(ok);
+    } catch (err) {
+      if (!isOutage(err)) throw err;
+      outage ??= new StfDatabaseUnavailable(err);
+      throw outage;
+    }
+  };
+  const sql = async (q: string) => {
+    try {
+      return await (await openSession()).query(q);
+    } catch (err) {
+      if (isOutage(err)) outage ??= new StfDatabaseUnavailable(err);
+      throw err;
+    }
   };
   let started: Promise<void> | undefined;
   const start = () => {
@@ -112,12 +147,19 @@ async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer>
       stfId: version.stf_id,
       secrets,
       limits: runLimits(version.runtime, deps.config),
-      ...(req.sql === false ? {} : { sql: async (q: string) => (await openSession()).query(q) }),
+      ...(req.sql === false ? {} : { sql }),
       ...(req.onStart ? { onStart: start } : {}),
     });
+    if (outage) throw outage;
     await end(true);
     answer = { success: true, output: result.output, logs: result.logs, duration_ms: result.duration_ms };
   } catch (err) {
+    if (outage) {
+      // Nothing of it is kept (its transaction died with the connection); its started work is finished first.
+      await end(false).catch(() => undefined);
+      await started?.catch(() => undefined);
+      throw outage;
+    }
     await end(false);
     if (!(err instanceof StfError)) {
       // Work started for a run the runtime then failed is finished first; the failure stands.

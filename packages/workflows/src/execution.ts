@@ -18,7 +18,7 @@ import { cachedSteps } from './cached.js';
 import { effectIdempotencyKey, originOf, runOrigin } from './keys.js';
 import { RunHeartbeat } from './liveness.js';
 import { ProgressWriter, storedProgress } from './progress.js';
-import { createStepRunners, type WorkflowExecutionDeps } from './runners.js';
+import { createStepRunners, DATABASE_UNAVAILABLE, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
 import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
@@ -320,18 +320,22 @@ export function executeAndRecord(deps: WorkflowExecutionDeps, req: ExecutionRequ
   return executionsOf(deps).execute(req);
 }
 
-/** What an execution answers: the workflow's output, 422 RUNTIME_ERROR naming the failed step and the run, or 409 when it was cancelled. */
+/**
+ * What an execution answers: the workflow's output, 422 RUNTIME_ERROR naming the failed step and the run, 503 when
+ * that step lost its database connection (an outage, not the workflow's failure: try again), or 409 when it was
+ * cancelled.
+ */
 export function runOutput(run: RecordedRun): unknown {
   const { error, output } = run.result;
   if (run.result.status === 'cancelled') {
     throw new ServiceError('CONFLICT', 'The run was cancelled', JSON.stringify({ run_id: run.runId, step: 'run', kind: 'cancelled' }));
   }
   if (error) {
-    throw new ServiceError(
-      'RUNTIME_ERROR',
-      `Workflow step ${error.step} failed: ${error.message}`,
-      JSON.stringify({ run_id: run.runId, step: error.step, kind: error.kind, message: error.message, ...(error.details ? { details: error.details } : {}) }),
-    );
+    const details = JSON.stringify({ run_id: run.runId, step: error.step, kind: error.kind, message: error.message, ...(error.details ? { details: error.details } : {}) });
+    if (error.kind === DATABASE_UNAVAILABLE) {
+      throw new ServiceError('SERVICE_UNAVAILABLE', `Workflow step ${error.step} lost its database connection`, details, { retryAfterSeconds: 1 });
+    }
+    throw new ServiceError('RUNTIME_ERROR', `Workflow step ${error.step} failed: ${error.message}`, details);
   }
   return output ?? null;
 }

@@ -14,6 +14,7 @@ export {
   FILE_SOURCE_MAX_BYTES,
   StepFailure,
   stepErrorOf,
+  DATABASE_UNAVAILABLE,
   type WorkflowExecutionConfig,
   type WorkflowExecutionDeps,
 } from './runners.js';

@@ -8,7 +8,7 @@ import { type Db, sql } from '@wds/db';
 import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
 import { physicalName } from '@wds/sql-rewriter';
-import { type RunWorkspace, runStf, type StfRunMetrics, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
+import { type RunWorkspace, runStf, StfDatabaseUnavailable, type StfRunMetrics, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
 import { type BlobStore, getFile } from '@wds/storage';
 import { openSealedSecrets } from '@wds/stfs';
 import type { WorkspaceSql } from '@wds/workspace-sql';
@@ -68,6 +68,12 @@ export class StepFailure extends Error {
 }
 
 /** A ServiceError as a step's error: its code is the kind. */
+/**
+ * The kind of an STF step whose sql() met a database outage (StfDatabaseUnavailable): not the STF's failure, so a
+ * waiting execution answers 503 instead of 422 (runOutput).
+ */
+export const DATABASE_UNAVAILABLE = 'database_unavailable';
+
 export const stepErrorOf = (err: ServiceError): StepError => ({
   kind: err.code,
   message: err.message,
@@ -183,6 +189,8 @@ export function createStepRunners(deps: WorkflowExecutionDeps, workspace: RunWor
         });
         return answer.success ? { ok: true, output: answer.output } : { ok: false, error: answer.error };
       } catch (err) {
+        // The database went away under the step: recorded as such, answered as an outage.
+        if (err instanceof StfDatabaseUnavailable) return { ok: false, error: { ...stepErrorOf(err), kind: DATABASE_UNAVAILABLE } };
         // No runtime, a busy one: the step fails with that code; the run is recorded all the same.
         if (err instanceof ServiceError) return { ok: false, error: stepErrorOf(err) };
         throw err;

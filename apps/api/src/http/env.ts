@@ -12,5 +12,7 @@ export interface AppEnv {
     operation?: string;
     /** Set by the rate-limit middleware for every limited request (rate-limit.ts). */
     rateLimits?: RequestLimits;
+    /** The body limit of the request, recorded by limitBody (body-limit.ts) for whoever reads the body. */
+    bodyLimit?: number;
   };
 }

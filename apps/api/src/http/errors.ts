@@ -44,7 +44,8 @@ export function renderError(err: Error, c: Context<AppEnv>): Response {
     const detail = k.log.level === 'warn' && isConnectionLost(err) ? { err: err.message } : { err };
     c.get('services')?.logger[k.log.level]({ ...detail, req_id: c.get('requestId'), path: c.req.path }, k.log.message);
   }
-  if (k.retryAfterSeconds !== undefined) c.header('Retry-After', String(k.retryAfterSeconds));
+  const retryAfter = k.retryAfterSeconds ?? k.error?.retryAfterSeconds;
+  if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
   if (!k.error) return c.json(internalErrorBody(c.get('requestId')), 500);
   return c.json(k.error.toBody(), k.error.status);
 }

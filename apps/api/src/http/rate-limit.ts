@@ -3,6 +3,7 @@ import type { Principal } from '@wds/identity';
 import {
   type Clock,
   type FailureBudget,
+  type Presented,
   type RateDecision,
   RateLimiter,
   addressKey,
@@ -11,6 +12,7 @@ import {
   forwardedAddress,
 } from '@wds/rate-limits';
 import type { Context, MiddlewareHandler } from 'hono';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../config.js';
 import type { AppEnv } from './env.js';
@@ -22,8 +24,9 @@ type RateLimitConfig = Pick<
 >;
 
 /**
- * The request budgets of one API process. State is in memory, so with N processes behind a load balancer a caller
- * may get up to N times each limit: the price of never making a round trip to shared state on every request.
+ * The request budgets of one API process (`services.rateLimits`: the HTTP routes, MCP and the WebSocket upgrade all
+ * charge the same ones). State is in memory, so with N processes behind a load balancer a caller may get up to N
+ * times each limit: the price of never making a round trip to shared state on every request.
  */
 export class RateLimits {
   /** Per API key, else per user (sessions, JWTs), else per client address (anonymous calls). */
@@ -86,33 +89,77 @@ export function rateLimit(limits: RateLimits): MiddlewareHandler<AppEnv> {
       shown: undefined,
       chargedWorkspace: undefined,
     };
-    const of = failureBudgetOf(c.req.method, c.req.path, address);
-    const limiter = of.kind === 'hook' ? limits.hookFailures : limits.failures;
-    const budget = limiter && { ...of, limiter };
+    const budget = failureBudget(limits, c.req.method, c.req.path, address);
     r.failures = budget;
     c.set('rateLimits', r);
     if (budget) {
-      // Charged before the credential is even looked at, so a flood of parallel guesses cannot all slip past an
-      // almost spent budget; given back as soon as the credential proves valid, or when the answer is not a 401.
-      const d = budget.limiter.take(budget.key);
-      const presented = {
+      // Given back as soon as the credential proves valid, or when the answer is not a 401.
+      const start = startCheck(budget, {
         operatorSecret: c.req.header('x-admin-token') !== undefined || c.req.path === METRICS_PATH,
         authorization: c.req.header('authorization'),
-      };
-      if (d.allowed) r.reservation = d;
-      else if (checkedWhenSpent(budget, presented)) r.spent = d;
-      else throw refuse(c, r, budget.limiter, d, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
+      });
+      r.reservation = start.reservation;
+      r.spent = start.spent;
+      if (start.refused) throw refuse(c, r, budget.limiter, start.refused, budget.message, FAILURES_SETTING);
     }
     await next();
     if (budget && c.res.status === 401) {
       if (r.spent) {
-        const refusal = refuse(c, r, budget.limiter, r.spent, budget.message, 'RATE_LIMIT_AUTH_FAILURES_PER_IP');
+        const refusal = refuse(c, r, budget.limiter, r.spent, budget.message, FAILURES_SETTING);
         c.res = c.json(refusal.toBody(), 429);
       } else tighter(r, budget.limiter, r.reservation ?? budget.limiter.take(budget.key));
     } else if (budget && r.reservation) budget.limiter.refund(budget.key);
     // On the final response: a handler may have answered with a Response of its own, without the context's headers.
     writeHeaders(c, r);
   };
+}
+
+const FAILURES_SETTING = 'RATE_LIMIT_AUTH_FAILURES_PER_IP';
+
+/** The failure budget a request is charged to (its address's, or its hook's), with its limiter; none when off. */
+function failureBudget(limits: RateLimits, method: string, path: string, address: string): (FailureBudget & { limiter: RateLimiter }) | undefined {
+  const of = failureBudgetOf(method, path, address);
+  const limiter = of.kind === 'hook' ? limits.hookFailures : limits.failures;
+  return limiter && { ...of, limiter };
+}
+
+/**
+ * A credential check as it starts: one unit is taken before the credential is even looked at, so a flood of
+ * parallel guesses cannot all slip past an almost spent budget. Past the budget the credential is checked all the
+ * same (`spent`: its failure is then answered as the refusal) or not at all (`refused`), as `checkedWhenSpent` says.
+ */
+function startCheck(budget: FailureBudget & { limiter: RateLimiter }, presented: Presented): { reservation?: RateDecision; spent?: RateDecision; refused?: RateDecision } {
+  const d = budget.limiter.take(budget.key);
+  if (d.allowed) return { reservation: d };
+  return checkedWhenSpent(budget, presented) ? { spent: d } : { refused: d };
+}
+
+/**
+ * Checks a credential presented outside the HTTP routes — the WebSocket upgrade, which Node hands to a listener of
+ * its own — against the same failed-authentication budget as `rateLimit`, with the same answers: a unit is held while
+ * `check` runs and kept when it fails with a 401; past the budget a credential no one can guess is still checked (a
+ * failure is then the 429 refusal), anything else is refused unchecked. `authorization` is the credential as an
+ * Authorization header would carry it, wherever it came from (header or query).
+ */
+export async function checkCredential<T>(
+  limits: RateLimits,
+  request: { method: string; path: string; address: string; authorization: string | undefined },
+  check: () => Promise<T>,
+): Promise<T> {
+  const budget = failureBudget(limits, request.method, request.path, request.address);
+  if (!budget) return check();
+  const start = startCheck(budget, { operatorSecret: false, authorization: request.authorization });
+  const refusal = (d: RateDecision) => refusalError(budget.limiter, d, budget.message, FAILURES_SETTING);
+  if (start.refused) throw refusal(start.refused);
+  try {
+    const result = await check();
+    if (start.reservation) budget.limiter.refund(budget.key);
+    return result;
+  } catch (err) {
+    const failed = err instanceof ServiceError && err.status === 401;
+    if (!failed && start.reservation) budget.limiter.refund(budget.key);
+    throw failed && start.spent ? refusal(start.spent) : err;
+  }
 }
 
 /** Called once the credential is checked: releases the failure reservation, then charges the caller's budget. */
@@ -152,11 +199,17 @@ function charge(c: Context<AppEnv>, r: RequestLimits, limiter: RateLimiter, key:
 }
 
 function refuse(c: Context<AppEnv>, r: RequestLimits, limiter: RateLimiter, d: RateDecision, message: string, setting: string) {
-  const seconds = Math.max(1, Math.ceil(d.retryAfterMs / 1000));
+  const error = refusalError(limiter, d, message, setting);
   tighter(r, limiter, d);
   writeHeaders(c, r);
-  c.header('Retry-After', String(seconds));
-  return new ServiceError('TOO_MANY_REQUESTS', message, `${limiter.perMinute} per minute (${setting}); retry after ${seconds} s`);
+  c.header('Retry-After', String(error.retryAfterSeconds));
+  return error;
+}
+
+/** The 429 of a spent budget: which one (`message`), its setting, and when one more request is allowed. */
+function refusalError(limiter: RateLimiter, d: RateDecision, message: string, setting: string): ServiceError {
+  const seconds = Math.max(1, Math.ceil(d.retryAfterMs / 1000));
+  return new ServiceError('TOO_MANY_REQUESTS', message, `${limiter.perMinute} per minute (${setting}); retry after ${seconds} s`, { retryAfterSeconds: seconds });
 }
 
 /** Keeps the decision to show: a refusal, else the budget with the least left. */
@@ -180,6 +233,12 @@ export function clientAddress(c: Context<AppEnv>, trustProxy: number): string {
   return forwardedAddress(c.req.header('x-forwarded-for'), trustProxy) ?? socketAddress(c) ?? 'unknown';
 }
 
+/** The same address for a request Node hands to its `upgrade` listener (GET /ws). */
+export function upgradeAddress(req: IncomingMessage, trustProxy: number): string {
+  const forwarded = req.headers['x-forwarded-for'];
+  return forwardedAddress(Array.isArray(forwarded) ? forwarded.join(',') : forwarded, trustProxy) ?? socketKey(req.socket) ?? 'unknown';
+}
+
 /** socket → the budget key of its remote address: a keep-alive connection's requests work it out once. */
 const socketKeys = new WeakMap<Socket, string>();
 
@@ -188,7 +247,10 @@ function socketAddress(c: Context<AppEnv>): string | undefined {
   // What @hono/node-server's getConnInfo reads, without building its object on every request.
   const env = c.env as { server?: NodeBindings; incoming?: NodeBindings['incoming'] } | undefined;
   const socket = (env?.server ?? env)?.incoming?.socket;
-  if (!socket) return undefined;
+  return socket ? socketKey(socket) : undefined;
+}
+
+function socketKey(socket: Socket): string | undefined {
   let key = socketKeys.get(socket);
   if (key === undefined) {
     const address = socket.remoteAddress;

@@ -4,12 +4,13 @@ import { ServiceError, badRequest, forbidden, unauthorized, validationError } fr
 import { CHANNEL } from '@wds/cache';
 import { type Principal, authenticate, bearerToken, hashToken } from '@wds/identity';
 import { type WorkspaceAccess, acceptPendingInvitations, resolveAccess } from '@wds/workspaces';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
 import * as v from 'valibot';
 import type { Services } from '../services.js';
 import type { AppEnv } from './env.js';
 import { checkAdminToken } from './admin-token.js';
+import { readBodyText, requestBodyStream } from './body-limit.js';
 import { checkJsonValue, checkRequestText, isObjectSchema, requireObject } from './input.js';
 import { limitCaller, limitWorkspace } from './rate-limit.js';
 import type { OpenApiExtras } from './openapi.js';
@@ -160,7 +161,7 @@ export function parseWith<S extends AnySchema>(schema: S, input: unknown): v.Inf
  * store (NUL, unpaired surrogates), a number beyond a double, or nesting deeper than MAX_JSON_DEPTH (input.ts).
  */
 export async function readJson(c: Context<AppEnv>, empty: unknown = {}): Promise<unknown> {
-  const text = await c.req.text();
+  const text = await readBodyText(c);
   if (text.trim() === '') return empty;
   let body: unknown;
   try {
@@ -332,18 +333,6 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
   const result = inTransaction ? await services.db.transaction().execute(run) : await run(services.db);
   if (stale) services.bus.invalidate(stale);
   return result;
-}
-
-/**
- * The request body as bytes. Under @hono/node-server this is the Node request itself: its web-stream wrapper reads
- * ahead without backpressure, so a consumer slower than the network would make it queue the whole body in memory.
- */
-function requestBodyStream(c: Context<AppEnv>): Readable {
-  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming;
-  if (incoming instanceof Readable) return incoming;
-  const body = c.req.raw.body;
-  if (!body) throw validationError('the request has no body');
-  return Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>);
 }
 
 /** The HTTP transport of one request (a class: one object per request rather than a closure per method). */

@@ -7,6 +7,7 @@ import { OPERATIONS } from '@wds/audit';
 import { badRequest, internalErrorBody, ServiceError } from '@wds/errors';
 import type { Principal } from '@wds/identity';
 import type { Context, Hono } from 'hono';
+import { readBodyText } from '../http/body-limit.js';
 import type { AppEnv } from '../http/env.js';
 import { classifyError } from '../http/errors.js';
 import { checkJsonValue, checkPathParams } from '../http/input.js';
@@ -368,10 +369,11 @@ function timeoutError(mode: 'read' | 'self' | 'rollback' | 'runs-on', limitMs: n
   return new ServiceError('TIMEOUT', 'The tool call took longer than the workspace allows', `mcp_timeout_ms is ${limitMs}; ${what}`);
 }
 
-/** The JSON-RPC message of a POST (its size is bounded by MCP_MAX_BODY_BYTES before it is read); undefined: not JSON. */
+/** The JSON-RPC message of a POST (413 past MCP_MAX_BODY_BYTES: declared, or counted as it is read); undefined: not JSON. */
 async function readMessage(c: Context<AppEnv>): Promise<unknown> {
+  const text = await readBodyText(c);
   try {
-    return JSON.parse(await c.req.text());
+    return JSON.parse(text);
   } catch {
     return undefined;
   }

@@ -12,6 +12,7 @@ import {
 } from '@wds/workflows';
 import type { Readable } from 'node:stream';
 import * as v from 'valibot';
+import { readCapped } from '../http/body-limit.js';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
 import { PageQuery } from '../http/schemas.js';
@@ -21,20 +22,9 @@ import { HookDelivered, WorkflowHook, WorkflowHookWithSecret } from '../http/vie
 const base = '/api/v1/workflows/:workflowId/hooks';
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
-/** The raw body, at most `max` bytes (413 beyond): the signature is over these bytes exactly. */
-async function readRaw(stream: Readable, max: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    size += (chunk as Buffer).length;
-    if (size > max) {
-      stream.destroy();
-      throw new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `a hook delivery is at most ${max} bytes (HOOK_MAX_BODY_BYTES)`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
+/** The raw body, at most `max` bytes (413 beyond), whatever its framing: the signature is over these bytes exactly. */
+const readRaw = (stream: Readable, max: number): Promise<Buffer> =>
+  readCapped(stream, max, () => new ServiceError('PAYLOAD_TOO_LARGE', 'Request body too large', `a hook delivery is at most ${max} bytes (HOOK_MAX_BODY_BYTES)`));
 
 export const hookRoutes = [
   defineRoute({
