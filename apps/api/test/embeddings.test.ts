@@ -182,6 +182,27 @@ describe('file embeddings', () => {
     });
   });
 
+  test('a file whose bytes are missing from the store fails with a message that names no server path', async ({ h, owner, ws }) => {
+    const id = await upload(h, owner.token, ws.id, 'lost.txt', 'these bytes will be gone');
+    const { blob_key } = await h.services.db.selectFrom('platform.files').select('blob_key').where('id', '=', id).executeTakeFirstOrThrow();
+    await h.services.blobs.delete(blob_key);
+    expect((await h.call('POST', emb(ws.id, '/files/embed'), { token: owner.token, body: { file_ids: [id] } })).status).toBe(202);
+    const failed = await until(async () => {
+      const st = await h.call('GET', emb(ws.id, '/files/status'), { token: owner.token });
+      return st.body.files.find((f: { file_id: string; status: string }) => f.file_id === id && f.status === 'failed');
+    }, 60_000);
+    expect(failed.error).toMatch(/content is missing from the store/);
+    const seen = JSON.stringify(failed);
+    expect(seen).not.toContain(h.blobDir);
+    expect(seen).not.toMatch(/ENOENT|\/blobs\/|no such file/);
+    // Its text and download say the same, without a path.
+    for (const path of [`/api/v1/workspaces/${ws.id}/files/${id}/text`, `/api/v1/workspaces/${ws.id}/files/${id}/download`]) {
+      const r = await h.call('GET', path, { token: owner.token, workspace: ws.id });
+      expect(r.status, path).toBe(404);
+      expect(JSON.stringify(r.body)).not.toMatch(/ENOENT|\/blobs\/|no such file/);
+    }
+  });
+
   test('limits, permissions and other workspaces’ files', async ({ h, owner, ws }) => {
     const member = await h.user('member');
     await h.addMember(owner.token, ws.id, member.email);

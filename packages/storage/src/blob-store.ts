@@ -81,8 +81,18 @@ export class BlobTooLargeError extends Error {
 export const newBlobKey = (): string => randomBytes(16).toString('hex');
 
 /** The error `get` rejects with for a missing blob, shaped like Node's own (code 'ENOENT'). */
-export function blobNotFound(key: string): Error & { code: 'ENOENT' } {
-  return Object.assign(new Error(`blob not found: ${key}`), { code: 'ENOENT' as const });
+/**
+ * A blob the store does not have. Its message is what a member may see (a job's error, a file's status): no server
+ * path, no store detail; `key` is for the operator's log.
+ */
+export function blobNotFound(key: string): Error & { code: 'ENOENT'; key: string } {
+  return Object.assign(new Error("the file's content is missing from the store"), { code: 'ENOENT' as const, key });
+}
+
+/** Any other failure of the store to read a blob, as a member may see it: the error's code, never its path. */
+export function blobUnreadable(key: string, err: unknown): Error & { code: string; key: string } {
+  const code = typeof (err as { code?: unknown } | null)?.code === 'string' ? (err as { code: string }).code : 'EIO';
+  return Object.assign(new Error(`the store could not read the file's content (${code})`), { code, key, cause: err });
 }
 
 /** Throws RangeError unless `range` is whole numbers with 0 <= start <= end. */

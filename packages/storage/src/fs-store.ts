@@ -11,7 +11,7 @@
  */
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type BlobStore, blobNotFound, checkRange, newBlobKey, type StoredBlob } from './blob-store.js';
+import { type BlobStore, blobNotFound, blobUnreadable, checkRange, newBlobKey, type StoredBlob } from './blob-store.js';
 import { abortReason, pumpHashed } from './hashing.js';
 
 const KEY = /^[0-9a-f]{32}$/;
@@ -87,8 +87,11 @@ export function createFsBlobStore(dir: string, opts: FsBlobStoreOptions = {}): F
       checkRange(range);
       const path = pathOf(key);
       if (!path) throw blobNotFound(key);
-      // Opened first so that a missing blob rejects here rather than erroring the stream later.
-      const file = await open(path, 'r');
+      // Opened first so that a missing blob rejects here rather than erroring the stream later. Node's fs errors
+      // name the path: what reaches a member (a job's error, a file's status) is the store's own message instead.
+      const file = await open(path, 'r').catch((err: { code?: string }) => {
+        throw err?.code === 'ENOENT' ? blobNotFound(key) : blobUnreadable(key, err);
+      });
       return range ? file.createReadStream({ start: range.start, end: range.end }) : file.createReadStream();
     },
 
