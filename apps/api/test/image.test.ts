@@ -125,8 +125,9 @@ describe('the container image', () => {
     expect(b.stderr).toContain('using the running embedded PostgreSQL');
     const manifest = await inside(`console.log(require('node:fs').readFileSync('/data/backup-smoke/manifest.json', 'utf8'))`);
     expect(manifest).toMatchObject({ format: 'wds-backup', format_version: 1, blobs: { count: 0 } });
-    // The workspace's role, and the one row capture's trigger function runs as (migration 0016).
-    expect(manifest.database.roles.map((r: { name: string }) => r.name.replace(/^wds_ws_[0-9a-f]{32}$/, 'wds_ws_…')).sort()).toEqual(['wds_row_capture', 'wds_ws_…']);
+    // The workspace's role, the one row capture's trigger function runs as (migration 0016), and the one a write's
+    // audit entry is written as (0022).
+    expect(manifest.database.roles.map((r: { name: string }) => r.name.replace(/^wds_ws_[0-9a-f]{32}$/, 'wds_ws_…')).sort()).toEqual(['wds_audit_writer', 'wds_row_capture', 'wds_ws_…']);
     expect(manifest.files.map((f: { name: string }) => f.name).sort()).toEqual(['admin-token', 'secrets-key']);
   }, 60_000);
 });
