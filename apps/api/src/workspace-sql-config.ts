@@ -28,6 +28,8 @@ export const createWorkspaceSql = (
     },
     budget: { maxRowBytes: config.SQL_MAX_ROW_BYTES, maxResponseBytes: config.SQL_MAX_RESPONSE_BYTES },
     statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
-    onAfterCommitError: (err, statement) => logger.error({ err, ...statement }, 'a committed statement has no audit entry'),
+    onAfterCommitError: (err, statement) =>
+      logger.error({ err, ...statement }, statement.kind === 'ddl' ? 'a committed schema change was not announced to other processes' : 'a committed read has no audit entry'),
+    onAuditError: (err, statement) => logger.error({ err, ...statement }, 'a statement was rolled back: its audit entry could not be written'),
     ...(metrics ? { metrics } : {}),
   });

@@ -3,7 +3,9 @@
 // and the server is killed (-9) in the middle of the burst, three times. After each kill every committed row has its
 // `execute_sql_insert` entry and no entry counts a row that is not there. And the function the entries go through
 // (`user_data.wds_audit`, callable by every workspace role) writes nothing without the service's MAC, nor for
-// another workspace than the session's own, nor twice.
+// another workspace than the session's own, nor on another session than the one it was signed for, nor anything but
+// a SQL statement's entry, nor twice. An entry that cannot be written takes its write with it (503), and an STF run's
+// sql() writes commit only after the run's own entry.
 import { randomBytes, createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -111,8 +113,8 @@ describe('a server killed (-9) during a burst of writes', { timeout: 240_000 }, 
 });
 
 describe('user_data.wds_audit', () => {
-  const entry = (workspaceId: string, id = crypto.randomUUID()) =>
-    JSON.stringify({ id, workspace_id: workspaceId, user_id: null, api_key_id: null, action: 'execute_sql_insert', resource_type: 'table', resource_id: 'forged', details: { forged: true }, request_id: null, transport: null });
+  const entry = (workspaceId: string, pid: number | undefined, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ id: crypto.randomUUID(), pid, workspace_id: workspaceId, user_id: null, api_key_id: null, action: 'execute_sql_insert', resource_type: 'table', resource_id: 'forged', details: { forged: true }, request_id: null, transport: null, ...extra });
 
   it('is no function user SQL may call', async () => {
     for (const sql of [`SELECT user_data.wds_audit('{}', 'x')`, `SELECT wds_audit('{}', 'x')`, `INSERT INTO burst (tag) SELECT user_data.wds_audit('{}', 'x')::text`]) {
@@ -121,7 +123,7 @@ describe('user_data.wds_audit', () => {
     }
   });
 
-  it('writes nothing without the service MAC, for another workspace, or twice — on a session of the workspace role', async () => {
+  it('writes nothing without the service MAC, for another workspace, for another session, of another kind, or twice — on a session of the workspace role', async () => {
     const key = (await db.query('SELECT key FROM platform.audit_key')).rows[0].key as string;
     const mac = (text: string) => createHash('sha256').update(`${key}:${text}`).digest('hex');
     const role = workspaceRole(ws);
@@ -131,12 +133,22 @@ describe('user_data.wds_audit', () => {
       // What a session logged in as the workspace's role is (session_user), by the superuser's leave.
       await session.query(`SET SESSION AUTHORIZATION "${role}"`);
       expect((await session.query('SELECT session_user AS u')).rows[0].u).toBe(role);
-      const forged = entry(ws);
-      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [forged, 'f'.repeat(64)])).rejects.toMatchObject({ code: '42501' });
-      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [forged, mac(entry(ws))])).rejects.toMatchObject({ code: '42501' });
-      const foreign = entry(other);
-      await expect(session.query('SELECT user_data.wds_audit($1, $2)', [foreign, mac(foreign)])).rejects.toMatchObject({ code: '42501' });
-      // With the service's MAC, for its own workspace: written once; the same entry again is refused by its id.
+      const pid = Number((await session.query('SELECT pg_backend_pid() AS p')).rows[0].p);
+      const refused = (e: string, m: string) => expect(session.query('SELECT user_data.wds_audit($1, $2)', [e, m])).rejects.toMatchObject({ code: 'WDS03' });
+      const forged = entry(ws, pid);
+      await refused(forged, 'f'.repeat(64));
+      await refused(forged, mac(entry(ws, pid)));
+      const foreign = entry(other, pid);
+      await refused(foreign, mac(foreign));
+      // Signed, but for another backend (one seen in pg_stat_activity, say) or for none: refused here.
+      for (const elsewhere of [entry(ws, pid + 1), entry(ws, undefined), entry(ws, pid, { pid: `${pid} ` }), entry(ws, pid, { pid: null })]) {
+        await refused(elsewhere, mac(elsewhere));
+      }
+      // Signed, but of something else than a SQL statement.
+      for (const kind of [entry(ws, pid, { action: 'delete_workspace' }), entry(ws, pid, { action: 'execute_sql_insert;' }), entry(ws, pid, { resource_type: 'workspace' })]) {
+        await refused(kind, mac(kind));
+      }
+      // With the service's MAC, for its own workspace and this session: written once; the same entry again is refused by its id.
       await session.query('SELECT user_data.wds_audit($1, $2)', [forged, mac(forged)]);
       await expect(session.query('SELECT user_data.wds_audit($1, $2)', [forged, mac(forged)])).rejects.toMatchObject({ code: '23505' });
       // The role reads neither the key nor the entries.
@@ -147,5 +159,66 @@ describe('user_data.wds_audit', () => {
     }
     const written = await db.query(`SELECT workspace_id FROM platform.audit_logs WHERE resource_id = 'forged'`);
     expect(written.rows).toEqual([{ workspace_id: ws }]);
+    // And the other workspace's log never shows it, nor this workspace's entries.
+    const listed = await http('GET', '/api/v1/audit-logs?limit=1000', { token, workspace: other });
+    expect(listed.status).toBe(200);
+    expect(listed.body.length).toBeGreaterThan(0);
+    expect(listed.body.every((e: { workspace_id: string }) => e.workspace_id === other)).toBe(true);
+    expect(JSON.stringify(listed.body)).not.toContain('forged');
+  });
+});
+
+describe('an audit entry that cannot be written', () => {
+  const tagged = async (tag: string) => {
+    const table = `user_data.ws_${ws.replace(/-/g, '_')}_burst`;
+    return Number((await db.query(`SELECT count(*) AS n FROM ${table} WHERE tag = $1`, [tag])).rows[0].n);
+  };
+
+  it('rolls its write back and answers 503, never a 400 of the caller or a write reported done; the next write has its entry', async () => {
+    const key = (await db.query('SELECT key FROM platform.audit_key')).rows[0].key as string;
+    expect((await sqlOf(ws, `INSERT INTO burst (tag) VALUES ('key-read')`)).status).toBe(200);
+    // The key changed under the running process (its cached one no longer signs): the service's fault.
+    await db.query(`UPDATE platform.audit_key SET key = $1`, [randomBytes(32).toString('hex')]);
+    try {
+      const r = await sqlOf(ws, `INSERT INTO burst (tag) VALUES ('key-changed')`);
+      expect(r.status, JSON.stringify(r.body)).toBe(503);
+      expect(r.body).toMatchObject({ code: 'SERVICE_UNAVAILABLE', error: 'The statement was rolled back: its audit entry could not be written' });
+      expect(JSON.stringify(r.body)).not.toContain('wds_audit');
+      expect(await tagged('key-changed')).toBe(0);
+      // It reads the key again: the next write commits, with its entry.
+      const again = await sqlOf(ws, `INSERT INTO burst (tag) VALUES ('key-read-again')`);
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(await tagged('key-read-again')).toBe(1);
+      const entries = await db.query(`SELECT details FROM platform.audit_logs WHERE workspace_id = $1 AND action = 'execute_sql_insert' AND resource_id = 'burst' ORDER BY id DESC LIMIT 1`, [ws]);
+      expect(entries.rows[0].details).toEqual({ tables: ['burst'], affected_rows: 1 });
+    } finally {
+      await db.query(`UPDATE platform.audit_key SET key = $1`, [key]);
+    }
+  });
+
+  it("an STF run's sql() writes commit only once the run's entry is written: a failing entry keeps none of them", async () => {
+    const code = Buffer.from(`sql("INSERT INTO burst (tag) VALUES ('stf-run')"); return 1;`).toString('base64');
+    const run = () => http('POST', '/api/v1/stfs/instant-run', { token, workspace: ws, body: { runtime: 'javascript', code, input: null } });
+    // The database refuses instant-run entries (the service's own write failing, as a full disk would).
+    await db.query(`
+      CREATE FUNCTION public.refuse_run_entries() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.action = 'instant_run_stf' THEN RAISE EXCEPTION 'no room for the entry'; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_run_entries BEFORE INSERT ON platform.audit_logs FOR EACH ROW EXECUTE FUNCTION public.refuse_run_entries();`);
+    try {
+      const r = await run();
+      expect(r.status, JSON.stringify(r.body)).toBeGreaterThanOrEqual(500);
+      expect(await tagged('stf-run')).toBe(0);
+    } finally {
+      await db.query('DROP TRIGGER refuse_run_entries ON platform.audit_logs; DROP FUNCTION public.refuse_run_entries()');
+    }
+    const ok = await run();
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.success, JSON.stringify(ok.body)).toBe(true);
+    expect(await tagged('stf-run')).toBe(1);
+    const entries = await db.query(`SELECT count(*) AS n FROM platform.audit_logs WHERE workspace_id = $1 AND action = 'instant_run_stf'`, [ws]);
+    expect(Number(entries.rows[0].n)).toBe(1);
   });
 });

@@ -55,12 +55,14 @@ export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): s
 
 /**
  * The call that writes an audit entry in the transaction of the workspace write it records, on that workspace's own
- * connection (migration 0022, `user_data.wds_audit`): the entry as JSON text and its MAC with `key` (read from
- * `platform.audit_key` by the service), which the function checks before it writes anything.
+ * connection (migrations 0022 and 0024, `user_data.wds_audit`): the entry as JSON text and its MAC with `key` (read
+ * from `platform.audit_key` by the service), which the function checks before it writes anything. `pid` is the
+ * backend of the connection the call goes to (pg's `client.processID`): the function writes the entry only there.
  */
-export function auditInTransactionSql(e: AuditEntry & { workspaceId: string }, key: string, literal: (s: string) => string): string {
+export function auditInTransactionSql(e: AuditEntry & { workspaceId: string }, pid: number, key: string, literal: (s: string) => string): string {
   const entry = JSON.stringify({
     id: newId(),
+    pid,
     workspace_id: e.workspaceId,
     user_id: e.userId,
     api_key_id: e.apiKeyId,

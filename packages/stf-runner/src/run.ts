@@ -61,8 +61,9 @@ export interface RunRequest {
   secrets?: Record<string, string>;
   /**
    * Work that belongs to a run that happens (instant-run's audit entry): started as soon as the runtime has the
-   * run (StfRunRequest.onStart), so that it overlaps the run, else after the run; awaited before the answer, and its
-   * failure fails the call. Not done when the run is refused (no runtime, too many waiting).
+   * run (StfRunRequest.onStart), so that it overlaps the run, else after the run; awaited before the run's sql()
+   * writes commit (and before the answer), and its failure fails the call and rolls them back. Not done when the run
+   * is refused (no runtime, too many waiting).
    */
   onStart?: () => Promise<void>;
 }
@@ -151,6 +152,10 @@ async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer>
       ...(req.onStart ? { onStart: start } : {}),
     });
     if (outage) throw outage;
+    // The run's started work (instant-run's audit entry) is done before its sql() writes commit: a committed write
+    // always has its run's entry, and an entry that could not be written takes the writes with it (rolled back below).
+    start();
+    await started;
     await end(true);
     answer = { success: true, output: result.output, logs: result.logs, duration_ms: result.duration_ms };
   } catch (err) {

@@ -1,6 +1,6 @@
 /**
  * RunRequest.onStart (instant-run's audit entry): begun when the runtime has the run, so it overlaps the run; done
- * before the answer; not done for a run that was refused.
+ * before the run's sql() writes commit and before the answer; not done for a run that was refused.
  */
 import { StfError, StfRuntimeBusy } from '@wds/stf-runtime';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +86,34 @@ describe('onStart', () => {
     });
     await expect(run(depsWith({ javascript: crashing }), r.onStart)).rejects.toThrow('the JavaScript worker failed');
     expect(r.events).toEqual(['record begun', 'record done']);
+  });
+
+  it("is done before the run's sql() writes commit; failing, it rolls them back (issue 29, point 1)", async () => {
+    for (const fail of [undefined, new Error('audit write failed')]) {
+      const r = recorder(fail);
+      const deps = depsWith({
+        javascript: fakeRuntime(async (req) => {
+          req.onStart?.();
+          await req.sql?.('INSERT INTO t (a) VALUES (1)');
+          return ok;
+        }),
+      });
+      const open = deps.sql.openSession;
+      deps.sql.openSession = async (caller) => {
+        const s = await open(caller);
+        const end = (ok: boolean) => {
+          r.events.push(ok ? 'commit' : 'rollback');
+          return s.end(ok);
+        };
+        return { ...s, end };
+      };
+      // The entry's write still going when the run has returned.
+      setTimeout(r.release, 5);
+      const answer = run(deps, r.onStart);
+      if (fail) await expect(answer).rejects.toThrow('audit write failed');
+      else expect((await answer).success).toBe(true);
+      expect(r.events).toEqual(['record begun', 'record done', fail ? 'rollback' : 'commit']);
+    }
   });
 
   it('is begun once, however often the runtime calls it', async () => {

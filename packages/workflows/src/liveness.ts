@@ -100,6 +100,8 @@ export interface InterruptedRuns {
  *   checkpoint kept, for its next attempt to resume (the steps it finished are not run again);
  * - otherwise `failed`, error `{ step: 'run', kind: 'interrupted', message }` (which step was under way is not
  *   known); the steps it recorded stay.
+ * A waiting run (`request`) it ends gets its `execute_workflow` audit entry here (`interrupted: true`), in the same
+ * statement: its process died before writing the one that comes with a run's end.
  * `maxAttempts` 1 (the default) resumes nothing. Safe in every process at once (the rows are locked, SKIP LOCKED).
  */
 export async function settleInterruptedRuns(db: Db, opts: { staleAfterMs: number; maxAttempts?: number }): Promise<InterruptedRuns> {
@@ -114,27 +116,39 @@ export async function settleInterruptedRuns(db: Db, opts: { staleAfterMs: number
         FROM platform.workflow_runs
        WHERE status = 'running'
          AND coalesce(heartbeat_at, started_at) < now() - ${ms} * interval '1 millisecond'
-       FOR UPDATE SKIP LOCKED)
-    UPDATE platform.workflow_runs r
-       SET status = s.verdict,
-           error = CASE s.verdict
-             WHEN 'queued' THEN NULL
-             WHEN 'cancelled' THEN jsonb_build_object('step', 'run', 'kind', 'cancelled',
-               'message', 'Cancelled: its process stopped before the run ended; the steps that had not started were skipped')
-             ELSE jsonb_build_object('step', 'run', 'kind', 'interrupted',
-               'message', 'interrupted: the process running it stopped (no heartbeat since '
-                 || to_char(s.beat AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || ')'
-                 || CASE WHEN r.trigger <> 'request' AND ${max} > 1
-                      THEN '; attempt ' || s.attempts || ' of at most ' || ${max} || ' (RUN_MAX_ATTEMPTS): not resumed again' ELSE '' END)
-             END,
-           finished_at = CASE WHEN s.verdict = 'queued' THEN NULL ELSE now() END,
-           duration_ms = CASE WHEN s.verdict = 'queued' THEN NULL ELSE extract(epoch FROM now() - r.started_at) * 1000 END,
-           owner = CASE WHEN s.verdict = 'queued' THEN NULL ELSE r.owner END,
-           heartbeat_at = CASE WHEN s.verdict = 'queued' THEN NULL ELSE r.heartbeat_at END,
-           checkpoint = CASE WHEN s.verdict = 'queued' THEN r.checkpoint ELSE NULL END
-      FROM stale s
-     WHERE r.id = s.id
-    RETURNING r.id, r.status`.execute(db);
+       FOR UPDATE SKIP LOCKED),
+    settled AS (
+      UPDATE platform.workflow_runs r
+         SET status = s.verdict,
+             error = CASE s.verdict
+               WHEN 'queued' THEN NULL
+               WHEN 'cancelled' THEN jsonb_build_object('step', 'run', 'kind', 'cancelled',
+                 'message', 'Cancelled: its process stopped before the run ended; the steps that had not started were skipped')
+               ELSE jsonb_build_object('step', 'run', 'kind', 'interrupted',
+                 'message', 'interrupted: the process running it stopped (no heartbeat since '
+                   || to_char(s.beat AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || ')'
+                   || CASE WHEN r.trigger <> 'request' AND ${max} > 1
+                        THEN '; attempt ' || s.attempts || ' of at most ' || ${max} || ' (RUN_MAX_ATTEMPTS): not resumed again' ELSE '' END)
+               END,
+             finished_at = CASE WHEN s.verdict = 'queued' THEN NULL ELSE now() END,
+             duration_ms = CASE WHEN s.verdict = 'queued' THEN NULL ELSE extract(epoch FROM now() - r.started_at) * 1000 END,
+             owner = CASE WHEN s.verdict = 'queued' THEN NULL ELSE r.owner END,
+             heartbeat_at = CASE WHEN s.verdict = 'queued' THEN NULL ELSE r.heartbeat_at END,
+             checkpoint = CASE WHEN s.verdict = 'queued' THEN r.checkpoint ELSE NULL END
+        FROM stale s
+       WHERE r.id = s.id
+      RETURNING r.id, r.status, r.trigger, r.workspace_id, r.workflow_id, r.executed_by),
+    -- A waiting run's entry comes with its end (finishRun), which its process did not live to write: written here,
+    -- so that what its STF steps committed is never without its run's entry. (Queued kinds have theirs from when
+    -- they were queued.)
+    entries AS (
+      INSERT INTO platform.audit_logs (id, workspace_id, user_id, action, resource_type, resource_id, details)
+      SELECT user_data.uuidv7(), s.workspace_id, s.executed_by, 'execute_workflow', 'workflow', s.workflow_id::text,
+             jsonb_build_object('run_id', s.id, 'status', s.status, 'interrupted', true)
+               || CASE WHEN s.status = 'failed' THEN jsonb_build_object('failed_step', 'run') ELSE '{}'::jsonb END
+        FROM settled s
+       WHERE s.trigger = 'request' AND s.status IN ('failed', 'cancelled'))
+    SELECT id, status FROM settled`.execute(db);
   return {
     resumed: rows.filter((r) => r.status === 'queued').map((r) => r.id),
     failed: rows.filter((r) => r.status === 'failed').length,

@@ -106,6 +106,36 @@ describe('sweepInterruptedRuns', () => {
   });
 });
 
+describe('the audit entry of a waiting run whose process died (issue 29, point 1)', () => {
+  const entriesOf = async (runId: string) =>
+    (
+      await sql<{ action: string; resource_id: string; user_id: string | null; details: Record<string, unknown> }>`
+        SELECT action, resource_id, user_id, details FROM platform.audit_logs WHERE workspace_id = ${A} AND details->>'run_id' = ${runId}`.execute(db)
+    ).rows;
+
+  it('is written by the sweep that ends it, once: what its STF steps committed is never without its run\'s entry', async () => {
+    const [waiting, cancelled, queued] = [newRunId(), newRunId(), newRunId()];
+    for (const id of [waiting, cancelled]) await startRun(db, id, w, null, null);
+    await sql`UPDATE platform.workflow_runs SET cancel_requested_at = now() WHERE id = ${cancelled}`.execute(db);
+    // A queued kind's run out of attempts has the entry it was queued with; the sweep adds none.
+    await startRun(db, queued, w, null, null);
+    await sql`UPDATE platform.workflow_runs SET trigger = 'async' WHERE id = ${queued}`.execute(db);
+    for (const id of [waiting, cancelled, queued]) await age(id, 600_000);
+
+    await settleInterruptedRuns(db, { staleAfterMs: 60_000 });
+    expect(await entriesOf(waiting)).toEqual([
+      { action: 'execute_workflow', resource_id: w.id, user_id: null, details: { run_id: waiting, status: 'failed', failed_step: 'run', interrupted: true } },
+    ]);
+    expect(await entriesOf(cancelled)).toEqual([
+      { action: 'execute_workflow', resource_id: w.id, user_id: null, details: { run_id: cancelled, status: 'cancelled', interrupted: true } },
+    ]);
+    expect(await entriesOf(queued)).toEqual([]);
+    // Settled runs are not settled again.
+    await settleInterruptedRuns(db, { staleAfterMs: 60_000 });
+    expect(await entriesOf(waiting)).toHaveLength(1);
+  });
+});
+
 describe('settleInterruptedRuns: queued runs cut by a crash are resumed, a bounded number of times (issue 29)', () => {
   const full = (id: string) => db.selectFrom('platform.workflow_runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   /** A queued run of `trigger`, claimed `attempts` times by processes that died 10 minutes ago. */

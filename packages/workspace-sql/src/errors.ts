@@ -27,6 +27,22 @@ export const isConnectionError = (err: unknown): boolean => {
 };
 
 /**
+ * True when the error came from the service's own audit call in the statement's transaction (`user_data.wds_audit`,
+ * migrations 0022 and 0024): a refusal (SQLSTATE WDS03) or its insert failing. Never the user's doing — user SQL
+ * cannot name the function, and the call runs after the user's statement — so it is no EXECUTION_ERROR of theirs.
+ */
+export const isAuditFailure = (err: unknown): boolean => {
+  const { code, where } = (err ?? {}) as { code?: unknown; where?: unknown };
+  return code === 'WDS03' || (typeof where === 'string' && /\bwds_audit\(/.test(where));
+};
+
+/** What a statement whose audit entry could not be written answers: it was rolled back with it. */
+export const auditFailedError = () =>
+  new ServiceError('SERVICE_UNAVAILABLE', 'The statement was rolled back: its audit entry could not be written', 'nothing was changed; try again', {
+    retryAfterSeconds: 1,
+  });
+
+/**
  * Database errors become EXECUTION_ERROR with physical names turned back into logical ones. The server's DETAIL
  * is never passed on: it can carry row data ("Failing row contains (…)", "Key (…)=(…) conflicts with existing key").
  */
@@ -57,6 +73,7 @@ export function mapDatabaseError(err: unknown, limits: ErrorLimits): unknown {
     return new ServiceError('SERVICE_UNAVAILABLE', 'The database connection was lost while the statement ran', 'try again');
   }
   if (typeof e?.code !== 'string' || typeof e.message !== 'string') return err;
+  if (isAuditFailure(err)) return auditFailedError();
   if (e.code === 'WDS01') {
     const what = e.message.replace(/^row check failed: /, '');
     const [table, operation] = what.split(':');

@@ -25,7 +25,7 @@ import pg from 'pg';
 import type { ByteBudget } from './byte-budget.js';
 import { WorkspaceConnector } from './connections.js';
 import { type SqlContext, loadContext } from './context.js';
-import { isConnectionError, mapDatabaseError, rowCapError } from './errors.js';
+import { auditFailedError, isAuditFailure, isConnectionError, mapDatabaseError, rowCapError } from './errors.js';
 import { AnalysisWorker } from './offload.js';
 import { type StatementSummary, analyseStatement, decideAll, filterFrom, summarize } from './statement.js';
 import { RewriteCache, type RewriteCacheLimits, type RewriteCacheStats } from './rewrite-cache.js';
@@ -122,8 +122,10 @@ export interface WorkspaceSqlOptions {
   statementTimeoutMs?: number;
   /** How many statement shapes and subjects the rewrite cache keeps; see rewrite-cache.ts. */
   rewriteCache?: RewriteCacheLimits;
-  /** The audit entry (or invalidation notice) of a committed statement could not be written. */
+  /** The audit entry of a committed read (group commit), or the invalidation notice of a DDL, could not be written. */
   onAfterCommitError?: (err: unknown, statement: { workspaceId: string; kind: StatementKind }) => void;
+  /** The audit entry of a statement could not be written in its transaction: the statement was rolled back (503). */
+  onAuditError?: (err: unknown, statement: { workspaceId: string; kind: StatementKind }) => void;
   /**
    * Counts each `execute`: a statement that ran by kind (read, write, ddl) and its seconds, one refused or failed by
    * its error code (@wds/metrics' Metrics fits); optional.
@@ -360,8 +362,9 @@ export class WorkspaceSql {
   }
 
   /**
-   * Runs one statement; with `audit`, an `execute_sql_<kind>` entry is written once it has committed (the
-   * workspace role cannot write the service's tables, so the entry is the service's own write).
+   * Runs one statement; with `audit`, its `execute_sql_<kind>` entry: a write's (and a read's in a transaction of its
+   * own) in the statement's transaction, committed with it or not at all; a one-round-trip read's by group commit
+   * once it has answered (audit-group.ts). An entry that cannot be written rolls its statement back (503).
    */
   async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
     const metrics = this.opts.metrics;
@@ -394,11 +397,13 @@ export class WorkspaceSql {
       resourceId: a.tables.join(',') || null,
       details: { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }) },
     });
-    // Every statement but a one-round-trip read writes its entry in its own transaction, just before COMMIT: the
-    // statement and its entry commit together or not at all (migration 0022).
-    const key = audit && !read ? await this.signingKey() : undefined;
-    const beforeCommit = audit && key ? (affected: number | undefined) => auditInTransactionSql(entry(audit, affected), key, pg.escapeLiteral) : undefined;
+    // Every statement but a one-round-trip read writes its entry in its own transaction, just before COMMIT and in
+    // COMMIT's round trip: the statement and its entry commit together or not at all (migrations 0022, 0024). The
+    // entry is bound to the backend of this connection, so it can be written nowhere else.
+    const key = audit && !read ? await this.signingKey(caller.workspaceId, a.kind) : undefined;
     const lease = await this.pools.acquire(caller.workspaceId);
+    const pid = Number((lease.client as unknown as { processID?: number | null }).processID);
+    const beforeCommit = audit && key ? (affected: number | undefined) => auditInTransactionSql(entry(audit, affected), pid, key, pg.escapeLiteral) : undefined;
     let broken = false;
     let result: SqlResult;
     try {
@@ -414,6 +419,11 @@ export class WorkspaceSql {
     } catch (err) {
       broken = isConnectionError(err);
       if (!broken && !read) await lease.client.query('ROLLBACK').catch(() => (broken = true));
+      if (isAuditFailure(err)) {
+        // The service's own fault (say, a key that changed under it): read the key again next time.
+        this.auditKey = undefined;
+        this.opts.onAuditError?.(err, { workspaceId: caller.workspaceId, kind: a.kind });
+      }
       throw mapDatabaseError(err, limits);
     } finally {
       lease.release(broken);
@@ -437,8 +447,11 @@ export class WorkspaceSql {
     return result;
   }
 
-  /** The key the entries of writes are signed with, read once (again after a failed read). */
-  private signingKey(): Promise<string> {
+  /**
+   * The key the entries of writes are signed with, read once (again after a failed read or a refused entry). Not to
+   * be had, nothing runs: 503.
+   */
+  private signingKey(workspaceId: string, kind: StatementKind): Promise<string> {
     if (!this.auditKey) {
       const loading = loadAuditKey(this.pool);
       this.auditKey = loading;
@@ -446,7 +459,10 @@ export class WorkspaceSql {
         if (this.auditKey === loading) this.auditKey = undefined;
       });
     }
-    return this.auditKey;
+    return this.auditKey.catch((err: unknown) => {
+      this.opts.onAuditError?.(err, { workspaceId, kind });
+      throw isConnectionError(err) ? mapDatabaseError(err, { statementTimeoutMs: this.sessionTimeoutMs, maxRows: 0 }) : auditFailedError();
+    });
   }
 
   /**
