@@ -55,7 +55,7 @@ export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): s
 
 /**
  * The call that writes an audit entry in the transaction of the workspace write it records, on that workspace's own
- * connection (migrations 0022 and 0024, `user_data.wds_audit`): the entry as JSON text and its MAC with `key` (read
+ * connection (migrations 0022 and 0023, `user_data.wds_audit`): the entry as JSON text and its MAC with `key` (read
  * from `platform.audit_key` by the service), which the function checks before it writes anything. `pid` is the
  * backend of the connection the call goes to (pg's `client.processID`): the function writes the entry only there.
  */

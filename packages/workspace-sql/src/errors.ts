@@ -28,7 +28,7 @@ export const isConnectionError = (err: unknown): boolean => {
 
 /**
  * True when the error came from the service's own audit call in the statement's transaction (`user_data.wds_audit`,
- * migrations 0022 and 0024): a refusal (SQLSTATE WDS03) or its insert failing. Never the user's doing — user SQL
+ * migrations 0022 and 0023): a refusal (SQLSTATE WDS03) or its insert failing. Never the user's doing — user SQL
  * cannot name the function, and the call runs after the user's statement — so it is no EXECUTION_ERROR of theirs.
  */
 export const isAuditFailure = (err: unknown): boolean => {

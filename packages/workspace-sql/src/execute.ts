@@ -398,7 +398,7 @@ export class WorkspaceSql {
       details: { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }) },
     });
     // Every statement but a one-round-trip read writes its entry in its own transaction, just before COMMIT and in
-    // COMMIT's round trip: the statement and its entry commit together or not at all (migrations 0022, 0024). The
+    // COMMIT's round trip: the statement and its entry commit together or not at all (migrations 0022, 0023). The
     // entry is bound to the backend of this connection, so it can be written nowhere else.
     const key = audit && !read ? await this.signingKey(caller.workspaceId, a.kind) : undefined;
     const lease = await this.pools.acquire(caller.workspaceId);
