@@ -9,6 +9,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { auditInTransactionSql } from '@wds/audit';
 import { workspaceRole } from '@wds/sql-rewriter';
 import { createDatabase } from '@wds/testkit';
 import pg from 'pg';
@@ -165,6 +166,34 @@ describe('user_data.wds_audit', () => {
     expect(listed.body.length).toBeGreaterThan(0);
     expect(listed.body.every((e: { workspace_id: string }) => e.workspace_id === other)).toBe(true);
     expect(JSON.stringify(listed.body)).not.toContain('forged');
+  });
+});
+
+describe('the service\'s signed call', () => {
+  it('carries quotes, comment openers, dollar quotes and backslashes in every field as values: one entry, exactly those texts', async () => {
+    const key = (await db.query('SELECT key FROM platform.audit_key')).rows[0].key as string;
+    const hostile = `x'); DELETE FROM platform.audit_logs; -- /* $$ $t$ \\' "q"`;
+    const session = new pg.Client({ connectionString: env.DATABASE_URL });
+    await session.connect();
+    try {
+      await session.query(`SET SESSION AUTHORIZATION "${workspaceRole(ws)}"`);
+      const pid = Number((await session.query('SELECT pg_backend_pid() AS p')).rows[0].p);
+      // The text as the service sends it: simple query protocol, literals escaped by pg.escapeLiteral.
+      const text = auditInTransactionSql(
+        { workspaceId: ws, userId, apiKeyId: null, action: 'execute_sql_insert', resourceType: 'table', resourceId: hostile, details: { tables: [hostile], note: hostile }, requestId: hostile, transport: 'http' },
+        pid,
+        key,
+        pg.escapeLiteral,
+      );
+      const before = Number((await db.query('SELECT count(*) AS n FROM platform.audit_logs')).rows[0].n);
+      await session.query(text);
+      const after = Number((await db.query('SELECT count(*) AS n FROM platform.audit_logs')).rows[0].n);
+      expect(after).toBe(before + 1);
+    } finally {
+      await session.end();
+    }
+    const r = await db.query('SELECT resource_id, request_id, details FROM platform.audit_logs WHERE resource_id = $1', [hostile]);
+    expect(r.rows).toEqual([{ resource_id: hostile, request_id: hostile, details: { tables: [hostile], note: hostile } }]);
   });
 });
 
