@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +23,29 @@ function configurationRows(): { names: string[]; accepted: string[] }[] {
   });
 }
 
+/** Each package's floor: one above the highest of the `@wds/*` packages in its dependencies (docs/architecture.md). */
+function floorsFromPackageJson(): Map<string, { floor: number; on: string[] }> {
+  const deps = new Map<string, string[]>();
+  for (const dir of readdirSync(join(repoRoot, 'packages'))) {
+    const file = join(repoRoot, 'packages', dir, 'package.json');
+    if (!existsSync(file)) continue;
+    const p = JSON.parse(readFileSync(file, 'utf8')) as { name: string; dependencies?: object; peerDependencies?: object };
+    const on = Object.keys({ ...p.dependencies, ...p.peerDependencies }).filter((n) => n.startsWith('@wds/'));
+    deps.set(p.name.slice('@wds/'.length), on.map((n) => n.slice('@wds/'.length)).sort());
+  }
+  const floors = new Map<string, { floor: number; on: string[] }>();
+  const floorOf = (name: string): number => {
+    const known = floors.get(name);
+    if (known) return known.floor;
+    const on = deps.get(name) ?? [];
+    const floor = on.length ? 1 + Math.max(...on.map(floorOf)) : 0;
+    floors.set(name, { floor, on });
+    return floor;
+  };
+  for (const name of deps.keys()) floorOf(name);
+  return floors;
+}
+
 type Action = { type: string; requirement?: unknown };
 
 describe('docs', () => {
@@ -43,5 +66,17 @@ describe('docs', () => {
       const minLength = pipe.find((a) => a.type === 'min_length')?.requirement;
       if (minLength !== undefined) expect(documented.get(name), name).toContain(`at least ${minLength} characters`);
     }
+  });
+
+  it("docs/architecture.md's floors are the packages' dependencies", () => {
+    const doc = readFileSync(join(repoRoot, 'docs/architecture.md'), 'utf8');
+    const documented = new Map<string, { floor: number; on: string[] }>();
+    for (const m of doc.matchAll(/^\| (\d+)(?: \(ground\))? \| (.*) \|$/gm)) {
+      for (const entry of (m[2] as string).split(/; |, (?=`)/)) {
+        const e = /^`([a-z-]+)`(?: \(([^)]*)\))?$/.exec(entry.trim());
+        if (e) documented.set(e[1] as string, { floor: Number(m[1]), on: e[2] ? e[2].split(', ').sort() : [] });
+      }
+    }
+    expect(documented).toEqual(floorsFromPackageJson());
   });
 });
