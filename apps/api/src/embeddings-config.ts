@@ -1,6 +1,7 @@
 /**
- * The embedder EMBEDDER names (DECISIONS §8), whether this database stores vectors with pgvector, and the in-process
- * index of exact searches (EMBEDDING_INDEX_MAX_BYTES; it takes memory and threads only once a search uses it).
+ * The embedder EMBEDDER names (docs/embeddings.md#embedders-embedder), whether this database stores vectors with
+ * pgvector, and the in-process index of exact searches (EMBEDDING_INDEX_MAX_BYTES; it takes memory and threads only
+ * once a search uses it).
  */
 import { ExactVectorIndex, createEmbedder, detectVectorSupport, ensureVectorIndex } from '@wds/embeddings';
 import type { Db } from '@wds/db';

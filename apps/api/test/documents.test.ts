@@ -6,7 +6,10 @@ let owner: Awaited<ReturnType<Harness['user']>>;
 let ws: { id: string };
 
 const docs = (workspace = ws.id) => `/api/v1/workspaces/${workspace}/documents`;
-/** Documents take their workspace from X-Workspace-ID (spec §4.1): by default, send the one named in the path. */
+/**
+ * Documents take their workspace from X-Workspace-ID (docs/http-api.md#where-the-workspace-comes-from): by default,
+ * send the one named in the path.
+ */
 const call = (method: string, path: string, opts: Parameters<Harness['call']>[2] = {}) =>
   h.call(method, path, { workspace: /\/workspaces\/([^/]+)\/documents/.exec(path)?.[1], ...opts });
 const create = (body: unknown, token = owner.token, workspace = ws.id) => call('POST', docs(workspace), { token, body });
@@ -239,7 +242,8 @@ describe('permissions and isolation', () => {
     }
     expect(JSON.stringify((await call('GET', docs(theirs.id), { token: stranger.token })).body)).not.toContain('secret plan');
 
-    // The owner is a member of both: the header decides, the path's workspace id is ignored (spec §4.1).
+    // The owner is a member of both: the header decides, the path's workspace id is ignored
+    // (docs/http-api.md#where-the-workspace-comes-from).
     await h.addMember(stranger.token, theirs.id, owner.email, 'admin');
     expect((await call('GET', `${docs()}/${d.id}`, { token: owner.token, workspace: theirs.id })).status).toBe(404);
     expect((await call('GET', `${docs(theirs.id)}/${d.id}`, { token: owner.token, workspace: theirs.id })).status).toBe(404);

@@ -3,9 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, Harness, until } from './support.js';
 
 /**
- * Drive sync (spec §4.17) and the SaaS proxy (spec §4.18) over HTTP, against a fake Google-Drive-like provider on
- * 127.0.0.1: workspace from the payload with membership checked, the credential injected and never shown, the
- * background sync through the job queue, materialize into storage, and the proxy's refusals and caps.
+ * Drive sync (docs/providers.md#drive-sync) and the SaaS proxy (docs/providers.md#saas-proxy) over HTTP, against a fake
+ * Google-Drive-like provider on 127.0.0.1: workspace from the payload with membership checked, the credential injected
+ * and never shown, the background sync through the job queue, materialize into storage, and the proxy's refusals and
+ * caps.
  */
 let fake: FakeDrive;
 let h: Harness;

@@ -91,7 +91,7 @@ describe('tables/embed runs as a job', () => {
     // The request compared no row with anything: the job makes the items.
     expect(await items('notes')).toEqual([]);
     expect(await status('notes')).toMatchObject({ status: 'pending', pending_rows: 30 });
-    // Searching now is told the work is pending (spec §3: not searched before completed).
+    // Searching now is told the work is pending (docs/embeddings.md#search: not searched before completed).
     const early = await h.call('POST', emb(ws.id, '/tables/search'), { token: owner.token, body: { query: 'printers' } });
     expect(early.status).toBe(409);
 

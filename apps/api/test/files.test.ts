@@ -220,7 +220,8 @@ describe('permissions, isolation, deletion, audit', () => {
     expect((await h.call('GET', `${files()}/${r.body.id}`, { token: stranger.token, workspace: ws.id })).status).toBe(403);
     const theirs = await h.workspace(stranger.token, 'Theirs');
     const as = { token: stranger.token, workspace: theirs.id };
-    // The path's workspace id is ignored (spec §4.1): the header decides, and the file is not in theirs.
+    // The path's workspace id is ignored (docs/http-api.md#where-the-workspace-comes-from): the header decides, and the
+    // file is not in theirs.
     for (const path of [`${files()}/${r.body.id}`, `/api/v1/workspaces/${theirs.id}/files/${r.body.id}`]) {
       expect((await h.call('GET', path, as)).status).toBe(404);
       expect((await h.call('GET', `${path}/download`, as)).status).toBe(404);

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Harness } from './support.js';
 
 /**
- * sql() of every runtime as an STF subject (how workflow steps run, DECISIONS §5): the STF's policy groups apply,
- * `$user_id` is the executing user (or NULL when anonymous), and a user's own policies do not.
+ * sql() of every runtime as an STF subject (how workflow steps run, docs/sql-and-policies.md#policies): the STF's
+ * policy groups apply, `$user_id` is the executing user (or NULL when anonymous), and a user's own policies do not.
  */
 const images = inject('dockerImages');
 const QUERY = 'select id, name from items';

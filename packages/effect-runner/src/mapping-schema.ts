@@ -1,7 +1,7 @@
 /**
- * The FieldMapping schema (spec §2.9) of request bodies — a workflow step's `input_mappings` and an effect's
- * header, body and query mappings are the same thing: `{ source: { type: Variable, value: path } | { type: Const,
- * value: any JSON value }, target }`.
+ * The FieldMapping schema (docs/effects.md#fieldmapping) of request bodies — a workflow step's `input_mappings` and an
+ * effect's header, body and query mappings are the same thing: `{ source: { type: Variable, value: path } | { type:
+ * Const, value: any JSON value }, target }`.
  */
 import * as v from 'valibot';
 

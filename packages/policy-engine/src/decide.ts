@@ -28,9 +28,9 @@ function toFilter(c: Condition): Filter {
 }
 
 /**
- * Spec §1, DECISIONS §5. A policy matches when its table and operation are the request's and its group holds the
- * subject. Any matching deny without a condition → denied; no matching allow → denied; otherwise the row filter is
- * (OR of allow conditions) AND NOT (OR of deny conditions), with null standing for TRUE.
+ * docs/sql-and-policies.md#policies. A policy matches when its table and operation are the request's and its group
+ * holds the subject. Any matching deny without a condition → denied; no matching allow → denied; otherwise the row
+ * filter is (OR of allow conditions) AND NOT (OR of deny conditions), with null standing for TRUE.
  * Conditions are re-normalised here, so rows stored in any accepted form (or `{}` for "no condition") behave alike.
  */
 export function decide({ policies, groups, subject, table, operation }: DecideInput): Decision {

@@ -1,7 +1,7 @@
 /**
- * The column surface (spec §4.8, synchronous): `generate` adds `<column>_embedding` to the table the first time
- * (real[], or vector(n) with an HNSW index when pgvector is there) and embeds every live row whose text has no
- * vector yet or changed since it was embedded (the text's MD5 is kept per row in platform.embedding_items);
+ * The column surface (synchronous; docs/embeddings.md#the-three-surfaces): `generate` adds `<column>_embedding` to the
+ * table the first time (real[], or vector(n) with an HNSW index when pgvector is there) and embeds every live row whose
+ * text has no vector yet or changed since it was embedded (the text's MD5 is kept per row in platform.embedding_items);
  * `status` counts; `search` ranks rows by similarity and returns those the caller may read.
  */
 import { type Db, sql } from '@wds/db';

@@ -1,8 +1,8 @@
 /**
- * The file surface (spec §4.8, asynchronous): `embed` marks files pending and queues one job per file; the job
- * reads the blob, extracts its text, chunks it and stores a vector per chunk; `status` reports every file's state
- * (pending → processing → completed | failed | skipped); `search` ranks completed files by their best chunk.
- * Image files cannot be embedded by a text model: they become `skipped`, and a request made only of them is
+ * The file surface (asynchronous; docs/embeddings.md#the-three-surfaces): `embed` marks files pending and queues one
+ * job per file; the job reads the blob, extracts its text, chunks it and stores a vector per chunk; `status` reports
+ * every file's state (pending → processing → completed | failed | skipped); `search` ranks completed files by their
+ * best chunk. Image files cannot be embedded by a text model: they become `skipped`, and a request made only of them is
  * 503 MODEL_NOT_MULTIMODAL.
  */
 import { type Db, sql } from '@wds/db';

@@ -1,10 +1,10 @@
 /**
- * The table-row surface (spec §4.8, asynchronous): every live row of an enrolled table is embedded as its JSON
- * (without timestamps and without column-embedding vectors). `embedTables` only records the request per table
- * (`platform.embedding_tables`: the status shows the table pending at once) and queues the table's job; the job
- * brings the items in line with the rows (new or changed rows → pending, all of them when a regeneration was asked
- * for, vanished rows → removed) and embeds the pending rows in batches, until no request is newer than its last
- * look at the rows. Row changes with `auto_embed_tables` queue the same job. A request whose job never came (the
+ * The table-row surface (asynchronous; docs/embeddings.md#the-three-surfaces): every live row of an enrolled table is
+ * embedded as its JSON (without timestamps and without column-embedding vectors). `embedTables` only records the
+ * request per table (`platform.embedding_tables`: the status shows the table pending at once) and queues the table's
+ * job; the job brings the items in line with the rows (new or changed rows → pending, all of them when a regeneration
+ * was asked for, vanished rows → removed) and embeds the pending rows in batches, until no request is newer than its
+ * last look at the rows. Row changes with `auto_embed_tables` queue the same job. A request whose job never came (the
  * queue dropped it while the previous job was finishing, or the process died in between) is queued again by
  * `requeueTableRequests`, on the maintenance schedule.
  */

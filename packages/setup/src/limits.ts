@@ -1,6 +1,6 @@
 import { validationError } from '@wds/errors';
 
-/** Content limits of the setup items (spec §8), counted in Unicode characters (code points). */
+/** Content limits of the setup items (docs/setup.md#limits), counted in Unicode characters (code points). */
 export const MAX_PROMPT_RULE_CHARS = 50_000;
 export const MAX_SKILL_CHARS = 50_000;
 export const MAX_CHAT_TEMPLATE_CHARS = 50_000;

@@ -12,7 +12,7 @@ export interface DescribableVersion extends RunnableVersion {
 
 type Schema = Record<string, unknown>;
 
-/** DECISIONS §6: where the schemas came from — saved with the version, answered by the code, or neither. */
+/** Where the schemas came from (docs/stfs.md#describe) — saved with the version, answered by the code, or neither. */
 export type StfDescription = {
   stf_id: string;
   stf_version_id: string;

@@ -41,7 +41,9 @@ export interface RunWorkspace {
   created_by: string | null;
 }
 
-/** DECISIONS §6: what instant-run answers (a failure of the user's code is `success: false`, still a 200). */
+/**
+ * What instant-run answers (docs/stfs.md#instant-run; a failure of the user's code is `success: false`, still a 200).
+ */
 export type RunAnswer =
   | { success: true; output: unknown; logs: LogLine[]; duration_ms: number }
   | { success: false; error: { kind: string; message: string; details?: string }; logs: LogLine[] };

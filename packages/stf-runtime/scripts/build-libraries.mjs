@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * Builds the libraries STF code may import by package name in the `javascript` runtime (DECISIONS §6):
+ * Builds the libraries STF code may import by package name in the `javascript` runtime
+ * (docs/stfs.md#bundled-libraries):
  *
  * - dist/libraries/<file>.js    one ES module per library (esbuild: bundled, minified, es2020), served to QuickJS;
  * - dist/libraries/<file>.d.ts  an ambient declaration text per library, made from the package's own .d.ts files:

@@ -1,9 +1,10 @@
 import { StfError } from './types.js';
 
 /**
- * DECISIONS §6: a docker STF's `code` is base64 of this JSON document. `{ "image": "…" }` alone is a complete config
- * (the origin platform's form): the image's own ENTRYPOINT, CMD and WORKDIR run. `command`, when given, replaces the
- * image's CMD only (docker's `command` override): an ENTRYPOINT of the image stays and receives it as arguments.
+ * docs/stfs.md#the-docker-runtime: a docker STF's `code` is base64 of this JSON document. `{ "image": "…" }` alone is a
+ * complete config (the origin platform's form): the image's own ENTRYPOINT, CMD and WORKDIR run. `command`, when given,
+ * replaces the image's CMD only (docker's `command` override): an ENTRYPOINT of the image stays and receives it as
+ * arguments.
  */
 export interface DockerConfig {
   image: string;

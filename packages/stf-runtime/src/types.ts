@@ -1,4 +1,4 @@
-/** The contract every STF runtime implements (DECISIONS §6). */
+/** The contract every STF runtime implements (docs/stfs.md#instant-run). */
 
 export interface StfLimits {
   /**

@@ -8,7 +8,7 @@ describe('StfError', () => {
     expect([e.kind, e.message, e.details, e.logs]).toEqual(['timeout', 'The STF ran longer than 5000 ms', 'limit: timeoutMs', [{ level: 'log', message: 'started' }]]);
   });
 
-  it('default limits are within what DECISIONS §6 allows', () => {
+  it('default limits are within what docs/stfs.md#the-docker-runtime allows', () => {
     expect(DEFAULT_LIMITS.maxOutputBytes).toBeLessThanOrEqual(10 * 1024 * 1024);
     expect(DEFAULT_LIMITS.timeoutMs).toBeLessThanOrEqual(300_000);
   });

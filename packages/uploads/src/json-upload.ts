@@ -1,5 +1,5 @@
 /**
- * The JSON upload form (spec §2.10): `{ "filename", "content_type", "content": "<base64>", "metadata": {...} }`,
+ * The JSON upload form (docs/files.md#api): `{ "filename", "content_type", "content": "<base64>", "metadata": {...} }`,
  * read in one pass without ever holding the body: the top-level object is tokenized as it streams, `content` is
  * base64-decoded on the fly and handed on as bytes (to a blob store), and the other members — small by nature,
  * capped — are collected and parsed. Member order does not matter. Anything malformed is an UploadError with a

@@ -1,6 +1,6 @@
 /**
- * The multipart upload form (spec §4.6): part `file` (the bytes, with its filename and type) and an optional part
- * `metadata` (JSON text), in any order, streamed with busboy: the file part is handed on as it arrives (to a blob
+ * The multipart upload form (docs/files.md#api): part `file` (the bytes, with its filename and type) and an optional
+ * part `metadata` (JSON text), in any order, streamed with busboy: the file part is handed on as it arrives (to a blob
  * store) and never buffered. Anything else is an UploadError.
  */
 import type { Readable } from 'node:stream';

@@ -1,6 +1,7 @@
 /**
- * The shape of a workflow definition (DECISIONS §7), as valibot schemas: the API validates request bodies with
- * them and the types come from them. What the shape cannot say (references, variables) is checked by check.ts.
+ * The shape of a workflow definition (docs/workflows.md#definition), as valibot schemas: the API validates request
+ * bodies with them and the types come from them. What the shape cannot say (references, variables) is checked by
+ * check.ts.
  */
 import { FieldMappingSchema } from '@wds/effect-runner';
 import * as v from 'valibot';

@@ -1,7 +1,7 @@
 /**
- * Executes a workflow (DECISIONS §7): input steps in parallel, then STF steps in order, then effect steps in
- * parallel. The result is the last STF step's output (`$input` when there is none). The engine knows nothing of
- * HTTP, databases or runtimes: the caller hands it the resolved step versions and the functions that run a step.
+ * Executes a workflow (docs/workflows.md#definition): input steps in parallel, then STF steps in order, then effect
+ * steps in parallel. The result is the last STF step's output (`$input` when there is none). The engine knows nothing
+ * of HTTP, databases or runtimes: the caller hands it the resolved step versions and the functions that run a step.
  *
  * Failure rules: a failing input step fails the run before any STF runs; a failing STF step stops the run (later
  * STF and all effect steps are skipped); effect steps all run, and any failure among them (a transport error, or

@@ -1,8 +1,8 @@
 /**
  * The versions a run executes, in one query per step kind: a pinned step runs exactly its version; otherwise the
- * newest version of the same STF or effect (DECISIONS §7). A step whose STF or effect is gone (deleted, or never
- * of this workspace) resolves to undefined, and the engine fails it. A run's steps come here already pinned to the
- * versions it may run (accepted.ts: what the workflow's last save accepted, or newer ones its own user wrote).
+ * newest version of the same STF or effect (docs/workflows.md#definition). A step whose STF or effect is gone (deleted,
+ * or never of this workspace) resolves to undefined, and the engine fails it. A run's steps come here already pinned to
+ * the versions it may run (accepted.ts: what the workflow's last save accepted, or newer ones its own user wrote).
  */
 import { type Db, isUuid } from '@wds/db';
 import type { FieldMapping } from '@wds/effect-runner';

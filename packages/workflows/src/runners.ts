@@ -1,8 +1,9 @@
 /**
  * The service's real step runners: STFs in their runtimes under the STF's policy subject (`$user_id` = the executing
- * user, NULL when anonymous — DECISIONS §5), effects through the effect runner and the SSRF guard, Fetch sources
- * through the same guard, Table sources as the executing user's rows, Library sources from the javascript runtime's
- * bundled libraries (or, for a name that is none, as a Table source, noted), File sources from the blob store.
+ * user, NULL when anonymous — docs/sql-and-policies.md#policies), effects through the effect runner and the SSRF guard,
+ * Fetch sources through the same guard, Table sources as the executing user's rows, Library sources from the javascript
+ * runtime's bundled libraries (or, for a name that is none, as a Table source, noted), File sources from the blob
+ * store.
  */
 import { type Db, sql } from '@wds/db';
 import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';

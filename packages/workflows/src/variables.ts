@@ -1,6 +1,6 @@
 /**
- * Workflow variables (DECISIONS §7): `$input`, `$input.a.b`, `$sources.<name>`, `$sources.<name>.x`, `$steps[n]`,
- * `$steps[n].a` (array indices allowed in the rest: `$input.items[0].sku`). A missing field reads as null.
+ * Workflow variables (docs/workflows.md#definition): `$input`, `$input.a.b`, `$sources.<name>`, `$sources.<name>.x`,
+ * `$steps[n]`, `$steps[n].a` (array indices allowed in the rest: `$input.items[0].sku`). A missing field reads as null.
  *
  * The origin platform's older dotted forms are accepted as aliases, each the same as one `$` form, and reported so
  * the run record can say what to write instead (`canonical`): `input`, `input.a` → `$input`, `$input.a`;

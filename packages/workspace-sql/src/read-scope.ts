@@ -17,7 +17,10 @@ export function readScopeOf(ctx: SqlContext, caller: SqlCaller, table: string): 
   return d.filter === null ? 'every' : 'filtered';
 }
 
-/** DDL is for workspace admins and members of the workspace's DDL policy group (spec §4.5); never for an STF. */
+/**
+ * DDL is for workspace admins and members of the workspace's DDL policy group (docs/sql-and-policies.md#permissions);
+ * never for an STF.
+ */
 export function mayRunDdlOf(ctx: SqlContext, caller: SqlCaller): boolean {
   const s = caller.subject;
   return s.kind === 'user' && (caller.isAdmin || ctx.ddlUserIds.includes(s.userId));

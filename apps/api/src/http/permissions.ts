@@ -2,7 +2,10 @@ import { ServiceError, forbidden } from '@wds/errors';
 import { isInGroup } from '@wds/policies';
 import type { HandlerCtx } from './route.js';
 
-/** Policy editing is restricted to the policy-editor group when the workspace sets one (spec §4.13). */
+/**
+ * Policy editing is restricted to the policy-editor group when the workspace sets one
+ * (docs/sql-and-policies.md#policies).
+ */
 export async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
   const group = ctx.access.workspace.policy_editor_policy_group_id;
   if (group && !(await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) {
@@ -12,8 +15,8 @@ export async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Pro
 
 /**
  * Workflow editors — the members of `workflow_editor_policy_group_id`, or the admins while it is unset — create and
- * change STFs, effects, workflows and documents. Storage editors (spec §4.6: file upload and delete) are the same
- * people; only the refusal names the role the caller asked for.
+ * change STFs, effects, workflows and documents. Storage editors (docs/files.md#api: file upload and delete) are the
+ * same people; only the refusal names the role the caller asked for.
  */
 async function assertEditor(ctx: HandlerCtx<unknown, unknown>, role: 'workflow' | 'storage'): Promise<void> {
   const group = ctx.access.workspace.workflow_editor_policy_group_id;
@@ -32,7 +35,7 @@ export const assertWorkflowEditor = (ctx: HandlerCtx<unknown, unknown>): Promise
 export const assertStorageEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'storage');
 
 /** Schema changes — and the embedding operations that add columns or read whole tables — need the workspace's
- * admin role or membership of `ddl_policy_group_id` (spec §4.5). */
+ * admin role or membership of `ddl_policy_group_id` (docs/sql-and-policies.md#permissions). */
 export async function assertDdlAllowed(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
   if (ctx.access.role === 'admin') return;
   const group = ctx.access.workspace.ddl_policy_group_id;

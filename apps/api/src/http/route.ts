@@ -24,8 +24,9 @@ type AnySchema = v.GenericSchema;
  */
 export type AuthMode = 'none' | 'user' | 'session' | 'optional' | 'admin';
 /**
- * Where the workspace comes from (spec §4.1): the path id, the X-Workspace-ID header, or `workspace_id` in the
- * payload — the query string of GET and DELETE, the JSON body of writes (drive sync, SaaS proxy).
+ * Where the workspace comes from (docs/http-api.md#where-the-workspace-comes-from): the path id, the X-Workspace-ID
+ * header, or `workspace_id` in the payload — the query string of GET and DELETE, the JSON body of writes (drive sync,
+ * SaaS proxy).
  */
 export type WorkspaceFrom = 'path' | 'header' | 'payload';
 

@@ -5,9 +5,9 @@ import { withJsonSchema } from '../http/schemas.js';
 import { secretBox } from '../http/secrets.js';
 
 /**
- * Provider credentials of a workspace, set through the admin interface (DECISIONS §3). The value is sealed with
- * the service's secrets key and never appears in a response, log line or audit entry; members see only which
- * providers are connected (GET …/setup/saas-credentials).
+ * Provider credentials of a workspace, set through the admin interface (docs/setup.md#provider-credentials). The value
+ * is sealed with the service's secrets key and never appears in a response, log line or audit entry; members see only
+ * which providers are connected (GET …/setup/saas-credentials).
  */
 const path = '/admin/v1/workspaces/:id/credentials/:provider';
 

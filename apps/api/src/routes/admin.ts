@@ -7,7 +7,7 @@ import { defineRoute } from '../http/route.js';
 import { Email, IsoTimestamp } from '../http/schemas.js';
 import { AdminSession, User } from '../http/views/index.js';
 
-/** The internal admin interface (DECISIONS §3), authenticated by X-Admin-Token. */
+/** The internal admin interface (docs/http-api.md#the-admin-interface), authenticated by X-Admin-Token. */
 export const adminRoutes = [
   defineRoute({
     method: 'post',

@@ -22,7 +22,8 @@ const changed = (ctx: HandlerCtx<unknown, unknown>, action: 'created' | 'updated
 
 const base = '/api/v1/workspaces/:id/documents';
 // Documents are workspace content, not access state: nothing cached goes stale when they change.
-// Spec §4.1: the workspace of /workspaces/{id}/documents/* comes from X-Workspace-ID (required); the path id is ignored.
+// docs/http-api.md#where-the-workspace-comes-from: the workspace of /workspaces/{id}/documents/* comes from
+// X-Workspace-ID (required); the path id is ignored.
 const common = { auth: 'user', workspace: 'header', role: 'member', invalidates: 'none' } as const;
 
 // NUL and unpaired surrogates, which PostgreSQL cannot store, are refused for every JSON body (http/input.ts).

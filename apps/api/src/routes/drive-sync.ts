@@ -6,7 +6,7 @@ import { Uuid, boolQuery } from '../http/schemas.js';
 import { DriveFileText, DrivePicker, DriveSyncConfig, DriveSyncRoot, DriveSyncStarted, DriveSyncStatus, File } from '../http/views/index.js';
 
 /**
- * Drive sync (spec §4.17, docs/drive-sync.md): the workspace is `workspace_id` in the query (reads) or the body
+ * Drive sync (docs/providers.md#drive-sync): the workspace is `workspace_id` in the query (reads) or the body
  * (writes), and the caller must be a member. Reading state is for members; changing the configuration and the
  * roots is for admins; importing a file into storage is for storage editors.
  */

@@ -26,7 +26,7 @@ import { defineRoute } from '../http/route.js';
 import { sqlCallerOf } from '../http/sql-caller.js';
 import { Uuid } from '../http/schemas.js';
 
-/** Embeddings and semantic search (spec §4.8; docs/embeddings.md): path-scoped, X-Workspace-ID optional. */
+/** Embeddings and semantic search (docs/embeddings.md#the-three-surfaces): path-scoped, X-Workspace-ID optional. */
 const base = '/api/v1/workspaces/:id/embeddings';
 const member = { auth: 'user', workspace: 'path', role: 'member' } as const;
 

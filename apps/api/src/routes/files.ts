@@ -22,7 +22,8 @@ import { PageQuery, intQuery } from '../http/schemas.js';
 const base = '/api/v1/workspaces/:id/files';
 /** Characters of extracted text per page. */
 const TEXT_PAGE = { default: 100_000, max: 1_000_000 };
-// Spec §4.1: the workspace of /workspaces/{id}/files/* comes from X-Workspace-ID (required); the path id is ignored.
+// docs/http-api.md#where-the-workspace-comes-from: the workspace of /workspaces/{id}/files/* comes from X-Workspace-ID
+// (required); the path id is ignored.
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 /** The headers of a download (OpenAPI). */
 const DOWNLOAD_HEADERS = {

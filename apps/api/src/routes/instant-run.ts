@@ -18,7 +18,8 @@ const RunFields = v.object({
 
 /**
  * POST /api/v1/stfs/instant-run: runs a version without a workflow, as the calling user (its sql() calls see what
- * the user's policies allow). A failure of the user's code is a 200 `{ success: false, error }` (DECISIONS §6).
+ * the user's policies allow). A failure of the user's code is a 200 `{ success: false, error }`
+ * (docs/stfs.md#instant-run).
  *
  * Code mode (the origin's development loop): `{ runtime, code: <base64>, input, sources }` runs code that is not
  * saved, checked as a save would check it (a refusal is the save's 400), with no secrets. It needs what saving code

@@ -20,7 +20,10 @@ import { type HandlerCtx, defineRoute } from '../http/route.js';
 import { PinnedChart } from '../http/views/index.js';
 import { boolQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
-/** Pinned charts (spec §2.16, §4.16): header-scoped; members read and pin, the creator or an admin changes. */
+/**
+ * Pinned charts (docs/pinned-charts.md#permissions): header-scoped; members read and pin, the creator or an admin
+ * changes.
+ */
 
 const str = (max: number, allowEmpty = false) =>
   v.pipe(

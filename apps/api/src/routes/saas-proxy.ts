@@ -10,7 +10,7 @@ import { Uuid } from '../http/schemas.js';
 import { SaasProxyDownload, SaasProxyResult } from '../http/views/index.js';
 
 /**
- * The SaaS proxy (spec §4.18, docs/saas-proxy.md): a member calls a connected provider's API with the workspace's
+ * The SaaS proxy (docs/providers.md#saas-proxy): a member calls a connected provider's API with the workspace's
  * credential, which the service injects and the caller never sees — not even where the provider's answer repeats it
  * (redactCredential). Authorization, Cookie, Host, Proxy-* and other hop-by-hop headers in the request are refused;
  * the path stays under the provider's base URL.

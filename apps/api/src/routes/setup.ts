@@ -35,7 +35,7 @@ import { defineRoute } from '../http/route.js';
 import { PageQuery, withJsonSchema } from '../http/schemas.js';
 import { ChatTemplate, ChatTemplatesDeactivated, DashboardEnabled, PromptRule, SaasCredential, Skill, TitleRule } from '../http/views/index.js';
 
-/** Workspace setup items (spec §2.13, §4.9): path-scoped, see docs/setup.md. */
+/** Workspace setup items (docs/setup.md#routes): path-scoped. */
 const base = '/api/v1/workspaces/:id/setup';
 
 /** Text of at most `max` Unicode characters; non-blank unless `allowEmpty`. */

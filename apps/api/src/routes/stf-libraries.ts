@@ -5,10 +5,10 @@ import { defineRoute } from '../http/route.js';
 import { StfLibrary } from '../http/views/index.js';
 
 /**
- * The libraries STF code of the javascript runtime may import by package name (DECISIONS §6), and their type
- * declarations for editors. Any signed-in user; not workspace-scoped (the libraries are the same everywhere).
- * Each library has two names, its own (`docx`) and the origin platform's (`@d6e-ai/docx`): the list gives the
- * first as `name` and the second in `aliases`, and the types are served for either: the scoped name as it is
+ * The libraries STF code of the javascript runtime may import by package name (docs/stfs.md#bundled-libraries), and
+ * their type declarations for editors. Any signed-in user; not workspace-scoped (the libraries are the same
+ * everywhere). Each library has two names, its own (`docx`) and the origin platform's (`@d6e-ai/docx`): the list gives
+ * the first as `name` and the second in `aliases`, and the types are served for either: the scoped name as it is
  * (/api/v1/stf-libraries/@d6e-ai/docx/types) or URL-encoded (/api/v1/stf-libraries/%40d6e-ai%2Fdocx/types).
  */
 const typesResponse = (name: string): Response => {

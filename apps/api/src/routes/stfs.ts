@@ -155,7 +155,8 @@ export const stfRoutes = [
     response: StfDescription,
     summary: 'The input and output schemas of a version (the newest unless `version` names one)',
     body: v.object({ version: v.optional(Label) }),
-    // Without stored schemas the code itself is asked (DECISIONS §6), without sql() so describing changes nothing.
+    // Without stored schemas the code itself is asked (docs/stfs.md#describe), without sql() so describing changes
+    // nothing.
     handler: (ctx) =>
       describeStf(ctx.services, {
         workspace: ctx.access.workspace,

@@ -40,7 +40,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       name text NOT NULL,
       description text,
       allow_anonymous_execute boolean NOT NULL DEFAULT false,
-      -- { input_schema?, input_steps, stf_steps, effect_steps } as saved (DECISIONS §7)
+      -- { input_schema?, input_steps, stf_steps, effect_steps } as saved (docs/workflows.md#definition)
       definition jsonb NOT NULL,
       created_by uuid REFERENCES platform.users(id) ON DELETE SET NULL,
       created_at timestamptz NOT NULL DEFAULT now(),

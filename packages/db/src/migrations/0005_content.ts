@@ -65,7 +65,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     CREATE INDEX pinned_charts_workspace_idx ON platform.pinned_charts (workspace_id, display_order) WHERE deleted_at IS NULL;
 
-    -- Workspace setup items (spec §2.13, §4.9).
+    -- Workspace setup items (docs/setup.md#routes).
     CREATE TABLE platform.prompt_rules (
       id uuid PRIMARY KEY,
       workspace_id uuid NOT NULL REFERENCES platform.workspaces(id) ON DELETE CASCADE,

@@ -1,7 +1,7 @@
 /**
  * The few calls of the Docker Engine API the docker runtime needs, over `node:http` (podman's Docker-compatible
  * service and Docker both answer them). No SDK: dockerode's attach sends its own options as the stdin payload on
- * podman, and input must reach the container on stdin (DECISIONS §6).
+ * podman, and input must reach the container on stdin (docs/stfs.md#the-docker-runtime).
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';

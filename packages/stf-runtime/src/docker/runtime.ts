@@ -1,6 +1,7 @@
 /**
- * The docker STF runtime (DECISIONS §6): the STF's `code` is a config `{ image, command?, env?, secret_keys? }`;
- * each run is two containers — the STF's, and a small relay that owns the run's network namespace (relay.ts):
+ * The docker STF runtime (docs/stfs.md#the-docker-runtime): the STF's `code` is a config `{ image, command?, env?,
+ * secret_keys? }`; each run is two containers — the STF's, and a small relay that owns the run's network namespace
+ * (relay.ts):
  *
  * - the STF container: the image's own ENTRYPOINT, CMD and WORKDIR (a config's `command` replaces the CMD only, like
  *   docker's `command`), the relay's network namespace (`NetworkMode: "container:<relay>"`: only a loopback

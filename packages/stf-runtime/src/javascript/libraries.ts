@@ -1,7 +1,7 @@
 /**
- * Bundled libraries that STF code may import by package name (DECISIONS §6: what `GET /stf-libraries` lists and
- * `/stf-libraries/{name}/types` describes). scripts/build-libraries.mjs builds them into dist/libraries/: one ES
- * module (or, for a font, the file itself) and one .d.ts text per library, and manifest.json.
+ * Bundled libraries that STF code may import by package name (docs/stfs.md#bundled-libraries: what `GET /stf-libraries`
+ * lists and `/stf-libraries/{name}/types` describes). scripts/build-libraries.mjs builds them into dist/libraries/: one
+ * ES module (or, for a font, the file itself) and one .d.ts text per library, and manifest.json.
  *
  * Every library has two names: its bare name (`pdf-lib`) and the origin platform's (`@d6e-ai/pdf-lib`);
  * `resolveLibraryName` is the one place that maps an import specifier to a library. Any other import is refused

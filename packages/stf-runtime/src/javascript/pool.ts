@@ -1,7 +1,8 @@
 /**
- * The JavaScript STF runtime (DECISIONS §6): a small pool of worker threads, each owning a QuickJS WASM module.
- * The main thread enforces the wall-clock limit: a worker that does not answer within `limits.timeoutMs` is
- * terminated and replaced, so a guest stuck in garbage collection or in native code still ends on time.
+ * The JavaScript STF runtime (docs/stfs.md#the-javascript-runtime): a small pool of worker threads, each owning a
+ * QuickJS WASM module. The main thread enforces the wall-clock limit: a worker that does not answer within
+ * `limits.timeoutMs` is terminated and replaced, so a guest stuck in garbage collection or in native code still ends on
+ * time.
  *
  * Runs wait for a worker in a per-workspace fair queue (fair-queue.ts), and the wait counts against their time
  * limit. Memory: each worker's QuickJS heap has a hard maximum near the run's limit (quickjs-module.ts), its V8 heap

@@ -1,10 +1,10 @@
 /**
  * Guest-side JavaScript evaluated in each fresh QuickJS context before the user's code. It is a function
  * expression `(hostLog, hostSql, hostRandom, hostDeflate, hostBase64, boot, logRoom, maxOutputChars) => api`: it
- * installs the globals of DECISIONS §6 (`$input`, `$sources`, `$caller`, `$env`, `sql`, `console`),
- * `crypto.getRandomValues` / `crypto.randomUUID` (what libraries such as crypto-js need for keys and salts), and
- * `atob`, `btoa`, `TextEncoder`, `TextDecoder` (UTF-8 only, no streaming), and returns helpers the host calls
- * later.
+ * installs the globals of docs/stfs.md#the-javascript-runtime (`$input`, `$sources`, `$caller`, `$env`, `sql`,
+ * `console`), `crypto.getRandomValues` / `crypto.randomUUID` (what libraries such as crypto-js need for keys and
+ * salts), and `atob`, `btoa`, `TextEncoder`, `TextDecoder` (UTF-8 only, no streaming), and returns helpers the host
+ * calls later.
  *
  * For the bundled libraries it also installs two native helpers (NATIVE_DEFLATE, NATIVE_BASE64 below), under
  * `Symbol.for` keys of the global object: non-enumerable, non-writable, non-configurable. Not names: code that lists

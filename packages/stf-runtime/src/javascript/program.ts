@@ -1,6 +1,6 @@
 /**
- * Which form a JavaScript STF's code is — decided from the parsed program, never from the words in it (DECISIONS
- * §6, issue 17):
+ * Which form a JavaScript STF's code is — decided from the parsed program, never from the words in it (issue 17;
+ * docs/stfs.md#the-javascript-runtime):
  *
  * - **module**: the program exports something (`export default …`, `export { f as default }`, `export const …`):
  *   run as an ES module whose default export is called with the input.

@@ -12,7 +12,7 @@ import { type CompiledWasmModule, wasmApi } from './wasm-api.js';
 import { checkWasmModule, EXTISM_USER, readValidWasmModule, WASI_MODULE } from './validate.js';
 
 /**
- * The wasm STF runtime (DECISIONS §6): an Extism plugin exporting `run`, run in a worker thread by
+ * The wasm STF runtime (docs/stfs.md#the-wasm-runtime): an Extism plugin exporting `run`, run in a worker thread by
  * @extism/extism 2.0.0-rc13 (`runInWorker: true`, which is what makes the wall-clock timeout and async host
  * functions work). One plugin (one worker) per run, closed after it.
  *

@@ -161,7 +161,7 @@ export function checkWasmBounds(details: WasmModuleDetails, moduleBytes: number)
   }
 }
 
-/** Checks a parsed module against the STF rules (DECISIONS §6); `bytes` must already be valid wasm. */
+/** Checks a parsed module against the STF rules (docs/stfs.md#the-wasm-runtime); `bytes` must already be valid wasm. */
 export function checkWasmModule(details: WasmModuleDetails, limits: Pick<StfLimits, 'memoryBytes'>): void {
   const run = details.exports.find((e) => e.name === 'run');
   if (!run) throw invalid('The module does not export a function named `run`');

@@ -106,7 +106,9 @@ export const StfLibrary = v.object({
 });
 
 const LogLine = v.object({ level: v.picklist(['log', 'info', 'warn', 'error', 'debug']), message: v.string() });
-/** instant_run_stf (DECISIONS §6): a failure of the code is an answer too (`success: false`, still a 200). */
+/**
+ * instant_run_stf (docs/stfs.md#instant-run): a failure of the code is an answer too (`success: false`, still a 200).
+ */
 export const RunAnswer = v.variant('success', [
   v.object({ success: v.literal(true), output: v.unknown(), logs: v.array(LogLine), duration_ms: v.number() }),
   v.object({
