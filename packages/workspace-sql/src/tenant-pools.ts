@@ -159,11 +159,10 @@ export class TenantPools {
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       // Served at once when it can be; refused at once when its workspace's queue is full.
-      const ticket = this.admission.enter(workspaceId, { group: t.principal }, {
+      w.ticket = this.admission.enter(workspaceId, { group: t.principal }, {
         granted: (grant) => this.serve(w, grant),
         refused: (err) => this.settle(w, refusal(err, this.opts)),
       });
-      w.ticket = ticket;
     });
   }
 
