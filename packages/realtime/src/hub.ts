@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ChannelListener } from '@wds/cache';
+import { FairAdmission } from '@wds/fair-admission';
 import { type SqlCaller, type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
 import type pg from 'pg';
 import type { ServerMessage } from './messages.js';
@@ -149,10 +150,11 @@ export class RealtimeHub {
   private readonly maxPending: number;
   private readonly chunk: number;
   private readonly idle = new Set<() => void>();
-  /** Workspaces with batches waiting for a delivery slot, in arrival order. */
-  private readonly waiting: string[] = [];
-  private active = 0;
-  private readonly concurrency: number;
+  /**
+   * The delivery slots (`concurrency`), one per workspace at a time: a freed slot goes to the waiting workspace served
+   * longest ago.
+   */
+  private readonly slots: FairAdmission;
   private readonly checkWaitMs: number;
   /** platform.row_capture_key, read at start: without it no notification can be trusted, and nothing is delivered. */
   private key: string | undefined;
@@ -168,7 +170,7 @@ export class RealtimeHub {
   constructor(private readonly opts: RealtimeHubOptions) {
     this.maxPending = opts.maxPendingBatches ?? 10_000;
     this.chunk = opts.chunkRows ?? 500;
-    this.concurrency = opts.concurrency ?? 4;
+    this.slots = new FairAdmission({ capacity: opts.concurrency ?? 4, maxRunningPerKey: 1 });
     this.checkWaitMs = opts.checkWaitMs ?? 2000;
     this.listener = new ChannelListener(opts.databaseUrl, ROW_CHANGES_CHANNEL, {
       name: 'wds-realtime',
@@ -268,8 +270,7 @@ export class RealtimeHub {
       return;
     }
     this.pending.set(workspaceId, [{ batch, after: '0' }]);
-    this.waiting.push(workspaceId);
-    this.next();
+    void this.serve(workspaceId);
   }
 
   /**
@@ -284,24 +285,25 @@ export class RealtimeHub {
     return true;
   }
 
-  /** Starts delivering for waiting workspaces while there are free slots. */
-  private next(): void {
-    while (this.active < this.concurrency && this.waiting.length > 0) {
-      const workspaceId = this.waiting.shift() as string;
-      this.active++;
-      void this.drain(workspaceId).finally(() => {
-        this.active--;
-        this.next();
-      });
+  /** Delivers a workspace's batches, a turn per delivery slot, until none are pending; between turns others go. */
+  private async serve(workspaceId: string): Promise<void> {
+    for (let more = true; more; ) {
+      const slot = await this.slots.acquire(workspaceId);
+      try {
+        more = await this.drain(workspaceId);
+      } finally {
+        slot.release();
+      }
     }
   }
 
   /**
    * Delivers a workspace's batches one at a time, in the order they were notified, holding one delivery slot for at
    * most a TURN of work: a busy workspace (one statement of a million rows, many subscribed users) then waits behind
-   * the others, and goes on where it stopped, so none starves another's realtime.
+   * the others, and goes on where it stopped, so none starves another's realtime. True when batches are left for
+   * another turn.
    */
-  private async drain(workspaceId: string): Promise<void> {
+  private async drain(workspaceId: string): Promise<boolean> {
     const turn: Turn = { left: TURN };
     while (turn.left > 0) {
       const next = this.pending.get(workspaceId)?.[0];
@@ -320,15 +322,13 @@ export class RealtimeHub {
         turn.left--;
       }
     }
-    if ((this.pending.get(workspaceId)?.length ?? 0) > 0) {
-      this.waiting.push(workspaceId);
-      return;
-    }
+    if ((this.pending.get(workspaceId)?.length ?? 0) > 0) return true;
     this.pending.delete(workspaceId);
     if (this.pending.size === 0) {
       for (const done of this.idle) done();
       this.idle.clear();
     }
+    return false;
   }
 
   /**

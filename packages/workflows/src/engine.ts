@@ -16,7 +16,6 @@
  */
 import { performance } from 'node:perf_hooks';
 import { type EffectResult, type EffectSpec, effectInputAliases } from '@wds/effect-runner';
-import { ServiceError } from '@wds/errors';
 import type { InputStep, WorkflowDefinition } from './definition.js';
 import { buildStepInput, type Deprecation, legacyMappings, type Scope } from './variables.js';
 
@@ -350,90 +349,5 @@ export async function executeWorkflow(
         delivered: false,
       };
     }
-  }
-}
-
-export interface WorkflowConcurrencyOptions {
-  /** Executions one principal may have in progress at once. WORKFLOW_WORKSPACE_CONCURRENCY. */
-  maxRunning: number;
-  /** Executions one principal may have waiting; one more is refused at once. WORKFLOW_WORKSPACE_QUEUE. */
-  maxQueued: number;
-  /** How long an execution may wait for its turn before it is refused. WORKFLOW_QUEUE_TIMEOUT_MS. */
-  maxWaitMs: number;
-}
-
-interface Lane {
-  running: number;
-  waiting: Array<{ admit(): void; timer: NodeJS.Timeout }>;
-}
-
-/**
- * A cap on each principal's workflow executions at once (the key: the workspace's creator, workspacePrincipal, so
- * one user's many workspaces share one cap): a semaphore per principal with a bounded queue and a bounded wait, so
- * one user's burst cannot hold every STF slot and connection of the service; beyond either bound the execution is
- * refused with 429 TOO_MANY_REQUESTS before anything of it ran or was recorded.
- * Acquire before starting the run, release when it has ended.
- */
-export class WorkflowConcurrency {
-  private readonly lanes = new Map<string, Lane>();
-
-  constructor(private readonly opts: WorkflowConcurrencyOptions) {}
-
-  /** Resolves with the release function once the principal has a free place; rejects with a 429 ServiceError. */
-  acquire(principal: string): Promise<() => void> {
-    let lane = this.lanes.get(principal);
-    if (!lane) {
-      lane = { running: 0, waiting: [] };
-      this.lanes.set(principal, lane);
-    }
-    const l = lane;
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const next = l.waiting.shift();
-      if (next) {
-        clearTimeout(next.timer);
-        next.admit(); // the place passes on: `running` stays
-      } else if (--l.running === 0) {
-        this.lanes.delete(principal);
-      }
-    };
-    if (l.running < this.opts.maxRunning) {
-      l.running++;
-      return Promise.resolve(release);
-    }
-    if (l.waiting.length >= this.opts.maxQueued) {
-      return Promise.reject(
-        new ServiceError(
-          'TOO_MANY_REQUESTS',
-          `The workspaces of this workspace's creator already have ${l.running} workflow executions in progress and ${l.waiting.length} waiting`,
-          `at most ${this.opts.maxRunning} run and ${this.opts.maxQueued} wait at once; retry when some have finished`,
-        ),
-      );
-    }
-    return new Promise((resolve, reject) => {
-      const entry = {
-        admit: () => resolve(release),
-        timer: setTimeout(() => {
-          const i = l.waiting.indexOf(entry);
-          if (i >= 0) l.waiting.splice(i, 1);
-          reject(
-            new ServiceError(
-              'TOO_MANY_REQUESTS',
-              `The workflow executions of this workspace's creator did not free a place within ${this.opts.maxWaitMs} ms`,
-              `at most ${this.opts.maxRunning} run at once; retry when some have finished`,
-            ),
-          );
-        }, this.opts.maxWaitMs),
-      };
-      l.waiting.push(entry);
-    });
-  }
-
-  /** Executions in progress and waiting of one principal. */
-  stats(principal: string): { running: number; waiting: number } {
-    const lane = this.lanes.get(principal);
-    return { running: lane?.running ?? 0, waiting: lane?.waiting.length ?? 0 };
   }
 }

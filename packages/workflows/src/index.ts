@@ -2,6 +2,7 @@ export * from './definition.js';
 export { checkDefinition } from './check.js';
 export { parseVariable, readVariable, buildStepInput, type Deprecation, legacyMappings, type Scope } from './variables.js';
 export { isBundledLibrary, type LibraryDocument, libraryDocument } from './libraries.js';
+export * from './concurrency.js';
 export * from './engine.js';
 export * from './store.js';
 export { resolveStfSteps, resolveEffectSteps, newestVersions } from './resolve.js';

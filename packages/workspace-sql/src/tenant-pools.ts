@@ -1,4 +1,5 @@
 import { ServiceError } from '@wds/errors';
+import { AdmissionRefused, FairAdmission, type Grant, type GroupLoad, type Ticket } from '@wds/fair-admission';
 import type pg from 'pg';
 
 /**
@@ -69,24 +70,14 @@ export interface TenantPoolsStats extends WorkspacePoolStats {
   principals: Record<string, WorkspacePoolStats>;
 }
 
-interface Principal {
-  key: string;
-  /** Its workspaces with anything open or waiting. */
-  tenants: Set<Tenant>;
-  /** Turn number of its last served acquire: among equals, the principal served longest ago goes next. */
-  served: number;
-}
-
 interface Tenant {
   id: string;
-  principal: Principal;
+  /** Whose share its connections take (fixed while the workspace is remembered). */
+  principal: string;
   leased: number;
   connecting: number;
   /** Least recently used first; reuse takes the last. */
   idle: Conn[];
-  waiters: Waiter[];
-  /** Turn number of its last served acquire: among equals, the waiting workspace served longest ago goes next. */
-  served: number;
 }
 
 interface Conn {
@@ -101,7 +92,7 @@ interface Conn {
 
 interface Waiter {
   tenant: Tenant;
-  /** Out of the queue, its connection being opened. */
+  /** Admitted, its connection being opened. */
   connecting: boolean;
   settled: boolean;
   resolve(lease: Lease): void;
@@ -109,25 +100,42 @@ interface Waiter {
   timer?: NodeJS.Timeout;
   signal?: AbortSignal;
   onAbort?: () => void;
+  /** Its place in the admission queue while it waits. */
+  ticket?: Ticket;
 }
 
+/**
+ * Admission is FairAdmission over connections held (leased or connecting): keys are workspaces, groups their
+ * principals, capacity `maxTotal`. Idle connections hold no place: one is reused by its own workspace, or closed to
+ * make room for another's.
+ */
 export class TenantPools {
   private readonly tenants = new Map<string, Tenant>();
-  private readonly principals = new Map<string, Principal>();
   /** Every idle connection, least recently used first: the one to close when another workspace needs a slot. */
   private readonly idle = new Set<Conn>();
+  private readonly admission: FairAdmission;
   private open = 0;
-  private turn = 0;
   private closed = false;
   /** Principal → when it last asked for a connection (pruned to the contention window). */
   private readonly lastAsked = new Map<string, number>();
-  /** Principals using SQL as of the current pump (see maxPerWorkspaceShared). */
-  private active = 0;
 
   constructor(private readonly opts: TenantPoolsOptions) {
     if (opts.maxPerWorkspace < 1 || opts.maxTotal < 1 || opts.maxQueuePerWorkspace < 0) {
       throw new RangeError('TenantPools: maxPerWorkspace and maxTotal must be at least 1, maxQueuePerWorkspace at least 0');
     }
+    const shared = opts.maxPerWorkspaceShared;
+    this.admission = new FairAdmission({
+      capacity: opts.maxTotal,
+      maxWaitingPerKey: opts.maxQueuePerWorkspace,
+      maxRunningPerGroup:
+        shared === undefined || shared >= opts.maxPerWorkspace
+          ? opts.maxPerWorkspace
+          : () => {
+              // Principals using SQL as of this pump (see maxPerWorkspaceShared).
+              const active = this.countActive();
+              return (p) => this.capOf(p, active, shared);
+            },
+    });
   }
 
   /** A connection of the workspace: at once, after waiting its turn, or a 429 ServiceError (queue full, timeout). */
@@ -141,7 +149,7 @@ export class TenantPools {
     if (this.closed) return Promise.reject(closedError());
     if (signal?.aborted) return Promise.reject(signal.reason);
     const t = this.tenant(workspaceId, principal);
-    this.asked(t.principal.key);
+    this.asked(t.principal);
     return new Promise<Lease>((resolve, reject) => {
       const w: Waiter = { tenant: t, connecting: false, settled: false, resolve, reject };
       w.timer = setTimeout(() => this.settle(w, timeoutError(w.connecting, this.opts.acquireTimeoutMs)), this.opts.acquireTimeoutMs);
@@ -150,22 +158,21 @@ export class TenantPools {
         w.onAbort = () => this.settle(w, signal.reason);
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
-      t.waiters.push(w);
-      this.pump();
-      // Still queued (at the end: the pump only takes from the front) and over the limit: refused at once.
-      if (t.waiters.at(-1) === w && t.waiters.length > this.opts.maxQueuePerWorkspace) {
-        this.settle(w, queueFullError(this.opts));
-      }
+      // Served at once when it can be; refused at once when its workspace's queue is full.
+      w.ticket = this.admission.enter(workspaceId, { group: t.principal }, {
+        granted: (grant) => this.serve(w, grant),
+        refused: (err) => this.settle(w, refusal(err, this.opts)),
+      });
     });
   }
 
   stats(): TenantPoolsStats {
     const all: TenantPoolsStats = { open: this.open, leased: 0, idle: 0, connecting: 0, waiting: 0, workspaces: {}, principals: {} };
     for (const t of this.tenants.values()) {
-      const s = { leased: t.leased, idle: t.idle.length, connecting: t.connecting, waiting: t.waiters.length };
+      const s = { leased: t.leased, idle: t.idle.length, connecting: t.connecting, waiting: this.admission.load(t.id).waiting };
       all.workspaces[t.id] = s;
-      const p = all.principals[t.principal.key] ?? { leased: 0, idle: 0, connecting: 0, waiting: 0 };
-      all.principals[t.principal.key] = p;
+      const p = all.principals[t.principal] ?? { leased: 0, idle: 0, connecting: 0, waiting: 0 };
+      all.principals[t.principal] = p;
       p.leased += s.leased;
       p.idle += s.idle;
       p.connecting += s.connecting;
@@ -182,47 +189,32 @@ export class TenantPools {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const t of this.tenants.values()) for (const w of [...t.waiters]) this.settle(w, closedError());
+    this.admission.close();
     await Promise.all([...this.idle].map((c) => this.discard(c)));
   }
 
   /**
-   * Hands out every connection that can be handed out now, one waiter per step. When slots are scarce the next is a
-   * waiter of the principal holding the fewest connections (among equals the one served longest ago), and of its
-   * workspaces the one holding the fewest (likewise): waiting principals take turns, then their workspaces; many
-   * waiters or many workspaces of one cannot starve another, and a principal at its fair share keeps reusing its own
-   * connections instead of trading them (each trade is a close and a new login).
-   * Without contention this is just "the next waiter of the workspace that released".
+   * A waiter admitted (FairAdmission: when slots are scarce, a waiter of the principal holding the fewest connections,
+   * among equals the one served longest ago, and of its workspaces likewise — so a principal at its fair share keeps
+   * reusing its own connections instead of trading them, each trade being a close and a new login): its workspace's
+   * most recently used idle connection, else a new one, closing another workspace's least recently used idle one
+   * first when all `maxTotal` are open.
    */
-  private pump(): void {
-    this.active = this.countActive();
-    while (!this.closed) {
-      let next: Tenant | undefined;
-      for (const t of this.tenants.values()) {
-        if (this.canServe(t) && (next === undefined || before(t, next))) next = t;
-      }
-      if (!next) return;
-      const w = next.waiters.shift()!;
-      next.served = next.principal.served = ++this.turn;
-      const own = next.idle.at(-1);
-      if (own) {
-        this.unpark(own);
-        this.lend(own, w);
-      } else {
-        // At the cap, the least recently used idle connection (another workspace's) makes room.
-        const room = this.open >= this.opts.maxTotal ? this.discard(this.idle.values().next().value!) : undefined;
-        this.openFor(next, w, room);
-      }
+  private serve(w: Waiter, grant: Grant): void {
+    const t = w.tenant;
+    const own = t.idle.at(-1);
+    if (own) {
+      this.unpark(own);
+      this.lend(own, w, grant);
+      return;
     }
+    // At the cap, the least recently used idle connection (another workspace's) makes room.
+    const room = this.open >= this.opts.maxTotal ? this.discard(this.idle.values().next().value!) : undefined;
+    this.openFor(t, w, grant, room);
   }
 
-  private canServe(t: Tenant): boolean {
-    if (t.waiters.length === 0 || heldBy(t.principal) >= this.capOf(t.principal)) return false;
-    return t.idle.length > 0 || this.open < this.opts.maxTotal || this.idle.size > 0;
-  }
-
-  /** Opens a connection for a waiter taken from the queue; `room` is the close of an evicted one, awaited first. */
-  private openFor(t: Tenant, w: Waiter, room: Promise<void> | undefined): void {
+  /** Opens a connection for an admitted waiter; `room` is the close of an evicted one, awaited first. */
+  private openFor(t: Tenant, w: Waiter, grant: Grant, room: Promise<void> | undefined): void {
     t.connecting++;
     this.open++;
     w.connecting = true;
@@ -235,8 +227,8 @@ export class TenantPools {
         t.connecting--;
         this.open--;
         this.settle(w, unreachableError(err));
+        grant.release();
         this.tidy(t);
-        this.pump();
         return;
       }
       t.connecting--;
@@ -244,13 +236,15 @@ export class TenantPools {
       if (this.closed) {
         void this.discard(conn);
         this.settle(w, closedError());
+        grant.release();
       } else if (!w.settled) {
-        this.lend(conn, w);
+        this.lend(conn, w, grant);
       } else {
         // Its acquire gave up (timeout, abort) meanwhile: the connection serves the next one.
         this.park(conn);
-        this.pump();
+        grant.release();
       }
+      this.tidy(t);
     })();
   }
 
@@ -261,7 +255,7 @@ export class TenantPools {
       conn.broken = true;
       if (conn.state !== 'idle') return; // leased: closed on release; closed: nothing to do
       void this.discard(conn);
-      this.pump();
+      this.admission.pump();
     };
     client.on('error', lost);
     client.on('end', lost);
@@ -272,7 +266,8 @@ export class TenantPools {
     return conn;
   }
 
-  private lend(conn: Conn, w: Waiter): void {
+  /** Lends a connection to an admitted waiter; the admission's place is held until the lease is released. */
+  private lend(conn: Conn, w: Waiter, grant: Grant): void {
     const t = conn.tenant;
     conn.state = 'leased';
     t.leased++;
@@ -287,7 +282,8 @@ export class TenantPools {
         const reusable = !broken && !conn.broken && !this.closed && conn.client.getTransactionStatus() === 'I';
         if (reusable) this.park(conn);
         else void this.discard(conn);
-        this.pump();
+        grant.release();
+        this.tidy(t);
       },
     };
     this.settle(w, null, lease);
@@ -299,7 +295,7 @@ export class TenantPools {
     this.idle.add(conn);
     conn.idleTimer = setTimeout(() => {
       void this.discard(conn);
-      this.pump();
+      this.admission.pump();
     }, this.opts.idleTimeoutMs);
     conn.idleTimer.unref();
   }
@@ -327,20 +323,16 @@ export class TenantPools {
     w.settled = true;
     clearTimeout(w.timer);
     if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
-    const queue = w.tenant.waiters;
-    const i = queue.indexOf(w);
-    if (i >= 0) queue.splice(i, 1);
+    w.ticket?.cancel(err);
     this.tidy(w.tenant);
     if (lease) w.resolve(lease);
     else w.reject(err);
   }
 
-  /** maxPerWorkspace alone, maxPerWorkspaceShared while another principal uses SQL too. */
-  private capOf(p: Principal): number {
-    const shared = this.opts.maxPerWorkspaceShared;
-    if (shared === undefined || shared >= this.opts.maxPerWorkspace) return this.opts.maxPerWorkspace;
-    const selfActive = heldBy(p) > 0 || [...p.tenants].some((t) => t.waiters.length > 0) || this.recentlyAsked(p.key);
-    return this.active - (selfActive ? 1 : 0) > 0 ? Math.max(1, shared) : this.opts.maxPerWorkspace;
+  /** maxPerWorkspace alone, maxPerWorkspaceShared while another principal uses SQL too (`active`: as of this pump). */
+  private capOf(p: GroupLoad, active: number, shared: number): number {
+    const selfActive = p.running > 0 || p.waiting > 0 || this.recentlyAsked(p.group);
+    return active - (selfActive ? 1 : 0) > 0 ? Math.max(1, shared) : this.opts.maxPerWorkspace;
   }
 
   private asked(id: string): void {
@@ -363,8 +355,7 @@ export class TenantPools {
   /** Principals holding or waiting for connections, or that asked within the window. */
   private countActive(): number {
     if (this.opts.maxPerWorkspaceShared === undefined) return 0;
-    const keys = new Set<string>();
-    for (const t of this.tenants.values()) if (held(t) > 0 || t.waiters.length > 0) keys.add(t.principal.key);
+    const keys = new Set<string>(this.admission.activeGroups());
     for (const key of this.lastAsked.keys()) if (this.recentlyAsked(key)) keys.add(key);
     return keys.size;
   }
@@ -372,44 +363,27 @@ export class TenantPools {
   private tenant(id: string, principal: string): Tenant {
     let t = this.tenants.get(id);
     if (!t) {
-      let p = this.principals.get(principal);
-      if (!p) {
-        p = { key: principal, tenants: new Set(), served: 0 };
-        this.principals.set(principal, p);
-      }
-      t = { id, principal: p, leased: 0, connecting: 0, idle: [], waiters: [], served: 0 };
-      p.tenants.add(t);
+      t = { id, principal, leased: 0, connecting: 0, idle: [] };
       this.tenants.set(id, t);
     }
     return t;
   }
 
-  /** Forgets a workspace (and its principal) with nothing open or waiting, so many workspaces do not accumulate. */
+  /** Forgets a workspace with nothing open, admitted or waiting, so many workspaces do not accumulate. */
   private tidy(t: Tenant): void {
-    if (t.leased + t.connecting + t.idle.length + t.waiters.length !== 0 || this.tenants.get(t.id) !== t) return;
-    this.tenants.delete(t.id);
-    t.principal.tenants.delete(t);
-    if (t.principal.tenants.size === 0) this.principals.delete(t.principal.key);
+    if (t.leased + t.connecting + t.idle.length !== 0 || this.tenants.get(t.id) !== t) return;
+    const { running, waiting } = this.admission.load(t.id);
+    if (running + waiting === 0) this.tenants.delete(t.id);
   }
 }
 
-const held = (t: Tenant) => t.leased + t.connecting;
-const heldBy = (p: Principal) => {
-  let n = 0;
-  for (const t of p.tenants) n += held(t);
-  return n;
-};
-/** Principals first (fewest held, then served longest ago), then the workspaces of one principal likewise. */
-const before = (a: Tenant, b: Tenant) => {
-  if (a.principal !== b.principal) {
-    const ha = heldBy(a.principal);
-    const hb = heldBy(b.principal);
-    return ha < hb || (ha === hb && a.principal.served < b.principal.served);
-  }
-  return held(a) < held(b) || (held(a) === held(b) && a.served < b.served);
-};
-
 const closedError = () => new ServiceError('SERVICE_UNAVAILABLE', 'The service is shutting down', 'the SQL connection pools are closed');
+
+/** What an admission refusal is for the caller: the queue full, the pools closed; an abort's or timeout's own reason. */
+function refusal(err: unknown, o: TenantPoolsOptions): unknown {
+  if (!(err instanceof AdmissionRefused)) return err;
+  return err.reason === 'full' ? queueFullError(o) : err.reason === 'closed' ? closedError() : timeoutError(false, o.acquireTimeoutMs);
+}
 
 const queueFullError = (o: TenantPoolsOptions) =>
   new ServiceError(
