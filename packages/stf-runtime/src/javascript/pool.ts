@@ -72,6 +72,8 @@ export interface JavascriptRuntimeStats {
   engineResets: number;
   /** Runs that started in an engine their worker made before the run came (off the run's path; worker.ts). */
   madeAheadRuns: number;
+  /** Fresh workers starting in place of retired ones; the run that retired each still holds its queue slot. */
+  replacing: number;
   /** Runs in progress and waiting, per workspace. */
   queue: FairQueueStats;
 }
@@ -130,6 +132,8 @@ class Pool implements JavascriptRuntime {
   private workerRecycles = 0;
   private engineResets = 0;
   private madeAheadRuns = 0;
+  /** Fresh workers starting in place of retired ones, whose queue slot the run that retired them still holds. */
+  private replacing = 0;
 
   constructor(opts: JavascriptRuntimeOptions) {
     this.size = Math.max(1, Math.floor(opts.workers ?? 2));
@@ -158,6 +162,7 @@ class Pool implements JavascriptRuntime {
       workerRecycles: this.workerRecycles,
       engineResets: this.engineResets,
       madeAheadRuns: this.madeAheadRuns,
+      replacing: this.replacing,
       queue,
     };
   }
@@ -358,14 +363,30 @@ class Pool implements JavascriptRuntime {
   }
 
   /**
-   * Removes a dead slot, starts a fresh worker in its place (unless it never started: the next run tries again
-   * rather than a loop of workers that cannot start), and gives its queue slot to the next run.
+   * Removes a dead slot and starts a fresh worker in its place (unless it never started: the next run tries again
+   * rather than a loop of workers that cannot start). The run that cost the worker keeps its queue slot until the
+   * fresh worker is ready: its workspace's (and principal's) next run waits for the replacement it caused, while
+   * other workspaces' runs take the workers that are warm. Otherwise a run that exhausts its memory or time again
+   * and again would keep every worker busy — one running its next run, one starting up — and others' runs would
+   * wait for the start-ups it caused.
    */
   private replace(slot: Slot): void {
     slot.dead = true;
     this.slots = this.slots.filter((s) => s !== slot);
-    if (!this.closed && slot.isReady) this.spawn();
+    const grant = slot.grant;
+    slot.grant = undefined;
     this.release(slot);
+    if (this.closed || !slot.isReady || !grant) {
+      grant?.release();
+      return;
+    }
+    const fresh = this.spawn();
+    this.replacing++;
+    const done = () => {
+      this.replacing--;
+      grant.release();
+    };
+    fresh.ready.then(done, done);
   }
 
   // ---- events of a run
