@@ -39,6 +39,14 @@ export interface FairAdmissionOptions {
   maxRunningPerGroup?: number | (() => (group: GroupLoad) => number);
   /** Waiters one key may have; one more is refused at once (`full`), unless it can be granted at once. Default: no bound. */
   maxWaitingPerKey?: number;
+  /**
+   * A lower group cap while the resource is contended: a group may hold `maxRunningPerGroup` grants (at most the
+   * number above) while another group is active too — holds a grant, waits, or asked within `windowMs` — and the
+   * number above while it is alone. For resources whose users share CPUs (database backends, runtime workers), where
+   * ordering alone lets a tenant that keeps every place busy delay the next request of a lightly loaded one by a
+   * whole run. Grants in progress are not taken back; new ones wait.
+   */
+  contention?: { maxRunningPerGroup: number; windowMs: number };
 }
 
 export interface WaitOptions {
@@ -121,6 +129,8 @@ export class FairAdmission {
   private isClosed = false;
   private pumping = false;
   private again = false;
+  /** Group → when it last asked (`contention` only; pruned to its window, oldest first). */
+  private readonly lastAsked = new Map<string, number>();
 
   constructor(private readonly opts: FairAdmissionOptions = {}) {
     const { capacity = Number.POSITIVE_INFINITY, maxRunningPerKey = Number.POSITIVE_INFINITY, maxWaitingPerKey = 0 } = opts;
@@ -145,6 +155,7 @@ export class FairAdmission {
       return IDLE_TICKET;
     }
     const k = this.keyOf(key, options.group ?? key);
+    this.asked(k.group.name);
     const w: Waiter = { key: k, enqueued: performance.now(), outcome, done: false };
     k.waiters.push(w);
     k.group.waiting++;
@@ -236,7 +247,40 @@ export class FairAdmission {
     const cap = this.opts.maxRunningPerGroup;
     if (typeof cap === 'function') return cap();
     const n = cap ?? Number.POSITIVE_INFINITY;
-    return () => n;
+    const contention = this.opts.contention;
+    if (!contention || contention.maxRunningPerGroup >= n) return () => n;
+    const shared = Math.max(1, contention.maxRunningPerGroup);
+    const active = this.activeCount();
+    // A group asked for by the pump is active itself (it waits): contended when any other is active too.
+    return (g) => (active - (this.isActive(g.group) ? 1 : 0) > 0 ? shared : n);
+  }
+
+  private asked(group: string): void {
+    const window = this.opts.contention?.windowMs;
+    if (window === undefined) return;
+    const now = Date.now();
+    this.lastAsked.delete(group); // re-inserted last: the map stays ordered by time, oldest first
+    this.lastAsked.set(group, now);
+    for (const [g, at] of this.lastAsked) {
+      if (now - at < window) break;
+      this.lastAsked.delete(g);
+    }
+  }
+
+  private recentlyAsked(group: string): boolean {
+    const at = this.lastAsked.get(group);
+    return at !== undefined && Date.now() - at < (this.opts.contention?.windowMs ?? 0);
+  }
+
+  private isActive(group: string): boolean {
+    return this.groups.has(group) || this.recentlyAsked(group);
+  }
+
+  /** Groups holding or waiting for grants, or that asked within the contention window. */
+  private activeCount(): number {
+    let n = this.groups.size;
+    for (const g of this.lastAsked.keys()) if (!this.groups.has(g) && this.recentlyAsked(g)) n++;
+    return n;
   }
 
   private keyOf(name: string, group: string): Key {

@@ -326,3 +326,56 @@ describe('grants', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe('contention: a lower group cap while another group is active', () => {
+  it('a group alone takes every place; once another asks, it starts no more than the shared cap until the window passes', () => {
+    vi.useFakeTimers();
+    const { admission, granted, ask, finish, empty } = harness({ capacity: 4, maxRunningPerGroup: 4, contention: { maxRunningPerGroup: 1, windowMs: 2000 } });
+    for (let i = 0; i < 6; i++) ask('A');
+    expect(granted).toEqual(['A', 'A', 'A', 'A']); // alone: all four
+
+    ask('B'); // every place is A's: B waits
+    expect(admission.stats().keys.B).toEqual({ running: 0, waiting: 1 });
+    finish('A');
+    expect(granted.at(-1)).toBe('B');
+    // A holds 3 (never taken back) and may start none while B is active: over its shared cap of 1.
+    finish('A');
+    finish('A');
+    expect(admission.stats().keys.A).toEqual({ running: 1, waiting: 2 });
+    finish('A');
+    expect(admission.stats().keys.A).toEqual({ running: 1, waiting: 1 }); // back at its shared cap: one more started
+    finish('B');
+    // B is done but asked within the window: A still counts as contended.
+    finish('A');
+    expect(admission.stats().keys.A).toEqual({ running: 1, waiting: 0 });
+    finish('A');
+    expect(admission.stats().running).toBe(0);
+
+    // After the window, A alone again takes every place.
+    vi.advanceTimersByTime(2000);
+    for (let i = 0; i < 4; i++) ask('A');
+    expect(admission.stats().keys.A).toEqual({ running: 4, waiting: 0 });
+    for (let i = 0; i < 4; i++) finish('A');
+    empty();
+  });
+
+  it('a group that asked within the window counts as active although it runs and waits for nothing', () => {
+    vi.useFakeTimers();
+    const { admission, ask, finish } = harness({ capacity: 2, contention: { maxRunningPerGroup: 1, windowMs: 1000 } });
+    ask('B');
+    finish('B');
+    ask('A');
+    ask('A');
+    expect(admission.stats().keys.A).toEqual({ running: 1, waiting: 1 });
+    vi.advanceTimersByTime(1000);
+    admission.pump(); // a cap that rose with time is applied at the next pump
+    expect(admission.stats().keys.A).toEqual({ running: 2, waiting: 0 });
+  });
+
+  it('a shared cap at or above the group cap changes nothing', () => {
+    const { admission, ask } = harness({ capacity: 3, maxRunningPerGroup: 2, contention: { maxRunningPerGroup: 5, windowMs: 1000 } });
+    ask('B');
+    for (let i = 0; i < 3; i++) ask('A');
+    expect(admission.stats().keys.A).toEqual({ running: 2, waiting: 1 });
+  });
+});

@@ -1,5 +1,5 @@
 import { ServiceError } from '@wds/errors';
-import { AdmissionRefused, FairAdmission, type Grant, type GroupLoad, type Ticket } from '@wds/fair-admission';
+import { AdmissionRefused, FairAdmission, type Grant, type Ticket } from '@wds/fair-admission';
 import type pg from 'pg';
 
 /**
@@ -116,8 +116,6 @@ export class TenantPools {
   private readonly admission: FairAdmission;
   private open = 0;
   private closed = false;
-  /** Principal → when it last asked for a connection (pruned to the contention window). */
-  private readonly lastAsked = new Map<string, number>();
 
   constructor(private readonly opts: TenantPoolsOptions) {
     if (opts.maxPerWorkspace < 1 || opts.maxTotal < 1 || opts.maxQueuePerWorkspace < 0) {
@@ -127,14 +125,8 @@ export class TenantPools {
     this.admission = new FairAdmission({
       capacity: opts.maxTotal,
       maxWaitingPerKey: opts.maxQueuePerWorkspace,
-      maxRunningPerGroup:
-        shared === undefined || shared >= opts.maxPerWorkspace
-          ? opts.maxPerWorkspace
-          : () => {
-              // Principals using SQL as of this pump (see maxPerWorkspaceShared).
-              const active = this.countActive();
-              return (p) => this.capOf(p, active, shared);
-            },
+      maxRunningPerGroup: opts.maxPerWorkspace,
+      ...(shared === undefined ? {} : { contention: { maxRunningPerGroup: shared, windowMs: opts.contentionWindowMs ?? 2000 } }),
     });
   }
 
@@ -149,7 +141,6 @@ export class TenantPools {
     if (this.closed) return Promise.reject(closedError());
     if (signal?.aborted) return Promise.reject(signal.reason);
     const t = this.tenant(workspaceId, principal);
-    this.asked(t.principal);
     return new Promise<Lease>((resolve, reject) => {
       const w: Waiter = { tenant: t, connecting: false, settled: false, resolve, reject };
       w.timer = setTimeout(() => this.settle(w, timeoutError(w.connecting, this.opts.acquireTimeoutMs)), this.opts.acquireTimeoutMs);
@@ -327,37 +318,6 @@ export class TenantPools {
     this.tidy(w.tenant);
     if (lease) w.resolve(lease);
     else w.reject(err);
-  }
-
-  /** maxPerWorkspace alone, maxPerWorkspaceShared while another principal uses SQL too (`active`: as of this pump). */
-  private capOf(p: GroupLoad, active: number, shared: number): number {
-    const selfActive = p.running > 0 || p.waiting > 0 || this.recentlyAsked(p.group);
-    return active - (selfActive ? 1 : 0) > 0 ? Math.max(1, shared) : this.opts.maxPerWorkspace;
-  }
-
-  private asked(id: string): void {
-    if (this.opts.maxPerWorkspaceShared === undefined) return;
-    const now = Date.now();
-    this.lastAsked.delete(id); // re-inserted last: the map stays ordered by time, oldest first
-    this.lastAsked.set(id, now);
-    const window = this.opts.contentionWindowMs ?? 2000;
-    for (const [k, at] of this.lastAsked) {
-      if (now - at < window) break;
-      this.lastAsked.delete(k);
-    }
-  }
-
-  private recentlyAsked(id: string): boolean {
-    const at = this.lastAsked.get(id);
-    return at !== undefined && Date.now() - at < (this.opts.contentionWindowMs ?? 2000);
-  }
-
-  /** Principals holding or waiting for connections, or that asked within the window. */
-  private countActive(): number {
-    if (this.opts.maxPerWorkspaceShared === undefined) return 0;
-    const keys = new Set<string>(this.admission.activeGroups());
-    for (const key of this.lastAsked.keys()) if (this.recentlyAsked(key)) keys.add(key);
-    return keys.size;
   }
 
   private tenant(id: string, principal: string): Tenant {
