@@ -3,7 +3,12 @@ import * as v from 'valibot';
 import { withJsonSchema } from '../schemas.js';
 import { Integer, JsonObject, NonNegative, Role, RuntimeName, StatementKind, Timestamp, Uuid } from './common.js';
 
-/** The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members. */
+/**
+ * The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members.
+ * A package that owns a resource owns its view (a valibot schema and the type inferred from it); it is re-exported
+ * here under the name the OpenAPI document gives it.
+ */
+export { SecretKeyView as StfSecretKey, StfCreatedView as StfCreated, StfVersionView as StfVersion, StfView as Stf } from '@wds/stfs';
 
 
 export const Workspace = v.object({
@@ -68,30 +73,7 @@ export const Policy = v.object({
   updated_at: Timestamp,
 });
 
-export const StfVersion = v.object({
-  id: Uuid,
-  stf_id: Uuid,
-  version: v.string(),
-  runtime: RuntimeName,
-  /** Base64, as uploaded. */
-  code: v.string(),
-  input_schema: v.unknown(),
-  output_schema: v.unknown(),
-  created_at: Timestamp,
-});
 
-export const Stf = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  description: v.nullable(v.string()),
-  is_public: v.boolean(),
-  latest_version: v.nullable(v.object({ id: Uuid, version: v.string(), runtime: RuntimeName })),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** create_stf: the STF with its first version. */
-export const StfCreated = v.object({ ...Stf.entries, version: StfVersion });
 
 /** A library STF code of the javascript runtime may import by name (list_stf_libraries). */
 export const StfLibrary = v.object({
@@ -428,8 +410,6 @@ export const PinnedChart = v.object({
   updated_at: Timestamp,
 });
 
-/** An STF secret as listed: its name only, the value is write-only. */
-export const StfSecretKey = v.object({ env_key: v.string(), created_at: Timestamp, updated_at: Timestamp });
 
 const DescribeHead = {
   stf_id: Uuid,
