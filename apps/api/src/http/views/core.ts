@@ -1,34 +1,30 @@
+import { FieldMappingView } from '@wds/effect-runner';
 import { CONDITION_JSON_SCHEMA } from '@wds/policy-engine';
+import { PolicyView } from '@wds/policies';
 import * as v from 'valibot';
 import { withJsonSchema } from '../schemas.js';
-import { Integer, JsonObject, NonNegative, Role, RuntimeName, StatementKind, Timestamp, Uuid } from './common.js';
+import { Integer, JsonObject, NonNegative, RuntimeName, StatementKind, Timestamp, Uuid } from './common.js';
 
 /**
  * The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members.
  * A package that owns a resource owns its view (a valibot schema and the type inferred from it); it is re-exported
  * here under the name the OpenAPI document gives it.
  */
+export { PinnedChartView as PinnedChart } from '@wds/charts';
+export { DocumentSummary, DocumentVersionView as DocumentVersion, DocumentView as Document } from '@wds/documents';
+export { EffectCreatedView as EffectCreated, EffectVersionView as EffectVersion, EffectView as Effect } from '@wds/effects';
+export { ApiKeyCreated, ApiKeyMetadata as ApiKey, PublicUser as User } from '@wds/identity';
+export { PolicyGroupView as PolicyGroup } from '@wds/policies';
 export { SecretKeyView as StfSecretKey, StfCreatedView as StfCreated, StfVersionView as StfVersion, StfView as Stf } from '@wds/stfs';
-
-
-export const Workspace = v.object({
-  id: Uuid,
-  name: v.string(),
-  ddl_policy_group_id: v.nullable(Uuid),
-  workflow_editor_policy_group_id: v.nullable(Uuid),
-  policy_editor_policy_group_id: v.nullable(Uuid),
-  mcp_timeout_ms: Integer,
-  custom_prompt: v.string(),
-  auto_embed_files: v.boolean(),
-  auto_embed_tables: v.boolean(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** A user as others may see them (get_me: the caller). */
-export const User = v.object({ id: Uuid, email: v.string(), name: v.string() });
-
-/** A workspace as its member sees it: with the caller's role. */
-export const WorkspaceWithRole = v.object({ ...Workspace.entries, role: Role });
+export { FileView as File } from '@wds/storage';
+export {
+  InvitationView as Invitation,
+  MemberAddedView as MemberAdded,
+  MemberView as Member,
+  RedirectUriView as RedirectUri,
+  WorkspaceView as Workspace,
+  WorkspaceWithRoleView as WorkspaceWithRole,
+} from '@wds/workspaces';
 
 const SqlRows = v.array(JsonObject);
 /** execute_sql: rows of a read, or the count of a write (with the rows of its RETURNING). */
@@ -49,28 +45,12 @@ export const SqlPreview = v.object({
   policy_denied: v.optional(v.string()),
 });
 
-export const PolicyGroup = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  user_ids: v.array(Uuid),
-  stf_ids: v.array(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
 
+/** A policy (@wds/policies PolicyView), its condition stated as the JSON Schema of the condition language. */
 export const Policy = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  policy_group_id: Uuid,
-  mode: v.picklist(['allow', 'deny']),
-  table_name: v.string(),
-  operation: v.picklist(['select', 'insert', 'update', 'delete']),
+  ...PolicyView.entries,
   /** The condition in its normal form (every column an object of operators), or null. */
   condition: withJsonSchema(v.unknown(), { anyOf: [CONDITION_JSON_SCHEMA, { type: 'null' }] }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
 });
 
 
@@ -104,41 +84,7 @@ export const RunAnswer = v.variant('success', [
   }),
 ]);
 
-export const File = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  filename: v.string(),
-  content_type: v.string(),
-  size: NonNegative,
-  sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/)),
-  metadata: JsonObject,
-  created_at: Timestamp,
-});
 
-/** A document as listed: everything but its content. */
-export const DocumentSummary = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  title: v.string(),
-  doc_type: v.string(),
-  status: v.string(),
-  metadata: JsonObject,
-  version: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  created_by: v.nullable(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-export const Document = v.object({ ...DocumentSummary.entries, content: v.string() });
-/** A snapshot of a document's content and title, written whenever the content changed. */
-export const DocumentVersion = v.object({
-  id: Uuid,
-  document_id: Uuid,
-  version: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  title: v.string(),
-  content: v.string(),
-  created_by: v.nullable(Uuid),
-  created_at: Timestamp,
-});
 
 /** extract_file_text: a page of a file's text, counted in Unicode characters. */
 export const FileText = v.object({
@@ -153,15 +99,8 @@ export const FileText = v.object({
   next_offset: v.nullable(NonNegative),
 });
 
-/** Where a value of a step or call comes from (@wds/effect-runner FieldMapping): a path into the input, or a JSON value. */
-const FieldMapping = v.object({
-  source: v.variant('type', [
-    v.object({ type: v.literal('Variable'), value: v.string() }),
-    v.object({ type: v.literal('Const'), value: v.unknown() }),
-  ]),
-  target: v.string(),
-});
-const Mappings = v.array(FieldMapping);
+
+const Mappings = v.array(FieldMappingView);
 
 const InputSource = v.variant('type', [
   v.object({ type: v.literal('Library'), name: v.string() }),
@@ -335,80 +274,9 @@ export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, sta
 /** One run with its input and output (any JSON; null when there is none). */
 export const WorkflowRun = v.object({ ...WorkflowRunSummary.entries, input: v.unknown(), output: v.unknown() });
 
-export const EffectVersion = v.object({
-  id: Uuid,
-  effect_id: Uuid,
-  version: v.string(),
-  url: v.string(),
-  method: v.string(),
-  header_mappings: Mappings,
-  body_mappings: Mappings,
-  query_mappings: Mappings,
-  input_schema: v.unknown(),
-  /** Null: the run-time default (30 s). */
-  timeout_secs: v.nullable(Integer),
-  retries: NonNegative,
-  created_at: Timestamp,
-});
-export const Effect = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  description: v.nullable(v.string()),
-  latest_version: v.nullable(v.object({ id: Uuid, version: v.string(), method: v.string(), url: v.string() })),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** create_effect: the effect with its first version. */
-export const EffectCreated = v.object({ ...Effect.entries, version: EffectVersion });
 
-export const Member = v.object({
-  id: Uuid,
-  user_id: Uuid,
-  user_email: v.string(),
-  user_name: v.string(),
-  role: Role,
-  created_at: Timestamp,
-});
-export const Invitation = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  email: v.string(),
-  role: Role,
-  invited_by: v.nullable(Uuid),
-  created_at: Timestamp,
-});
-/** add_member: the membership of a known user, or a pending invitation of an unknown email. */
-export const MemberAdded = v.union([v.object({ membership: Member }), v.object({ invitation: Invitation })]);
-export const RedirectUri = v.object({ id: Uuid, redirect_uri: v.string(), created_at: Timestamp });
 
-/** An API key's metadata: never the key itself. */
-export const ApiKey = v.object({
-  id: Uuid,
-  name: v.string(),
-  prefix: v.string(),
-  created_at: Timestamp,
-  expires_at: v.nullable(Timestamp),
-  last_used_at: v.nullable(Timestamp),
-});
-/** create_api_key: the metadata and the raw key, answered this once. */
-export const ApiKeyCreated = v.object({ ...ApiKey.entries, key: v.string() });
 
-export const PinnedChart = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  title: v.string(),
-  sql_query: v.string(),
-  chart_type: v.string(),
-  x_axis_column: v.nullable(v.string()),
-  y_axis_columns: v.nullable(v.array(v.string())),
-  display_order: Integer,
-  description: v.nullable(v.string()),
-  is_visible: v.boolean(),
-  created_by: v.nullable(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
 
 
 const DescribeHead = {
