@@ -11,7 +11,7 @@ import type { BlobStore, FileView } from '@wds/storage';
 import { isTextType, MEDIA_TYPE, storedFilename, utf8Prefix } from './content.js';
 import { checkDriveId, DriveClient, type DriveFile, driveError, EXPORT_FORMATS, FOLDER_MIME, GOOGLE_APPS_PREFIX, scrubTokens } from './drive-client.js';
 import { addRoot, listRoots, removeRoot } from './roots.js';
-import { checkSettings, type DriveSyncSettings, storedSettings } from './settings.js';
+import { checkSettings, storedSettings } from './settings.js';
 import type { ConfigView, RootView, StatusView } from './views.js';
 import { Superseded, walkRoot } from './walk.js';
 

@@ -4,6 +4,7 @@ export { parseVariable, readVariable, buildStepInput, type Deprecation, legacyMa
 export { isBundledLibrary, type LibraryDocument, libraryDocument } from './libraries.js';
 export * from './engine.js';
 export * from './store.js';
+export * from './views.js';
 export { resolveStfSteps, resolveEffectSteps, newestVersions } from './resolve.js';
 export { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, AS_NAMED, boundSteps, definitionDigest, sameVersions, storedAccepted } from './accepted.js';
 export { INSTANCE_ID, type InterruptedRuns, RunHeartbeat, type RunHeartbeatOptions, settleInterruptedRuns, sweepInterruptedRuns } from './liveness.js';
@@ -32,7 +33,6 @@ export {
   type ScheduleConfig,
   updateSchedule,
   UpdateScheduleSchema,
-  type WorkflowScheduleView,
 } from './schedules.js';
 export {
   createHook,
@@ -48,8 +48,6 @@ export {
   updateHook,
   UpdateHookSchema,
   verifySignature,
-  type WorkflowHookView,
-  type WorkflowHookWithSecret,
 } from './hooks.js';
 export {
   createTrigger,
@@ -69,7 +67,5 @@ export {
   type TriggerConfig,
   updateTrigger,
   UpdateTriggerSchema,
-  type WorkflowEventView,
-  type WorkflowTriggerView,
   type WorkspaceEvent,
 } from './triggers.js';
