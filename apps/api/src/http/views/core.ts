@@ -8,33 +8,11 @@ import { JsonObject, NonNegative, RuntimeName, StatementKind, Uuid } from './com
 /**
  * The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members.
  * A package that owns a resource owns its view (a valibot schema and the type inferred from it); it is re-exported
- * here under the name the OpenAPI document gives it.
+ * here under the name the OpenAPI document gives it, in the order the document lists them.
  */
-export { PinnedChartView as PinnedChart } from '@wds/charts';
-export { DocumentSummary, DocumentVersionView as DocumentVersion, DocumentView as Document } from '@wds/documents';
-export { EffectCreatedView as EffectCreated, EffectVersionView as EffectVersion, EffectView as Effect } from '@wds/effects';
-export { ApiKeyCreated, ApiKeyMetadata as ApiKey, PublicUser as User } from '@wds/identity';
-export { PolicyGroupView as PolicyGroup } from '@wds/policies';
-export { SecretKeyView as StfSecretKey, StfCreatedView as StfCreated, StfVersionView as StfVersion, StfView as Stf } from '@wds/stfs';
-export { FileView as File } from '@wds/storage';
-export {
-  InvitationView as Invitation,
-  MemberAddedView as MemberAdded,
-  MemberView as Member,
-  RedirectUriView as RedirectUri,
-  WorkspaceView as Workspace,
-  WorkspaceWithRoleView as WorkspaceWithRole,
-} from '@wds/workspaces';
-export {
-  WorkflowEventView as WorkflowEvent,
-  WorkflowHookView as WorkflowHook,
-  WorkflowHookWithSecret,
-  WorkflowRunSummaryView as WorkflowRunSummary,
-  WorkflowRunView as WorkflowRun,
-  WorkflowScheduleView as WorkflowSchedule,
-  WorkflowTriggerView as WorkflowTrigger,
-  WorkflowView as Workflow,
-} from '@wds/workflows';
+export { WorkspaceView as Workspace } from '@wds/workspaces';
+export { PublicUser as User } from '@wds/identity';
+export { WorkspaceWithRoleView as WorkspaceWithRole } from '@wds/workspaces';
 
 const SqlRows = v.array(JsonObject);
 /** execute_sql: rows of a read, or the count of a write (with the rows of its RETURNING). */
@@ -55,6 +33,8 @@ export const SqlPreview = v.object({
   policy_denied: v.optional(v.string()),
 });
 
+export { PolicyGroupView as PolicyGroup } from '@wds/policies';
+
 /** A policy (@wds/policies PolicyView), its condition stated as the JSON Schema of the condition language. */
 export const Policy = v.object({
   ...PolicyView.entries,
@@ -62,6 +42,7 @@ export const Policy = v.object({
   condition: withJsonSchema(v.unknown(), { anyOf: [CONDITION_JSON_SCHEMA, { type: 'null' }] }),
 });
 
+export { StfVersionView as StfVersion, StfView as Stf, StfCreatedView as StfCreated } from '@wds/stfs';
 
 /** A library STF code of the javascript runtime may import by name (list_stf_libraries). */
 export const StfLibrary = v.object({
@@ -92,6 +73,8 @@ export const RunAnswer = v.variant('success', [
   }),
 ]);
 
+export { FileView as File } from '@wds/storage';
+export { DocumentSummary, DocumentView as Document, DocumentVersionView as DocumentVersion } from '@wds/documents';
 
 /** extract_file_text: a page of a file's text, counted in Unicode characters. */
 export const FileText = v.object({
@@ -106,9 +89,13 @@ export const FileText = v.object({
   next_offset: v.nullable(NonNegative),
 });
 
-
-
-
+export {
+  WorkflowView as Workflow,
+  WorkflowRunSummaryView as WorkflowRunSummary,
+  WorkflowScheduleView as WorkflowSchedule,
+  WorkflowHookView as WorkflowHook,
+  WorkflowHookWithSecret,
+} from '@wds/workflows';
 /** deliver_workflow_hook (202): the run queued for the delivery, or the first one's for a redelivery. */
 export const HookDelivered = v.object({
   run_id: Uuid,
@@ -117,11 +104,21 @@ export const HookDelivered = v.object({
   duplicate: v.boolean(),
 });
 
+export { WorkflowTriggerView as WorkflowTrigger, WorkflowEventView as WorkflowEvent } from '@wds/workflows';
+
 /** execute_workflow without waiting (202): the queued run. */
 export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, status: v.literal('queued') });
+export { WorkflowRunView as WorkflowRun } from '@wds/workflows';
 
+export { EffectVersionView as EffectVersion, EffectView as Effect, EffectCreatedView as EffectCreated } from '@wds/effects';
 
+export { MemberView as Member, InvitationView as Invitation, MemberAddedView as MemberAdded, RedirectUriView as RedirectUri } from '@wds/workspaces';
 
+export { ApiKeyMetadata as ApiKey, ApiKeyCreated } from '@wds/identity';
+
+export { PinnedChartView as PinnedChart } from '@wds/charts';
+
+export { SecretKeyView as StfSecretKey } from '@wds/stfs';
 
 const DescribeHead = {
   stf_id: Uuid,
