@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type AuditLog, type Db, newId } from '@wds/db';
+import type { AuditLogView } from './views.js';
 
 export interface AuditEntry {
   workspaceId: string | null;
@@ -102,20 +103,6 @@ export interface AuditFilter {
   resourceId?: string | undefined;
   limit: number;
   offset: number;
-}
-
-export interface AuditLogView {
-  id: string;
-  workspace_id: string | null;
-  user_id: string | null;
-  api_key_id: string | null;
-  action: string;
-  resource_type: string;
-  resource_id: string | null;
-  details: unknown;
-  request_id: string | null;
-  transport: 'http' | 'mcp' | null;
-  created_at: string;
 }
 
 const toView = (r: AuditLog): AuditLogView => ({

@@ -1,2 +1,3 @@
 export * from './operations.js';
 export * from './audit.js';
+export * from './views.js';

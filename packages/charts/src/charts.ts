@@ -1,5 +1,6 @@
 import { type Db, type PinnedChartRow, isUuid, newId } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
+import type { PinnedChartView } from './views.js';
 
 export const MAX_TITLE_CHARS = 255;
 export const MAX_SQL_CHARS = 20_000;
@@ -10,22 +11,6 @@ export const MAX_DESCRIPTION_CHARS = 10_000;
 /** display_order is a PostgreSQL integer. */
 export const MIN_DISPLAY_ORDER = -2_147_483_648;
 export const MAX_DISPLAY_ORDER = 2_147_483_647;
-
-export interface PinnedChartView {
-  id: string;
-  workspace_id: string;
-  title: string;
-  sql_query: string;
-  chart_type: string;
-  x_axis_column: string | null;
-  y_axis_columns: string[] | null;
-  display_order: number;
-  description: string | null;
-  is_visible: boolean;
-  created_by: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 export interface PinnedChartFields {
   title: string;

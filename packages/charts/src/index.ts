@@ -1,2 +1,3 @@
 export * from './charts.js';
 export * from './pinning.js';
+export * from './views.js';

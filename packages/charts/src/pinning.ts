@@ -5,10 +5,10 @@
 import type { Db } from '@wds/db';
 import { ServiceError, forbidden, validationError } from '@wds/errors';
 import { analyze, loadParser } from '@wds/sql-rewriter';
+import type { PinnedChartView } from './views.js';
 import {
   type PinnedChartFields,
   type PinnedChartPatch,
-  type PinnedChartView,
   createPinnedChart,
   getPinnedChart,
   softDeletePinnedChart,

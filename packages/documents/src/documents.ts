@@ -1,6 +1,7 @@
 import { type Db, type DocumentRow, type DocumentVersionRow, isUuid, newId, sql } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import { replaceSection, type SectionTarget } from './sections.js';
+import type { DocumentSummary, DocumentVersionView, DocumentView } from './views.js';
 
 /** Size limits of a document's fields (checked at the HTTP edge, documented in docs/documents.md). */
 export const DOCUMENT_LIMITS = {
@@ -15,36 +16,6 @@ export const DOCUMENT_LIMITS = {
 } as const;
 
 export type DocumentMetadata = Record<string, unknown>;
-
-/** A document as listed: everything but its content. */
-export interface DocumentSummary {
-  id: string;
-  workspace_id: string;
-  title: string;
-  doc_type: string;
-  status: string;
-  metadata: DocumentMetadata;
-  /** The number of the version snapshot holding the current content (1 at creation). */
-  version: number;
-  created_by: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface DocumentView extends DocumentSummary {
-  content: string;
-}
-
-/** A snapshot of the content (and the title it had then), written whenever the content changed. */
-export interface DocumentVersionView {
-  id: string;
-  document_id: string;
-  version: number;
-  title: string;
-  content: string;
-  created_by: string | null;
-  created_at: string;
-}
 
 export interface NewDocument {
   title: string;

@@ -1,2 +1,3 @@
 export * from './documents.js';
 export * from './sections.js';
+export * from './views.js';

@@ -10,8 +10,9 @@ import { DOWNLOAD_MAX_BYTES, DRIVE_PROVIDER, formatBytes, missingCredential, typ
 import type { BlobStore, FileView } from '@wds/storage';
 import { isTextType, MEDIA_TYPE, storedFilename, utf8Prefix } from './content.js';
 import { checkDriveId, DriveClient, type DriveFile, driveError, EXPORT_FORMATS, FOLDER_MIME, GOOGLE_APPS_PREFIX, scrubTokens } from './drive-client.js';
-import { addRoot, listRoots, removeRoot, type RootView } from './roots.js';
-import { checkSettings, type DriveSyncSettings, storedSettings } from './settings.js';
+import { addRoot, listRoots, removeRoot } from './roots.js';
+import { checkSettings, storedSettings } from './settings.js';
+import type { ConfigView, RootView, StatusView } from './views.js';
 import { Superseded, walkRoot } from './walk.js';
 
 /** The largest `read` (and its default). */
@@ -35,24 +36,6 @@ export interface DriveSyncOptions {
    * it, `checkCredential` refuses a sync that could only fail in the background; without it, that check passes.
    */
   hasCredential?: (db: Db, workspaceId: string, provider: string) => Promise<boolean>;
-}
-
-export interface ConfigView {
-  settings: DriveSyncSettings;
-  state: DriveSyncState;
-  last_synced_at: string | null;
-  last_sync_error: string | null;
-  /** null until the workspace's config is first written. */
-  updated_at: string | null;
-}
-
-export interface StatusView {
-  config: ConfigView;
-  roots: RootView[];
-  node_count: number;
-  state: DriveSyncState;
-  last_synced_at: string | null;
-  last_sync_error: string | null;
 }
 
 export type SyncResult =

@@ -17,16 +17,15 @@ export {
   summarizeDriveError,
 } from './drive-client.js';
 export {
-  type ConfigView,
   DriveSync,
   type DriveSyncOptions,
   PICKER_MAX_ITEMS,
   type PickerResult,
   READ_MAX_BYTES,
   type ReadResult,
-  type StatusView,
   type SyncResult,
 } from './drive-sync.js';
-export { checkNewRoot, DRIVE_TYPES, type DriveType, type NewRoot, type RootView } from './roots.js';
+export { checkNewRoot, DRIVE_TYPES, type DriveType, type NewRoot } from './roots.js';
+export { ConfigView, RootView, StatusView } from './views.js';
 export { checkSettings, DEFAULT_SETTINGS, type DriveSyncSettings } from './settings.js';
 export { DRIVE_SYNC_QUEUE, type DriveSyncServices, handleDriveSyncJobs, requireDriveSync, startDriveSync } from './jobs.js';

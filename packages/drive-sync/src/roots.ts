@@ -5,18 +5,10 @@
 import { type Db, isUuid, newId } from '@wds/db';
 import { conflict, notFound, validationError } from '@wds/errors';
 import { checkDriveId } from './drive-client.js';
+import type { RootView } from './views.js';
 
 export type DriveType = 'folder' | 'shared_drive' | 'my_drive';
 export const DRIVE_TYPES: readonly DriveType[] = ['folder', 'shared_drive', 'my_drive'];
-
-export interface RootView {
-  id: string;
-  drive_id: string;
-  drive_type: DriveType;
-  name: string;
-  shared_drive_id: string | null;
-  created_at: string;
-}
 
 /**
  * - folder: `drive_id` is the folder's id; `shared_drive_id` when the folder is in a shared drive.

@@ -8,7 +8,7 @@
 import type { Db } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { type DriveClient, type DriveFile, type DriveListParams, FOLDER_MIME } from './drive-client.js';
-import type { RootView } from './roots.js';
+import type { RootView } from './views.js';
 
 /** A newer sync run owns the workspace's sync now; this one stops without writing. */
 export class Superseded extends Error {

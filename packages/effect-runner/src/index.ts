@@ -37,4 +37,4 @@ export {
   readPath,
   validateFieldMappings,
 } from './mappings.js';
-export { CONST_MAX_CHARS, FieldMappingSchema } from './mapping-schema.js';
+export { CONST_MAX_CHARS, FieldMappingSchema, FieldMappingView } from './mapping-schema.js';

@@ -25,3 +25,12 @@ export const FieldMappingSchema = v.strictObject({
   ),
   target: v.pipe(v.string('must be a string'), v.maxLength(255)),
 });
+
+/** A FieldMapping as stored and answered (the bounds above were checked when it was saved). */
+export const FieldMappingView = v.object({
+  source: v.variant('type', [
+    v.object({ type: v.literal('Variable'), value: v.string() }),
+    v.object({ type: v.literal('Const'), value: v.unknown() }),
+  ]),
+  target: v.string(),
+});

@@ -2,12 +2,11 @@
  * FieldMappings: how an effect step turns its input document into headers, query parameters and a JSON body.
  * A mapping reads a path from the input (`Variable`) or carries a literal JSON value (`Const`) and names a target.
  */
+import type * as v from 'valibot';
+import type { FieldMappingView } from './mapping-schema.js';
 
-export interface FieldMapping {
-  /** `Variable`: a path into the input. `Const`: any JSON value, used as it is (a string, a number, an object, …). */
-  source: { type: 'Variable'; value: string } | { type: 'Const'; value: unknown };
-  target: string;
-}
+/** `source` — `Variable`: a path into the input. `Const`: any JSON value, used as it is (a string, a number, an object, …). */
+export type FieldMapping = v.InferOutput<typeof FieldMappingView>;
 
 type PathToken = string | number;
 

@@ -4,32 +4,7 @@ import { conflict, notFound } from '@wds/errors';
 /** Where a value comes from: a path into the effect's input (`Variable`) or a literal JSON value (`Const`). */
 export type { FieldMapping } from '@wds/effect-runner';
 import type { FieldMapping } from '@wds/effect-runner';
-
-export interface EffectVersionView {
-  id: string;
-  effect_id: string;
-  version: string;
-  url: string;
-  method: string;
-  header_mappings: FieldMapping[];
-  body_mappings: FieldMapping[];
-  query_mappings: FieldMapping[];
-  input_schema: unknown;
-  /** Null: the run-time default (30 s). */
-  timeout_secs: number | null;
-  retries: number;
-  created_at: string;
-}
-
-export interface EffectView {
-  id: string;
-  workspace_id: string;
-  name: string;
-  description: string | null;
-  latest_version: { id: string; version: string; method: string; url: string } | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { EffectVersionView, EffectView } from './views.js';
 
 /** One HTTP call definition; checked by the caller (`validateEffectSpec` of @wds/effect-runner) before it is stored. */
 export interface NewEffectVersion {

@@ -1,15 +1,7 @@
 import { type ApiKey, type Db, newId } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import { API_KEY_PREFIX, displayPrefix, generateToken, hashToken } from './tokens.js';
-
-export interface ApiKeyMetadata {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-}
+import type { ApiKeyCreated, ApiKeyMetadata } from './views.js';
 
 const toMetadata = (k: ApiKey): ApiKeyMetadata => ({
   id: k.id,
@@ -24,7 +16,7 @@ export async function createApiKey(
   db: Db,
   userId: string,
   input: { name: string; expiresAt?: Date },
-): Promise<ApiKeyMetadata & { key: string }> {
+): Promise<ApiKeyCreated> {
   if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
     throw validationError('expires_at: must be in the future');
   }

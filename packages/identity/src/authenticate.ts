@@ -3,7 +3,8 @@ import { type Db, isUuid, newId, sql, type User } from '@wds/db';
 import { ServiceError, unauthorized } from '@wds/errors';
 import type { JwtClaims, JwtVerifier } from './jwt.js';
 import { API_KEY_PREFIX, SESSION_PREFIX, hashToken } from './tokens.js';
-import { type OnUserCreated, type PublicUser, findUserByEmail, isEmail, toPublicUser } from './users.js';
+import { type OnUserCreated, findUserByEmail, isEmail, toPublicUser } from './users.js';
+import type { PublicUser } from './views.js';
 
 export type CredentialKind = 'session' | 'api_key' | 'jwt';
 

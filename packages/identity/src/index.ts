@@ -5,3 +5,4 @@ export * from './api-keys.js';
 export * from './jwt.js';
 export * from './authenticate.js';
 export * from './token-exchange.js';
+export * from './views.js';

@@ -1,13 +1,8 @@
 import { type Db, newId, type Transaction, type Database, type User } from '@wds/db';
 import { conflict, validationError } from '@wds/errors';
+import type { PublicUser } from './views.js';
 
 type Conn = Db | Transaction<Database>;
-
-export interface PublicUser {
-  id: string;
-  email: string;
-  name: string;
-}
 
 export const toPublicUser = (u: Pick<User, 'id' | 'email' | 'name'>): PublicUser => ({
   id: u.id,

@@ -1,2 +1,3 @@
 export * from './policies.js';
 export * from './policy-groups.js';
+export * from './views.js';

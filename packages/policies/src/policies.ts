@@ -2,19 +2,7 @@ import { type Db, type PolicyRow, isUuid, newId, sql } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import { type Operation, type PolicyMode, conditionColumns, parseCondition } from '@wds/policy-engine';
 import { isLogicalName, physicalName } from '@wds/sql-rewriter';
-
-export interface PolicyView {
-  id: string;
-  workspace_id: string;
-  name: string;
-  policy_group_id: string;
-  mode: PolicyMode;
-  table_name: string;
-  operation: Operation;
-  condition: unknown;
-  created_at: string;
-  updated_at: string;
-}
+import type { PolicyView } from './views.js';
 
 const toView = (p: PolicyRow): PolicyView => ({
   id: p.id,

@@ -1,15 +1,6 @@
 import { type Db, type PolicyGroupRow, isUuid, newId, sql } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
-
-export interface PolicyGroupView {
-  id: string;
-  workspace_id: string;
-  name: string;
-  user_ids: string[];
-  stf_ids: string[];
-  created_at: string;
-  updated_at: string;
-}
+import type { PolicyGroupView } from './views.js';
 
 const toView = (g: PolicyGroupRow): PolicyGroupView => ({
   id: g.id,

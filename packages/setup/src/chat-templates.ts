@@ -2,17 +2,7 @@ import { type ChatTemplateRow, type Db, isUuid, newId, sql } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { MAX_CHAT_TEMPLATE_CHARS, MAX_NAME_CHARS, type Page, checkText, iso } from './limits.js';
 import { defined, deleteScoped, getScoped, listScoped } from './scoped.js';
-
-export interface ChatTemplateView {
-  id: string;
-  workspace_id: string;
-  name: string;
-  content: string;
-  is_active: boolean;
-  created_by: string | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { ChatTemplateView } from './views.js';
 
 const view = (t: ChatTemplateRow): ChatTemplateView => ({
   id: t.id,

@@ -1,6 +1,7 @@
 import { type Db, isUuid } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import type { Page } from './limits.js';
+import type { CredentialView } from './views.js';
 
 /**
  * Provider credentials of a workspace (drive sync, SaaS proxy). Values are sealed by the caller's box (the
@@ -10,11 +11,6 @@ import type { Page } from './limits.js';
 export interface Sealer {
   seal(plaintext: string, associated: string): Buffer;
   open(sealed: Buffer, associated: string): string;
-}
-
-export interface CredentialView {
-  provider: string;
-  updated_at: string;
 }
 
 const PROVIDER = /^[a-z][a-z0-9_]{0,63}$/;

@@ -2,26 +2,7 @@ import { type Db, type PromptRuleRow, type SkillRow, isUuid, newId } from '@wds/
 import { notFound } from '@wds/errors';
 import { MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_PROMPT_RULE_CHARS, MAX_SKILL_CHARS, type Page, checkText, iso } from './limits.js';
 import { defined, deleteScoped, getScoped, listScoped } from './scoped.js';
-
-export interface PromptRuleView {
-  id: string;
-  workspace_id: string;
-  content: string;
-  created_by: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface SkillView {
-  id: string;
-  workspace_id: string;
-  name: string;
-  description: string | null;
-  content: string;
-  created_by: string | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { PromptRuleView, SkillView } from './views.js';
 
 const ruleView = (r: PromptRuleRow): PromptRuleView => ({
   id: r.id,

@@ -1,14 +1,7 @@
 import type { Db } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { MAX_TITLE_RULE_CHARS, checkText, iso } from './limits.js';
-
-/** The workspace's one title rule; every field but `workspace_id` is null when there is none. */
-export interface TitleRuleView {
-  workspace_id: string;
-  content: string | null;
-  updated_by: string | null;
-  updated_at: string | null;
-}
+import type { TitleRuleView } from './views.js';
 
 const none = (workspaceId: string): TitleRuleView => ({ workspace_id: workspaceId, content: null, updated_by: null, updated_at: null });
 

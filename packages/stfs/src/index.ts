@@ -1,4 +1,5 @@
 export * from './stfs.js';
 export * from './secrets.js';
+export * from './views.js';
 export * from './run-cache.js';
 export { runnableVersion } from './runnable.js';

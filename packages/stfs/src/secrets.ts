@@ -1,6 +1,7 @@
 import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
+import type { SecretKeyView } from './views.js';
 
 /** Environment-variable names: what every runtime can pass on. */
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -11,12 +12,6 @@ export const checkEnvKey = (key: string): void => {
 };
 
 const bound = (stfId: string, key: string) => `stf:${stfId}:${key}`;
-
-export interface SecretKeyView {
-  env_key: string;
-  created_at: string;
-  updated_at: string;
-}
 
 export async function listSecretKeys(db: Db, stfId: string): Promise<SecretKeyView[]> {
   const rows = await db

@@ -1,28 +1,6 @@
 import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId, sql } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
-
-export interface StfVersionView {
-  id: string;
-  stf_id: string;
-  version: string;
-  runtime: StfRuntimeName;
-  /** Base64, as it was uploaded. */
-  code: string;
-  input_schema: unknown;
-  output_schema: unknown;
-  created_at: string;
-}
-
-export interface StfView {
-  id: string;
-  workspace_id: string;
-  name: string;
-  description: string | null;
-  is_public: boolean;
-  latest_version: { id: string; version: string; runtime: StfRuntimeName } | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { StfVersionView, StfView } from './views.js';
 
 export interface NewVersion {
   version: string;

@@ -3,7 +3,8 @@ import type { Db } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { BlobStore, ByteRange } from './blob-store.js';
 import { parseByteRange } from './byte-range.js';
-import { type FileView, getFile } from './files.js';
+import { getFile } from './files.js';
+import type { FileView } from './views.js';
 
 export interface DownloadDeps {
   db: Db;

@@ -8,7 +8,8 @@ import { ServiceError, validationError } from '@wds/errors';
 import { UploadError } from '@wds/uploads';
 import { type BlobStore, BlobTooLargeError, type PutResult } from './blob-store.js';
 import { type FileFields, type StorableInputRules, checkFileFields } from './file-fields.js';
-import { type FileView, insertFile } from './files.js';
+import { insertFile } from './files.js';
+import type { FileView } from './views.js';
 
 export interface UploadDeps {
   db: Db;

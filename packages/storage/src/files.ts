@@ -5,18 +5,7 @@
  */
 import { type Db, type FileRow, isUuid } from '@wds/db';
 import { notFound } from '@wds/errors';
-
-export interface FileView {
-  id: string;
-  workspace_id: string;
-  filename: string;
-  content_type: string;
-  size: number;
-  /** Hex. */
-  sha256: string;
-  metadata: Record<string, unknown>;
-  created_at: string;
-}
+import type { FileView } from './views.js';
 
 export interface NewFile {
   id: string;

@@ -12,7 +12,8 @@ export {
 export { type Counted, pumpHashed } from './hashing.js';
 export { createFsBlobStore, type FsBlobStore, type FsBlobStoreOptions } from './fs-store.js';
 export { createS3BlobStore, type S3BlobStore, type S3BlobStoreOptions } from './s3-store.js';
-export { type FileView, type NewFile, getFile, insertFile, listFiles, softDeleteFile } from './files.js';
+export { type NewFile, getFile, insertFile, listFiles, softDeleteFile } from './files.js';
+export { FileView } from './views.js';
 export { checkFilename, contentDisposition } from './disposition.js';
 export { parseByteRange } from './byte-range.js';
 export {

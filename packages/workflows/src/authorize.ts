@@ -12,7 +12,7 @@ import { findLiveWorkspace } from '@wds/workspaces';
 import { cachedWorkflow } from './cached.js';
 import { executeAndRecord, type ExecutionAudit, type RecordedRun } from './execution.js';
 import type { WorkflowExecutionDeps } from './runners.js';
-import type { WorkflowView } from './store.js';
+import type { WorkflowView } from './views.js';
 
 /** A signed-in caller (their membership of the workspace already checked), or null for an anonymous one. */
 export type ExecutingMember = { userId: string; workspace: RunWorkspace } | null;

@@ -8,7 +8,8 @@ import { freezeDeep, type WorkspaceCache } from '@wds/cache';
 import type { WorkflowDefinition } from './definition.js';
 import type { ResolvedEffect, ResolvedStf } from './engine.js';
 import { resolveEffectSteps, resolveStfSteps } from './resolve.js';
-import { getWorkflow, type WorkflowView } from './store.js';
+import { getWorkflow } from './store.js';
+import type { WorkflowView } from './views.js';
 
 export interface ResolvedSteps {
   stfs: (ResolvedStf | undefined)[];

@@ -22,7 +22,8 @@ import { ProgressWriter, storedProgress } from './progress.js';
 import { createStepRunners, DATABASE_UNAVAILABLE, type WorkflowExecutionDeps } from './runners.js';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
-import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun, type WorkflowView } from './store.js';
+import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun } from './store.js';
+import type { WorkflowView } from './views.js';
 import { type AcceptedVersions, AS_NAMED, boundSteps, definitionDigest, requestedVersions, storedAccepted } from './accepted.js';
 
 /** The audit entry written with the run; its details are the run's own (run id, status, failed step). */

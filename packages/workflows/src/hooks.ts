@@ -16,6 +16,7 @@ import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
 import { runOrigin } from './keys.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
+import type { WorkflowHookView, WorkflowHookWithSecret } from './views.js';
 
 /** Seals and opens the hooks' secrets (the service's SECRETS_KEY box); undefined when there is no key. */
 export interface SecretSealer {
@@ -27,22 +28,6 @@ const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v
 export const CreateHookSchema = v.strictObject({ name: v.optional(Name), paused: v.optional(v.boolean(), false) });
 export const UpdateHookSchema = v.strictObject({ name: v.optional(Name), paused: v.optional(v.boolean()) });
 
-export interface WorkflowHookView {
-  id: string;
-  workspace_id: string;
-  workflow_id: string;
-  name: string;
-  /** Where the sender posts: this service's origin + this path. */
-  path: string;
-  paused: boolean;
-  /** Who its runs run as: its creator, or whoever changed it last. */
-  created_by: string;
-  secret_rotated_at: string;
-  created_at: string;
-  updated_at: string;
-}
-/** A hook with its secret: answered once, when created or when its secret is rotated. */
-export type WorkflowHookWithSecret = WorkflowHookView & { secret: string };
 
 const hookPath = (id: string) => `/api/v1/hooks/${id}`;
 const associated = (id: string) => `hook:${id}`;

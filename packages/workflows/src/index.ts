@@ -5,6 +5,7 @@ export { isBundledLibrary, type LibraryDocument, libraryDocument } from './libra
 export * from './concurrency.js';
 export * from './engine.js';
 export * from './store.js';
+export * from './views.js';
 export { resolveStfSteps, resolveEffectSteps, newestVersions } from './resolve.js';
 export { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, AS_NAMED, boundSteps, definitionDigest, sameVersions, storedAccepted } from './accepted.js';
 export { INSTANCE_ID, type InterruptedRuns, RunHeartbeat, type RunHeartbeatOptions, settleInterruptedRuns, sweepInterruptedRuns } from './liveness.js';
@@ -33,7 +34,6 @@ export {
   type ScheduleConfig,
   updateSchedule,
   UpdateScheduleSchema,
-  type WorkflowScheduleView,
 } from './schedules.js';
 export {
   createHook,
@@ -49,8 +49,6 @@ export {
   updateHook,
   UpdateHookSchema,
   verifySignature,
-  type WorkflowHookView,
-  type WorkflowHookWithSecret,
 } from './hooks.js';
 export {
   createTrigger,
@@ -70,7 +68,5 @@ export {
   type TriggerConfig,
   updateTrigger,
   UpdateTriggerSchema,
-  type WorkflowEventView,
-  type WorkflowTriggerView,
   type WorkspaceEvent,
 } from './triggers.js';

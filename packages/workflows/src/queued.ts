@@ -14,7 +14,8 @@ import { executionsOf } from './execution.js';
 import { settleInterruptedRuns } from './liveness.js';
 import type { WorkflowExecutionDeps } from './runners.js';
 import { ServiceError } from '@wds/errors';
-import { cancelRun, countQueuedRuns, queueRun, staleQueuedRuns, type WorkflowRunView } from './store.js';
+import { cancelRun, countQueuedRuns, queueRun, staleQueuedRuns } from './store.js';
+import type { WorkflowRunView } from './views.js';
 
 export const WORKFLOW_RUNS_QUEUE = 'workflow-runs';
 

@@ -14,6 +14,7 @@ import { enqueueRun, type WorkflowJobDeps } from './queued.js';
 import { automationRows } from './automations.js';
 import { runOrigin } from './keys.js';
 import { countQueuedRuns, getWorkflow, queueRun } from './store.js';
+import type { WorkflowScheduleView } from './views.js';
 
 /** How often the due schedules are asked for, and the shortest interval a schedule may have. */
 export interface ScheduleConfig {
@@ -46,26 +47,6 @@ export const UpdateScheduleSchema = v.strictObject({
   paused: v.optional(v.boolean()),
 });
 export type UpdateSchedule = v.InferOutput<typeof UpdateScheduleSchema>;
-
-export interface WorkflowScheduleView {
-  id: string;
-  workspace_id: string;
-  workflow_id: string;
-  name: string;
-  cron: string;
-  timezone: string;
-  input: unknown;
-  paused: boolean;
-  /** Who it runs as: its creator, or whoever changed it last. */
-  created_by: string;
-  /** The next tick it fires at; null while paused. */
-  next_run_at: string | null;
-  /** The tick it last fired at, and that run. */
-  last_run_at: string | null;
-  last_run_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 const toView = (r: WorkflowScheduleRow): WorkflowScheduleView => ({
   id: r.id,

@@ -3,57 +3,11 @@ import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type W
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
-import { type AcceptedVersions, type AcceptedVersionsView, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
+import { type AcceptedVersions, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
 import { runOrigin } from './keys.js';
 import { INSTANCE_ID } from './liveness.js';
-
-export interface WorkflowView extends WorkflowDefinition {
-  id: string;
-  workspace_id: string;
-  name: string;
-  description: string | null;
-  allow_anonymous_execute: boolean;
-  /**
-   * The version each unpinned step of its schedules, hooks and triggers runs: the newest when it was last saved
-   * (accepted.ts); null: each as its definition names it.
-   */
-  accepted_versions: AcceptedVersionsView | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** A run as listed: without its input and output. */
-export interface WorkflowRunSummaryView {
-  id: string;
-  workflow_id: string;
-  status: WorkflowRunStatus;
-  /** What started it: a request that waited for it, an async request, a schedule, a webhook, an event. */
-  trigger: WorkflowRunTrigger;
-  /** The schedule, hook or event trigger that started it; null otherwise. */
-  trigger_id: string | null;
-  executed_by: string | null;
-  /** When it was queued; null for a run that started at once. */
-  queued_at: string | null;
-  /** When a cancel was asked while it ran; null otherwise. */
-  cancel_requested_at: string | null;
-  /**
-   * How many times a process took it up: 0 while queued, 1 once started; more when it was resumed after its process
-   * died (a queued run, at most RUN_MAX_ATTEMPTS) — each step record then says which attempt ran it.
-   */
-  attempts: number;
-  /** Which step failed and how (`step: 'run'` for an interrupted run); null unless failed. */
-  error: RunError | null;
-  steps: StepRecord[];
-  started_at: string;
-  finished_at: string | null;
-  duration_ms: number | null;
-}
-
-/** One run with its input and output (any JSON; null when there is none). */
-export interface WorkflowRunView extends WorkflowRunSummaryView {
-  input: unknown;
-  output: unknown;
-}
+import type * as v from 'valibot';
+import type { WorkflowRunSummaryView, WorkflowRunView, WorkflowView } from './views.js';
 
 export function definitionOf(w: Partial<Pick<CreateWorkflow, 'input_schema' | 'input_steps' | 'stf_steps' | 'effect_steps'>>): WorkflowDefinition {
   return {
@@ -74,7 +28,8 @@ const toView = (r: WorkflowRow): WorkflowView => ({
   accepted_versions: acceptedVersionsView(r.accepted_versions),
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
-});
+  // A saved definition is what the view states (the view is what the API answers).
+}) satisfies v.InferOutput<typeof WorkflowView>;
 
 function live(db: Db, workspaceId: string) {
   return db.selectFrom('platform.workflows').selectAll().where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);

@@ -23,6 +23,7 @@ import { automationRows } from './automations.js';
 import { countQueuedRuns, getWorkflow, queueRun, ROW_EVENTS, redactedError, rowEventFor, rowsHidden } from './store.js';
 import type { RunError } from './engine.js';
 import { runOrigin } from './keys.js';
+import type { WorkflowEventView, WorkflowTriggerView } from './views.js';
 
 export interface TriggerConfig {
   /** Attempts of an event before it is dead (the first included). */
@@ -47,37 +48,6 @@ export const CreateTriggerSchema = v.strictObject({
   paused: v.optional(v.boolean(), false),
 });
 export const UpdateTriggerSchema = v.strictObject({ name: v.optional(Name), paused: v.optional(v.boolean()) });
-
-export interface WorkflowTriggerView {
-  id: string;
-  workspace_id: string;
-  workflow_id: string;
-  name: string;
-  event: WorkflowTriggerEvent;
-  table_name: string | null;
-  paused: boolean;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface WorkflowEventView {
-  id: string;
-  trigger_id: string;
-  workflow_id: string;
-  /** The run's `$input`: `{ type, workspace_id, occurred_at, … }`. */
-  event: Record<string, unknown>;
-  status: WorkflowEventRow['status'];
-  attempts: number;
-  /** When a pending event is tried next. */
-  next_attempt_at: string;
-  /** The run of the latest attempt. */
-  run_id: string | null;
-  /** Why the latest attempt failed: the run's error, or the loop guard. */
-  last_error: unknown;
-  created_at: string;
-  updated_at: string;
-}
 
 const toView = (r: WorkflowTriggerRow): WorkflowTriggerView => ({
   id: r.id,

@@ -1,6 +1,6 @@
 import { type Database, type Db, type Role, type Transaction, type User, isUuid, newId } from '@wds/db';
 import { ServiceError, conflict, notFound } from '@wds/errors';
-import { type InvitationView, type MemberView, toInvitationView, toMemberView } from './views.js';
+import { type InvitationView, type MemberAddedView, type MemberView, toInvitationView, toMemberView } from './views.js';
 import type { Page } from './workspaces.js';
 
 function memberQuery(db: Db, workspaceId: string) {
@@ -16,14 +16,12 @@ export async function listMembers(db: Db, workspaceId: string, page: Page): Prom
   return rows.map(toMemberView);
 }
 
-export type AddMemberResult = { membership: MemberView } | { invitation: InvitationView };
-
 /** An existing user becomes a member at once; an unknown email gets a pending invitation. */
 export async function addMember(
   db: Db,
   workspaceId: string,
   input: { email: string; role: Role; invitedBy: string },
-): Promise<AddMemberResult> {
+): Promise<MemberAddedView> {
   const user = await db
     .selectFrom('platform.users')
     .selectAll()

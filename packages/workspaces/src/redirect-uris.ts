@@ -1,11 +1,6 @@
 import { type Db, newId } from '@wds/db';
 import { conflict, notFound, validationError } from '@wds/errors';
-
-export interface RedirectUriView {
-  id: string;
-  redirect_uri: string;
-  created_at: string;
-}
+import type { RedirectUriView } from './views.js';
 
 const MAX_LENGTH = 2000;
 

@@ -1,20 +1,28 @@
-import type { Invitation, Role, Workspace } from '@wds/db';
+import { type Invitation, type Role, type Workspace, field } from '@wds/db';
+import * as v from 'valibot';
+
+/** The views of workspaces, their members and invitations, and redirect URIs: what the API answers (apps/api re-exports them). */
 
 const iso = (d: Date) => d.toISOString();
 
-export interface WorkspaceView {
-  id: string;
-  name: string;
-  ddl_policy_group_id: string | null;
-  workflow_editor_policy_group_id: string | null;
-  policy_editor_policy_group_id: string | null;
-  mcp_timeout_ms: number;
-  custom_prompt: string;
-  auto_embed_files: boolean;
-  auto_embed_tables: boolean;
-  created_at: string;
-  updated_at: string;
-}
+export const WorkspaceView = v.object({
+  id: field.Uuid,
+  name: v.string(),
+  ddl_policy_group_id: v.nullable(field.Uuid),
+  workflow_editor_policy_group_id: v.nullable(field.Uuid),
+  policy_editor_policy_group_id: v.nullable(field.Uuid),
+  mcp_timeout_ms: field.Integer,
+  custom_prompt: v.string(),
+  auto_embed_files: v.boolean(),
+  auto_embed_tables: v.boolean(),
+  created_at: field.Timestamp,
+  updated_at: field.Timestamp,
+});
+export type WorkspaceView = v.InferOutput<typeof WorkspaceView>;
+
+/** A workspace as its member sees it: with the caller's role. */
+export const WorkspaceWithRoleView = v.object({ ...WorkspaceView.entries, role: field.Role });
+export type WorkspaceWithRoleView = v.InferOutput<typeof WorkspaceWithRoleView>;
 
 export const toWorkspaceView = (w: Workspace): WorkspaceView => ({
   id: w.id,
@@ -30,14 +38,15 @@ export const toWorkspaceView = (w: Workspace): WorkspaceView => ({
   updated_at: iso(w.updated_at),
 });
 
-export interface MemberView {
-  id: string;
-  user_id: string;
-  user_email: string;
-  user_name: string;
-  role: Role;
-  created_at: string;
-}
+export const MemberView = v.object({
+  id: field.Uuid,
+  user_id: field.Uuid,
+  user_email: v.string(),
+  user_name: v.string(),
+  role: field.Role,
+  created_at: field.Timestamp,
+});
+export type MemberView = v.InferOutput<typeof MemberView>;
 
 export const toMemberView = (m: {
   id: string;
@@ -55,14 +64,15 @@ export const toMemberView = (m: {
   created_at: iso(m.created_at),
 });
 
-export interface InvitationView {
-  id: string;
-  workspace_id: string;
-  email: string;
-  role: Role;
-  invited_by: string | null;
-  created_at: string;
-}
+export const InvitationView = v.object({
+  id: field.Uuid,
+  workspace_id: field.Uuid,
+  email: v.string(),
+  role: field.Role,
+  invited_by: v.nullable(field.Uuid),
+  created_at: field.Timestamp,
+});
+export type InvitationView = v.InferOutput<typeof InvitationView>;
 
 export const toInvitationView = (i: Invitation): InvitationView => ({
   id: i.id,
@@ -72,3 +82,10 @@ export const toInvitationView = (i: Invitation): InvitationView => ({
   invited_by: i.invited_by,
   created_at: iso(i.created_at),
 });
+
+/** add_member: the membership of a known user, or a pending invitation of an unknown email. */
+export const MemberAddedView = v.union([v.object({ membership: MemberView }), v.object({ invitation: InvitationView })]);
+export type MemberAddedView = v.InferOutput<typeof MemberAddedView>;
+
+export const RedirectUriView = v.object({ id: field.Uuid, redirect_uri: v.string(), created_at: field.Timestamp });
+export type RedirectUriView = v.InferOutput<typeof RedirectUriView>;

@@ -1,6 +1,6 @@
 import { type Db, type Role, type Workspace, isUuid, newId } from '@wds/db';
 import { forbidden, notFound, validationError } from '@wds/errors';
-import { type WorkspaceView, toWorkspaceView } from './views.js';
+import { type WorkspaceView, type WorkspaceWithRoleView, toWorkspaceView } from './views.js';
 
 export interface Page {
   limit: number;
@@ -55,7 +55,7 @@ export async function listWorkspaces(
   db: Db,
   who: { userId: string; scopedWorkspaceId: string | null },
   page: Page,
-): Promise<(WorkspaceView & { role: Role })[]> {
+): Promise<WorkspaceWithRoleView[]> {
   let q = db
     .selectFrom('platform.workspaces as w')
     .innerJoin('platform.memberships as m', 'm.workspace_id', 'w.id')

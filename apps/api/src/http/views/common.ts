@@ -1,11 +1,7 @@
+import { field } from '@wds/db';
 import * as v from 'valibot';
-export { Role, Uuid } from '../schemas.js';
+export { RuntimeNameView as RuntimeName } from '@wds/stfs';
 
-/** The pieces the views are made of. */
-export const Timestamp = v.pipe(v.string(), v.isoTimestamp());
-export const Integer = v.pipe(v.number(), v.integer());
-export const NonNegative = v.pipe(v.number(), v.integer(), v.minValue(0));
-/** A JSON object with any fields. */
-export const JsonObject = v.record(v.string(), v.unknown());
-export const RuntimeName = v.picklist(['javascript', 'docker', 'wasm']);
+/** The pieces the views of apps/api's own answers are made of (the packages' views are made of the same: @wds/db `field`). */
+export const { Uuid, Role, Timestamp, Integer, NonNegative, JsonObject } = field;
 export const StatementKind = v.picklist(['select', 'insert', 'update', 'delete', 'ddl']);

@@ -1,29 +1,18 @@
 import { CONDITION_JSON_SCHEMA } from '@wds/policy-engine';
+import { PolicyView } from '@wds/policies';
+import { WorkflowRunSummaryView } from '@wds/workflows';
 import * as v from 'valibot';
 import { withJsonSchema } from '../schemas.js';
-import { Integer, JsonObject, NonNegative, Role, RuntimeName, StatementKind, Timestamp, Uuid } from './common.js';
+import { JsonObject, NonNegative, RuntimeName, StatementKind, Uuid } from './common.js';
 
-/** The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members. */
-
-
-export const Workspace = v.object({
-  id: Uuid,
-  name: v.string(),
-  ddl_policy_group_id: v.nullable(Uuid),
-  workflow_editor_policy_group_id: v.nullable(Uuid),
-  policy_editor_policy_group_id: v.nullable(Uuid),
-  mcp_timeout_ms: Integer,
-  custom_prompt: v.string(),
-  auto_embed_files: v.boolean(),
-  auto_embed_tables: v.boolean(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** A user as others may see them (get_me: the caller). */
-export const User = v.object({ id: Uuid, email: v.string(), name: v.string() });
-
-/** A workspace as its member sees it: with the caller's role. */
-export const WorkspaceWithRole = v.object({ ...Workspace.entries, role: Role });
+/**
+ * The views of the core operations: workspaces, SQL, policies, STFs, files, documents, workflows, effects, members.
+ * A package that owns a resource owns its view (a valibot schema and the type inferred from it); it is re-exported
+ * here under the name the OpenAPI document gives it, in the order the document lists them.
+ */
+export { WorkspaceView as Workspace } from '@wds/workspaces';
+export { PublicUser as User } from '@wds/identity';
+export { WorkspaceWithRoleView as WorkspaceWithRole } from '@wds/workspaces';
 
 const SqlRows = v.array(JsonObject);
 /** execute_sql: rows of a read, or the count of a write (with the rows of its RETURNING). */
@@ -44,54 +33,16 @@ export const SqlPreview = v.object({
   policy_denied: v.optional(v.string()),
 });
 
-export const PolicyGroup = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  user_ids: v.array(Uuid),
-  stf_ids: v.array(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export { PolicyGroupView as PolicyGroup } from '@wds/policies';
 
+/** A policy (@wds/policies PolicyView), its condition stated as the JSON Schema of the condition language. */
 export const Policy = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  policy_group_id: Uuid,
-  mode: v.picklist(['allow', 'deny']),
-  table_name: v.string(),
-  operation: v.picklist(['select', 'insert', 'update', 'delete']),
+  ...PolicyView.entries,
   /** The condition in its normal form (every column an object of operators), or null. */
   condition: withJsonSchema(v.unknown(), { anyOf: [CONDITION_JSON_SCHEMA, { type: 'null' }] }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
 });
 
-export const StfVersion = v.object({
-  id: Uuid,
-  stf_id: Uuid,
-  version: v.string(),
-  runtime: RuntimeName,
-  /** Base64, as uploaded. */
-  code: v.string(),
-  input_schema: v.unknown(),
-  output_schema: v.unknown(),
-  created_at: Timestamp,
-});
-
-export const Stf = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  description: v.nullable(v.string()),
-  is_public: v.boolean(),
-  latest_version: v.nullable(v.object({ id: Uuid, version: v.string(), runtime: RuntimeName })),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** create_stf: the STF with its first version. */
-export const StfCreated = v.object({ ...Stf.entries, version: StfVersion });
+export { StfVersionView as StfVersion, StfView as Stf, StfCreatedView as StfCreated } from '@wds/stfs';
 
 /** A library STF code of the javascript runtime may import by name (list_stf_libraries). */
 export const StfLibrary = v.object({
@@ -124,41 +75,8 @@ export const RunAnswer = v.variant('success', [
   }),
 ]);
 
-export const File = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  filename: v.string(),
-  content_type: v.string(),
-  size: NonNegative,
-  sha256: v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/)),
-  metadata: JsonObject,
-  created_at: Timestamp,
-});
-
-/** A document as listed: everything but its content. */
-export const DocumentSummary = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  title: v.string(),
-  doc_type: v.string(),
-  status: v.string(),
-  metadata: JsonObject,
-  version: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  created_by: v.nullable(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-export const Document = v.object({ ...DocumentSummary.entries, content: v.string() });
-/** A snapshot of a document's content and title, written whenever the content changed. */
-export const DocumentVersion = v.object({
-  id: Uuid,
-  document_id: Uuid,
-  version: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  title: v.string(),
-  content: v.string(),
-  created_by: v.nullable(Uuid),
-  created_at: Timestamp,
-});
+export { FileView as File } from '@wds/storage';
+export { DocumentSummary, DocumentView as Document, DocumentVersionView as DocumentVersion } from '@wds/documents';
 
 /** extract_file_text: a page of a file's text, counted in Unicode characters. */
 export const FileText = v.object({
@@ -173,265 +91,36 @@ export const FileText = v.object({
   next_offset: v.nullable(NonNegative),
 });
 
-/** Where a value of a step or call comes from (@wds/effect-runner FieldMapping): a path into the input, or a JSON value. */
-const FieldMapping = v.object({
-  source: v.variant('type', [
-    v.object({ type: v.literal('Variable'), value: v.string() }),
-    v.object({ type: v.literal('Const'), value: v.unknown() }),
-  ]),
-  target: v.string(),
-});
-const Mappings = v.array(FieldMapping);
-
-const InputSource = v.variant('type', [
-  v.object({ type: v.literal('Library'), name: v.string() }),
-  v.object({ type: v.literal('Table'), name: v.string() }),
-  v.object({ type: v.literal('File'), id: Uuid }),
-  v.object({
-    type: v.literal('Fetch'),
-    url: v.string(),
-    method: v.optional(v.string()),
-    headers: v.optional(v.record(v.string(), v.string())),
-    body: v.optional(v.unknown()),
-    timeout_secs: v.optional(v.number()),
-  }),
-]);
-
-/** A workflow with its definition (@wds/workflows WorkflowView); `pin_version` is stored with its default. */
-export const Workflow = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  description: v.nullable(v.string()),
-  allow_anonymous_execute: v.boolean(),
-  input_schema: v.nullable(JsonObject),
-  input_steps: v.array(v.object({ name: v.string(), source: InputSource })),
-  stf_steps: v.array(v.object({ stf_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
-  effect_steps: v.array(v.object({ effect_version_id: Uuid, pin_version: v.boolean(), input_mappings: Mappings })),
-  /**
-   * What its schedules, hooks and triggers run of each unpinned step: the version that was newest when it was last
-   * saved (referenced version id → version id); null: each step at the version it names.
-   */
-  accepted_versions: v.nullable(v.object({ stf: v.record(v.string(), Uuid), effect: v.record(v.string(), Uuid) })),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-
-const StepError = v.object({ kind: v.string(), message: v.string(), details: v.optional(v.string()) });
-/** One step of a run (@wds/workflows StepRecord): which STF or effect version ran, how it ended, its deprecations. */
-const StepRecord = v.object({
-  kind: v.picklist(['input', 'stf', 'effect']),
-  index: NonNegative,
-  name: v.optional(v.string()),
-  stf_id: v.optional(Uuid),
-  stf_version_id: v.optional(Uuid),
-  effect_id: v.optional(Uuid),
-  effect_version_id: v.optional(Uuid),
-  version: v.optional(v.string()),
-  status: v.picklist(['succeeded', 'failed', 'skipped']),
-  duration_ms: v.optional(v.number()),
-  error: v.optional(StepError),
-  status_code: v.optional(Integer),
-  attempts: v.optional(NonNegative),
-  /**
-   * Effects: the Idempotency-Key the call carried — derived from what the run is the delivery of (the event, the
-   * schedule's tick, the hook delivery, the run asked for by hand) and the step, so every retry of the same delivery
-   * carries the same — and whether the endpoint answered 2xx (a resumed run does not call it again).
-   */
-  idempotency_key: v.optional(v.string()),
-  delivered: v.optional(v.boolean()),
-  /** In a run resumed after a crash: the attempt of the run that ran this step (an earlier one's was not run again). */
-  attempt: v.optional(NonNegative),
-  /** What the step's definition wrote in an older form that still works, and what to write instead. */
-  deprecations: v.optional(v.array(v.object({ at: v.string(), found: v.string(), use: v.string() }))),
-  /** An input step that read a table with the policies of the user the run ran as: the run is whole only for them. */
-  caller_rows: v.optional(v.literal(true)),
-});
-/** A run as listed: without its input and output. `error.step` names the failed step (`run` when interrupted or cancelled). */
-export const WorkflowRunSummary = v.object({
-  id: Uuid,
-  workflow_id: Uuid,
-  status: v.picklist(['queued', 'running', 'succeeded', 'failed', 'cancelled']),
-  /** What started it: a request that waited for it, an async request, a schedule, a webhook, an event. */
-  trigger: v.picklist(['request', 'async', 'schedule', 'webhook', 'event']),
-  /** The schedule, hook or event trigger that started it. */
-  trigger_id: v.nullable(Uuid),
-  executed_by: v.nullable(Uuid),
-  /** When it was queued; null for a run that started at once. */
-  queued_at: v.nullable(Timestamp),
-  /** When a cancel was asked while it ran. */
-  cancel_requested_at: v.nullable(Timestamp),
-  /**
-   * How many times a process took it up: 0 queued, 1 started; more when a queued run was resumed after its process
-   * died (at most RUN_MAX_ATTEMPTS; the steps it had finished were not run again).
-   */
-  attempts: NonNegative,
-  error: v.nullable(v.object({ ...StepError.entries, step: v.string() })),
-  steps: v.array(StepRecord),
-  started_at: Timestamp,
-  finished_at: v.nullable(Timestamp),
-  duration_ms: v.nullable(v.number()),
-});
-/** A cron schedule of a workflow: it runs the workflow as its creator with `input` at each tick. */
-export const WorkflowSchedule = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  workflow_id: Uuid,
-  name: v.string(),
-  /** Five fields (minute hour day month weekday), or six with seconds first. */
-  cron: v.string(),
-  /** An IANA time zone. */
-  timezone: v.string(),
-  input: v.unknown(),
-  paused: v.boolean(),
-  /** Who it runs as. */
-  created_by: Uuid,
-  /** The next tick it fires at; null while paused. */
-  next_run_at: v.nullable(Timestamp),
-  /** The tick it last fired at, and that run. */
-  last_run_at: v.nullable(Timestamp),
-  last_run_id: v.nullable(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-
-/** An inbound webhook of a workflow: senders post to `path` on this service; it runs as its creator. */
-export const WorkflowHook = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  workflow_id: Uuid,
-  name: v.string(),
-  /** `/api/v1/hooks/<id>`: needs no credential, only a signature made with the secret. */
-  path: v.string(),
-  paused: v.boolean(),
-  created_by: Uuid,
-  secret_rotated_at: Timestamp,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** create_workflow_hook, rotate_workflow_hook_secret: the hook with its signing secret, answered this once. */
-export const WorkflowHookWithSecret = v.object({ ...WorkflowHook.entries, secret: v.string() });
+export {
+  WorkflowView as Workflow,
+  WorkflowRunSummaryView as WorkflowRunSummary,
+  WorkflowScheduleView as WorkflowSchedule,
+  WorkflowHookView as WorkflowHook,
+  WorkflowHookWithSecret,
+} from '@wds/workflows';
 /** deliver_workflow_hook (202): the run queued for the delivery, or the first one's for a redelivery. */
 export const HookDelivered = v.object({
   run_id: Uuid,
   /** `queued` for a new delivery; for a duplicate, where the first delivery's run is now. */
-  status: v.picklist(['queued', 'running', 'succeeded', 'failed', 'cancelled']),
+  status: WorkflowRunSummaryView.entries.status,
   duplicate: v.boolean(),
 });
 
-/** An event trigger of a workflow: it runs the workflow, as its creator, with each event as `$input`. */
-export const WorkflowTrigger = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  workflow_id: Uuid,
-  name: v.string(),
-  event: v.picklist(['file_uploaded', 'document_changed', 'row_inserted', 'row_updated', 'row_deleted']),
-  /** Row events: the table. */
-  table_name: v.nullable(v.string()),
-  paused: v.boolean(),
-  created_by: Uuid,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** One event of a trigger and its delivery: pending → running → succeeded, or retried, or dead (replayable). */
-export const WorkflowEvent = v.object({
-  id: Uuid,
-  trigger_id: Uuid,
-  workflow_id: Uuid,
-  /** The run's `$input`: `{ type, workspace_id, occurred_at, … }`. */
-  event: JsonObject,
-  status: v.picklist(['pending', 'running', 'succeeded', 'dead']),
-  attempts: NonNegative,
-  next_attempt_at: Timestamp,
-  run_id: v.nullable(Uuid),
-  /** Why the latest attempt failed (the run's error, or the loop guard); null otherwise. */
-  last_error: v.unknown(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export { WorkflowTriggerView as WorkflowTrigger, WorkflowEventView as WorkflowEvent } from '@wds/workflows';
 
 /** execute_workflow without waiting (202): the queued run. */
 export const WorkflowRunQueued = v.object({ run_id: Uuid, workflow_id: Uuid, status: v.literal('queued') });
-/** One run with its input and output (any JSON; null when there is none). */
-export const WorkflowRun = v.object({ ...WorkflowRunSummary.entries, input: v.unknown(), output: v.unknown() });
+export { WorkflowRunView as WorkflowRun } from '@wds/workflows';
 
-export const EffectVersion = v.object({
-  id: Uuid,
-  effect_id: Uuid,
-  version: v.string(),
-  url: v.string(),
-  method: v.string(),
-  header_mappings: Mappings,
-  body_mappings: Mappings,
-  query_mappings: Mappings,
-  input_schema: v.unknown(),
-  /** Null: the run-time default (30 s). */
-  timeout_secs: v.nullable(Integer),
-  retries: NonNegative,
-  created_at: Timestamp,
-});
-export const Effect = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  name: v.string(),
-  description: v.nullable(v.string()),
-  latest_version: v.nullable(v.object({ id: Uuid, version: v.string(), method: v.string(), url: v.string() })),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
-/** create_effect: the effect with its first version. */
-export const EffectCreated = v.object({ ...Effect.entries, version: EffectVersion });
+export { EffectVersionView as EffectVersion, EffectView as Effect, EffectCreatedView as EffectCreated } from '@wds/effects';
 
-export const Member = v.object({
-  id: Uuid,
-  user_id: Uuid,
-  user_email: v.string(),
-  user_name: v.string(),
-  role: Role,
-  created_at: Timestamp,
-});
-export const Invitation = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  email: v.string(),
-  role: Role,
-  invited_by: v.nullable(Uuid),
-  created_at: Timestamp,
-});
-/** add_member: the membership of a known user, or a pending invitation of an unknown email. */
-export const MemberAdded = v.union([v.object({ membership: Member }), v.object({ invitation: Invitation })]);
-export const RedirectUri = v.object({ id: Uuid, redirect_uri: v.string(), created_at: Timestamp });
+export { MemberView as Member, InvitationView as Invitation, MemberAddedView as MemberAdded, RedirectUriView as RedirectUri } from '@wds/workspaces';
 
-/** An API key's metadata: never the key itself. */
-export const ApiKey = v.object({
-  id: Uuid,
-  name: v.string(),
-  prefix: v.string(),
-  created_at: Timestamp,
-  expires_at: v.nullable(Timestamp),
-  last_used_at: v.nullable(Timestamp),
-});
-/** create_api_key: the metadata and the raw key, answered this once. */
-export const ApiKeyCreated = v.object({ ...ApiKey.entries, key: v.string() });
+export { ApiKeyMetadata as ApiKey, ApiKeyCreated } from '@wds/identity';
 
-export const PinnedChart = v.object({
-  id: Uuid,
-  workspace_id: Uuid,
-  title: v.string(),
-  sql_query: v.string(),
-  chart_type: v.string(),
-  x_axis_column: v.nullable(v.string()),
-  y_axis_columns: v.nullable(v.array(v.string())),
-  display_order: Integer,
-  description: v.nullable(v.string()),
-  is_visible: v.boolean(),
-  created_by: v.nullable(Uuid),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export { PinnedChartView as PinnedChart } from '@wds/charts';
 
-/** An STF secret as listed: its name only, the value is write-only. */
-export const StfSecretKey = v.object({ env_key: v.string(), created_at: Timestamp, updated_at: Timestamp });
+export { SecretKeyView as StfSecretKey } from '@wds/stfs';
 
 const DescribeHead = {
   stf_id: Uuid,

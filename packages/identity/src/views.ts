@@ -1,0 +1,23 @@
+import { field } from '@wds/db';
+import * as v from 'valibot';
+
+/** The views of users and API keys: what the API answers (apps/api re-exports them). */
+
+/** A user as others may see them. */
+export const PublicUser = v.object({ id: field.Uuid, email: v.string(), name: v.string() });
+export type PublicUser = v.InferOutput<typeof PublicUser>;
+
+/** An API key's metadata: never the key itself. */
+export const ApiKeyMetadata = v.object({
+  id: field.Uuid,
+  name: v.string(),
+  prefix: v.string(),
+  created_at: field.Timestamp,
+  expires_at: v.nullable(field.Timestamp),
+  last_used_at: v.nullable(field.Timestamp),
+});
+export type ApiKeyMetadata = v.InferOutput<typeof ApiKeyMetadata>;
+
+/** create_api_key: the metadata and the raw key, answered this once. */
+export const ApiKeyCreated = v.object({ ...ApiKeyMetadata.entries, key: v.string() });
+export type ApiKeyCreated = v.InferOutput<typeof ApiKeyCreated>;
