@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { DEFAULT_LIMITS, type JavascriptRuntime, type StfRuntime } from '@wds/stf-runtime';
+import { DEFAULT_LIMITS, type StfRuntime } from '@wds/stf-runtime';
 import { WorkflowConcurrency } from '@wds/workflows';
 import { afterAll, beforeAll, test } from 'vitest';
 import wabtInit from 'wabt';
