@@ -68,9 +68,8 @@ describe('the typed client (@wds/client)', () => {
     }
   });
 
-  test('the README walk-through runs against a real server', async ({ h }) => {
+  test('the README walk-through runs against a real server', async ({ base, h }) => {
     const me = await h.user('client');
-    const base = await h.listen();
     const mod: { walkthrough(b: string, t: string): Promise<Record<string, unknown>> } = await import(pathToFileURL(join(dir, 'walkthrough.ts')).href);
     expect(await mod.walkthrough(base, me.token)).toEqual({
       workspace: 'Support',
@@ -81,9 +80,8 @@ describe('the typed client (@wds/client)', () => {
     });
   });
 
-  test('an error answer is an ApiError with status, code and request id', async ({ h }) => {
+  test('an error answer is an ApiError with status, code and request id', async ({ base }) => {
     const { ApiError, createWdsClient, ok } = await import('@wds/client');
-    const base = await h.listen();
     const api = createWdsClient({ baseUrl: base, token: 'ses_not_a_real_token' });
     const err = await ok(api.GET('/api/v1/auth/me')).then(
       () => undefined,

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from './support.js';
+import { Harness, until } from './support.js';
 
 const MAX = 1024 * 1024; // MAX_FILE_BYTES of this harness
 let h: Harness;
@@ -171,7 +171,7 @@ describe('uploads', () => {
     const blobsBefore = blobFiles().length;
     try {
       for (const path of [files(), `${files()}/multipart`]) {
-        await new Promise<void>((resolve) => {
+        await new Promise<void>((resolve, reject) => {
           const req = http.request({
             host: '127.0.0.1',
             port,
@@ -188,11 +188,18 @@ describe('uploads', () => {
           req.on('close', () => resolve());
           req.write(path.endsWith('multipart') ? '--zz\r\nContent-Disposition: form-data; name="file"; filename="x"\r\n\r\n' : '{"filename":"cut.bin","content":"');
           req.write(Buffer.alloc(64 * 1024, 0x41));
-          setTimeout(() => req.destroy(), 200);
+          // Cut once the server is storing the bytes (its temp file exists), the case that must clean up.
+          until(async () => (blobFiles().some((f) => f.endsWith('.tmp')) ? true : undefined)).then(
+            () => req.destroy(),
+            (err) => {
+              reject(err);
+              req.destroy();
+            },
+          );
         });
+        // The server notices the cut and cleans up (before the next form's temp file is looked for).
+        await until(async () => (blobFiles().length === blobsBefore ? true : undefined));
       }
-      // The server notices the cut and cleans up.
-      for (let i = 0; i < 50 && blobFiles().length !== blobsBefore; i++) await new Promise((r) => setTimeout(r, 100));
       expect(blobFiles().length).toBe(blobsBefore);
       expect((await h.call('GET', files(), { token: owner.token, workspace: ws.id })).body.length).toBe(before);
     } finally {

@@ -134,9 +134,8 @@ describe('a client generated from the OpenAPI document', () => {
     expect(tsc.status).not.toBe(0);
   });
 
-  test('the same program runs against a real server', async ({ h }) => {
+  test('the same program runs against a real server', async ({ base, h }) => {
     const me = await h.user('generated');
-    const base = await h.listen();
     // vitest strips the type-only import of ./schema.js: this is the program tsc checked, run as is.
     const mod: { walkthrough(b: string, t: string, u: string): Promise<string[]> } = await import(pathToFileURL(join(dir, 'walkthrough.ts')).href);
     const seen = await mod.walkthrough(base, me.token, me.id);

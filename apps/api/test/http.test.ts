@@ -40,8 +40,7 @@ describe('HTTP conventions', () => {
     expect(admin.status).toBe(413);
   });
 
-  test('over real HTTP: a declared length over the limit is 413 before the body is read; a chunked one is counted', async ({ h, owner }) => {
-    const base = await h.listen();
+  test('over real HTTP: a declared length over the limit is 413 before the body is read; a chunked one is counted', async ({ base, h, owner }) => {
     const big = JSON.stringify({ name: 'x'.repeat(h.services.config.MAX_BODY_BYTES) });
     const headers = { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' };
     const declared = await fetch(`${base}/api/v1/workspaces`, { method: 'POST', headers, body: big });

@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ERROR_STATUS } from '@wds/errors';
 import { routes } from '../src/app.js';
 import { exclusionOf } from '../src/mcp/tools.js';
-import { Harness, describe, eventually, expect, test } from './support.js';
+import { Harness, describe, eventually, expect, test, waitForStfQueue } from './support.js';
 
 /**
  * The MCP interface end to end: the SDK's own client over Streamable HTTP against the app served on 127.0.0.1.
@@ -62,12 +62,7 @@ function sampleValue(name: string, s: any): unknown {
 const codeOf = (r: ToolResult) => r.structuredContent?.code as string | undefined;
 
 describe('mcp', () => {
-  let base: string;
-  test('serve', async ({ h }) => {
-    base = await h.listen();
-  });
-
-  test('no, a malformed or a revoked credential is 401 before any tool runs', async ({ h, owner }) => {
+  test('no, a malformed or a revoked credential is 401 before any tool runs', async ({ base, h, owner }) => {
     for (const auth of [undefined, 'Bearer nope', 'Bearer svc_doesnotexist', 'Basic Zm9vOmJhcg==']) {
       const r = await fetch(`${base}/mcp`, {
         method: 'POST',
@@ -84,7 +79,7 @@ describe('mcp', () => {
     await expect(c.client.listTools()).rejects.toThrow();
   });
 
-  test('every operation a user can call over /api/v1 is a tool, and every exclusion has its reason', async ({ owner }) => {
+  test('every operation a user can call over /api/v1 is a tool, and every exclusion has its reason', async ({ base, owner }) => {
     const c = await connect(base, owner.token);
     const { tools } = await c.client.listTools();
     const names = new Set(tools.map((t) => t.name));
@@ -134,7 +129,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('SQL over MCP: the same rows, errors and audit as over HTTP; a member sees only what policies allow', async ({ h, owner, ws }) => {
+  test('SQL over MCP: the same rows, errors and audit as over HTTP; a member sees only what policies allow', async ({ base, h, owner, ws }) => {
     const member = await h.user('member');
     await h.addMember(owner.token, ws.id, member.email, 'member');
     await h.sqlOk(owner.token, ws.id, 'CREATE TABLE deals (title text, owner_id uuid)');
@@ -172,7 +167,7 @@ describe('mcp', () => {
     await m.close();
   });
 
-  test('the workspace: X-Workspace-ID, or set_workspace; none is a clear tool error; another one is refused', async ({ h, owner, ws }) => {
+  test('the workspace: X-Workspace-ID, or set_workspace; none is a clear tool error; another one is refused', async ({ base, h, owner, ws }) => {
     const c = await connect(base, owner.token);
     expect((await c.call('get_current_workspace')).structuredContent).toEqual({ workspace: null, source: null });
     const none = await c.call('list_files');
@@ -200,7 +195,7 @@ describe('mcp', () => {
     await fixed.close();
   });
 
-  test('a session belongs to the identity that opened it', async ({ h, owner }) => {
+  test('a session belongs to the identity that opened it', async ({ base, h, owner }) => {
     const c = await connect(base, owner.token);
     const sessionId = c.transport.sessionId;
     expect(sessionId).toBeTruthy();
@@ -220,7 +215,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('files: upload from base64, download as base64, as an image block, and in ranges past the result cap', async ({ h, owner, ws }) => {
+  test('files: upload from base64, download as base64, as an image block, and in ranges past the result cap', async ({ base, h, owner, ws }) => {
     const c = await connect(base, owner.token, ws.id);
     const text = 'hello from an agent\n'.repeat(10);
     const up = await c.call('upload_file', { filename: 'note.txt', content_type: 'text/plain', content: Buffer.from(text).toString('base64') });
@@ -249,7 +244,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('an agent builds and runs automation: STF, instant run, workflow, its run record, documents', async ({ owner, ws }) => {
+  test('an agent builds and runs automation: STF, instant run, workflow, its run record, documents', async ({ base, owner, ws }) => {
     const c = await connect(base, owner.token, ws.id);
     const ok = async (name: string, args: Record<string, unknown>) => {
       const r = await c.call(name, args);
@@ -286,7 +281,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('an oversized /mcp body is 413 before any tool runs', async ({ h, owner }) => {
+  test('an oversized /mcp body is 413 before any tool runs', async ({ base, h, owner }) => {
     const big = 'x'.repeat(h.services.config.MCP_MAX_BODY_BYTES + 10);
     const r = await fetch(`${base}/mcp`, {
       method: 'POST',
@@ -315,7 +310,7 @@ describe('mcp', () => {
     expect(((await init.json()) as { result?: { serverInfo?: unknown } }).result?.serverInfo).toBeDefined();
   });
 
-  test('one JSON-RPC message per request: a batch is refused; a body that is not JSON is a parse error', async ({ owner }) => {
+  test('one JSON-RPC message per request: a batch is refused; a body that is not JSON is a parse error', async ({ base, owner }) => {
     const c = await connect(base, owner.token);
     const post = (body: string) =>
       fetch(`${base}/mcp`, {
@@ -337,7 +332,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('a cancelled call is answered (the request carrying it ends) with a cancellation error', async ({ owner, ws }) => {
+  test('a cancelled call is answered (the request carrying it ends) with a cancellation error', async ({ base, h, owner, ws }) => {
     const c = await connect(base, owner.token, ws.id);
     const stf = (await c.call('create_stf', { name: 'spin', version: '1', runtime: 'javascript', code: Buffer.from('while (true) {}').toString('base64') }))
       .structuredContent;
@@ -354,7 +349,8 @@ describe('mcp', () => {
       headers,
       body: JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'instant_run_stf', arguments: { stf_id: stf.id } } }),
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // Cancelled while it runs: once the workspace's run holds the worker.
+    await waitForStfQueue(h, (q) => q.workspaces[ws.id]?.running === 1);
     const cancel = await fetch(`${base}/mcp`, {
       method: 'POST',
       headers,
@@ -368,7 +364,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('tools outside a workspace work whatever became of the chosen one', async ({ h, owner }) => {
+  test('tools outside a workspace work whatever became of the chosen one', async ({ base, h, owner }) => {
     const doomed = await h.workspace(owner.token, 'doomed');
     const c = await connect(base, owner.token);
     await c.call('set_workspace', { workspace_id: doomed.id });
@@ -381,7 +377,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('download_file: an unsatisfiable range is a tool error; a file declared JSON that is not is answered as text', async ({ owner, ws }) => {
+  test('download_file: an unsatisfiable range is a tool error; a file declared JSON that is not is answered as text', async ({ base, owner, ws }) => {
     const c = await connect(base, owner.token, ws.id);
     const f = (await c.call('upload_file', { filename: 'bad.json', content_type: 'application/json', content: Buffer.from('{not json').toString('base64') }))
       .structuredContent;
@@ -392,7 +388,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('docs/mcp.md names every tool', async ({ owner }) => {
+  test('docs/mcp.md names every tool', async ({ base, owner }) => {
     const c = await connect(base, owner.token);
     const doc = readFileSync(new URL('../../../docs/mcp.md', import.meta.url), 'utf8');
     const missing = (await c.client.listTools()).tools.map((t) => t.name).filter((n) => !doc.includes(`| \`${n}\` |`));
@@ -400,7 +396,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('every read that needs nothing but the workspace answers over MCP exactly what it answers over HTTP', async ({ h, owner, ws }) => {
+  test('every read that needs nothing but the workspace answers over MCP exactly what it answers over HTTP', async ({ base, h, owner, ws }) => {
     await h.sqlOk(owner.token, ws.id, 'CREATE TABLE parity (x int)');
     await h.group(owner.token, ws.id, { name: 'readers', user_ids: [owner.id] });
     const c = await connect(base, owner.token, ws.id);
@@ -419,7 +415,7 @@ describe('mcp', () => {
     await c.close();
   });
 
-  test('every tool answers a call with a result or a tool error carrying an API error code, never a protocol error', async ({ h, owner, ws }) => {
+  test('every tool answers a call with a result or a tool error carrying an API error code, never a protocol error', async ({ base, h, owner, ws }) => {
     const c = await connect(base, owner.token, ws.id);
     const { tools } = await c.client.listTools();
     const failures: string[] = [];
@@ -452,7 +448,7 @@ describe('mcp', () => {
     void h;
   });
 
-  test("cross-workspace: A's credential reaches nothing of B through any tool", async ({ h, owner, ws }) => {
+  test("cross-workspace: A's credential reaches nothing of B through any tool", async ({ base, h, owner, ws }) => {
     const intruder = await h.user('intruder');
     const key = await h.call('POST', '/api/v1/api-keys', { token: intruder.token, body: { name: 'agent' } });
     await h.sqlOk(owner.token, ws.id, 'CREATE TABLE secrets (v text)');
@@ -493,8 +489,7 @@ describe('mcp', () => {
 });
 
 describe('mcp over stdio', () => {
-  test('the stdio bridge (dist/mcp-stdio.js) forwards tools and calls with its key; a bad key never starts', async ({ h, owner, ws }) => {
-    const base = await h.listen();
+  test('the stdio bridge (dist/mcp-stdio.js) forwards tools and calls with its key; a bad key never starts', async ({ base, h, owner, ws }) => {
     const key = await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'desktop agent' } });
     await h.sqlOk(owner.token, ws.id, 'CREATE TABLE notes (body text)');
     await h.allowAll(owner.token, ws.id, [owner.id], ['notes']);

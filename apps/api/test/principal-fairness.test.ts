@@ -7,10 +7,9 @@
  * runs wait on gates the test holds (a table lock, a gate table), and the tests poll for their conditions.
  */
 import { workspaceRole, physicalName, USER_SCHEMA } from '@wds/sql-rewriter';
-import type { JavascriptRuntime } from '@wds/stf-runtime';
 import pg from 'pg';
 import { afterAll, beforeAll, test } from 'vitest';
-import { describe, expect, Harness, until } from './support.js';
+import { describe, expect, Harness, stfQueue, until } from './support.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 type User = Awaited<ReturnType<Harness['user']>>;
@@ -124,7 +123,7 @@ describe("STFs: one user's runs over many workspaces hold one share of the worke
   };
   const run = (user: User, ws: string, stf: string, input: unknown) =>
     h.call('POST', '/api/v1/stfs/instant-run', { token: user.token, workspace: ws, body: { stf_id: stf, input } });
-  const queue = () => (h.services.runtimes.javascript as JavascriptRuntime).stats().queue;
+  const queue = () => stfQueue(h);
 
   test("another user's run finds a free worker while one user's gated runs in three workspaces wait", async () => {
     const abuser = await h.user('stf-abuser');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { Harness, until } from './support.js';
+import { Harness, eventually, until } from './support.js';
 
 /**
  * GET /ws: policy-filtered realtime (docs/automation.md, "Realtime"). Real servers on 127.0.0.1, real WebSockets,
@@ -80,9 +80,15 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** Waits until both processes delivered every batch notified so far (the notifications have arrived first). */
-async function settled(): Promise<void> {
-  await new Promise((r) => setTimeout(r, 100));
+/** How many notifications each process's hub has heard: taken before the changes that `settled` waits for. */
+const heard = () => [h, h2].map((p) => p.realtime?.hub.heard ?? 0);
+
+/**
+ * Waits until both processes heard `changes` notifications more than at `mark` (one per statement that changed rows
+ * of a table), then until they delivered every batch notified so far.
+ */
+async function settled(mark: number[], changes: number): Promise<void> {
+  await eventually(async () => heard().every((n, i) => n >= (mark[i] ?? 0) + changes), 20_000);
   await Promise.all([h.realtime?.hub.settled(), h2.realtime?.hub.settled()]);
 }
 
@@ -108,13 +114,14 @@ describe('GET /ws', () => {
     const b = await track(connect(base2, { query: { token: bob.token, workspace_id: ws.id } }));
     const c = await track(connect(base2, { token: carol.token, workspace: ws.id }));
 
+    const inserted = heard();
     await h.sqlOk(
       owner.token,
       ws.id,
       `INSERT INTO orders (name, owner, region, secret) VALUES
          ('a-us', '${alice.id}', 'us', 'no'), ('a-eu', '${alice.id}', 'eu', 'no'), ('x-eu', '${owner.id}', 'eu', 'no'), ('x-eu-secret', '${owner.id}', 'eu', 'yes'), ('x-us', '${owner.id}', 'us', 'no')`,
     );
-    await settled();
+    await settled(inserted, 1);
     expect(a.rows()).toEqual(['RowInserted:orders:a-us', 'RowInserted:orders:a-eu']);
     expect(b.rows()).toEqual(['RowInserted:orders:a-eu', 'RowInserted:orders:x-eu']);
     expect(c.rows()).toEqual([]);
@@ -125,9 +132,10 @@ describe('GET /ws', () => {
     // An update moving a row out of Bob's view is a RowDeleted for him, an update for Alice; a delete reaches those who saw it.
     const aEu = (await h.sqlOk(owner.token, ws.id, "SELECT id FROM orders WHERE name = 'a-eu'")).rows[0].id;
     const xEu = (await h.sqlOk(owner.token, ws.id, "SELECT id FROM orders WHERE name = 'x-eu'")).rows[0].id;
+    const changed = heard();
     await h.sqlOk(owner.token, ws.id, "UPDATE orders SET region = 'us' WHERE name = 'a-eu'");
     await h.sqlOk(owner.token, ws.id, "DELETE FROM orders WHERE name IN ('x-eu', 'x-us', 'x-eu-secret')");
-    await settled();
+    await settled(changed, 2);
     expect(a.rows().slice(2)).toEqual(['RowUpdated:orders:a-eu']);
     expect(b.rows().slice(2)).toEqual([`RowDeleted:orders:${aEu}`, `RowDeleted:orders:${xEu}`]);
     expect(c.rows()).toEqual([]);
@@ -151,9 +159,10 @@ describe('GET /ws', () => {
       await h.allowAll(owner.token, w.id, [owner.id], ['orders']);
     }
     const c = await track(connect(base2, { token: owner.token, workspace: mine.id }));
+    const mark = heard();
     await h.sqlOk(owner.token, theirs.id, "INSERT INTO orders (name) VALUES ('theirs')");
     await h.sqlOk(owner.token, mine.id, "INSERT INTO orders (name) VALUES ('mine')");
-    await settled();
+    await settled(mark, 2);
     expect(c.rows()).toEqual(['RowInserted:orders:mine']);
   });
 
@@ -164,18 +173,20 @@ describe('GET /ws', () => {
     await h.allowAll(owner.token, w.id, [owner.id], ['orders', 'notes']);
     const c = await track(connect(base, { token: owner.token, workspace: w.id, query: { tables: 'notes' } }));
     expect(c.messages[0]?.data.tables).toEqual(['notes']);
+    const first = heard();
     await h.sqlOk(owner.token, w.id, "INSERT INTO orders (name) VALUES ('o1')");
     await h.sqlOk(owner.token, w.id, "INSERT INTO notes (name) VALUES ('n1')");
-    await settled();
+    await settled(first, 2);
     expect(c.rows()).toEqual(['RowInserted:notes:n1']);
     c.socket.send(JSON.stringify({ type: 'subscribe', tables: ['orders'] }));
     c.socket.send(JSON.stringify({ type: 'ping' }));
     c.socket.send('not json');
     await until(async () => (c.messages.some((m) => m.type === 'error') ? true : undefined), 5000);
     expect(c.messages.slice(-3).map((m) => m.type)).toEqual(['subscribed', 'pong', 'error']);
+    const second = heard();
     await h.sqlOk(owner.token, w.id, "INSERT INTO orders (name) VALUES ('o2')");
     await h.sqlOk(owner.token, w.id, "INSERT INTO notes (name) VALUES ('n2')");
-    await settled();
+    await settled(second, 2);
     expect(c.rows()).toEqual(['RowInserted:notes:n1', 'RowInserted:orders:o2']);
   });
 
@@ -210,8 +221,9 @@ describe('GET /ws', () => {
     const mine = await track(connect(base, { token: owner.token, workspace: w.id }));
     const theirs = await track(connect(base2, { token: other.token, workspace: w.id }));
     const big = 'y'.repeat(300_000);
+    const mark = heard();
     await h.sqlOk(owner.token, w.id, `INSERT INTO docs (name, owner, body) VALUES ('long', '${owner.id}', '${big}'), ('short', '${other.id}', 'b')`);
-    await settled();
+    await settled(mark, 1);
     const id = (await h.sqlOk(owner.token, w.id, "SELECT id FROM docs WHERE name = 'long'")).rows[0].id;
     const events = (c: Client) => c.messages.filter((m) => m.type === 'RowInserted').map((m) => m.data);
     expect(events(mine)).toEqual([
@@ -264,8 +276,9 @@ describe('GET /ws', () => {
     await h.sqlOk(owner.token, w.id, 'CREATE TABLE orders (name text)');
     await h.allowAll(owner.token, w.id, [owner.id, member.id], ['orders']);
     const c = await track(connect(base2, { token: member.token, workspace: w.id }));
+    const mark = heard();
     await h.sqlOk(owner.token, w.id, "INSERT INTO orders (name) VALUES ('before')");
-    await settled();
+    await settled(mark, 1);
     expect(c.rows()).toEqual(['RowInserted:orders:before']);
     const removed = await h.call('DELETE', `/api/v1/workspaces/${w.id}/members/${m.id}`, { token: owner.token });
     expect(removed.status).toBeLessThan(300);

@@ -8,14 +8,14 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { DEFAULT_LIMITS, type JavascriptRuntime, type StfRuntime } from '@wds/stf-runtime';
+import { DEFAULT_LIMITS, type StfRuntime } from '@wds/stf-runtime';
 import { WorkflowConcurrency } from '@wds/workflows';
 import { afterAll, beforeAll, test } from 'vitest';
 import wabtInit from 'wabt';
 import { loadConfig } from '../src/config.js';
 import { guardedFetch, OutboundGuard } from '@wds/effect-runner';
 import { createRuntimes } from '../src/runtimes.js';
-import { describe, expect, Harness, until } from './support.js';
+import { describe, expect, Harness, until, waitForStfQueue } from './support.js';
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 
@@ -29,10 +29,6 @@ async function saveStf(h: Harness, user: User, ws: string, code: string | Buffer
 const instantRun = (h: Harness, user: User, ws: string, stfId: string, input: unknown = null) =>
   h.call('POST', '/api/v1/stfs/instant-run', { token: user.token, workspace: ws, body: { stf_id: stfId, input } });
 
-/** Resolves once the javascript runtime's queue shows `check` (the harness has one worker). */
-const queueOf = (h: Harness) => (h.services.runtimes.javascript as JavascriptRuntime).stats().queue;
-const waitForQueue = (h: Harness, check: (q: ReturnType<typeof queueOf>) => boolean) =>
-  until(async () => (check(queueOf(h)) ? true : undefined), 20_000);
 
 /**
  * An STF that notes when it started (its first statement), waits until the test opens its workspace's gate (a row in
@@ -73,9 +69,9 @@ describe('STF runs queue per workspace (javascript, one worker)', () => {
 
     // A's burst: one run holding the worker (until A's gate opens), three waiting (its queue's limit); then B asks.
     const burst = [0, 1, 2, 3].map((i) => instantRun(h, a.user, a.ws, a.stf, `a${i}`));
-    await waitForQueue(h, (q) => q.workspaces[a.ws]?.running === 1 && q.workspaces[a.ws]?.waiting === 3);
+    await waitForStfQueue(h, (q) => q.workspaces[a.ws]?.running === 1 && q.workspaces[a.ws]?.waiting === 3);
     const single = instantRun(h, b.user, b.ws, b.stf, 'b0');
-    await waitForQueue(h, (q) => q.workspaces[b.ws]?.waiting === 1);
+    await waitForStfQueue(h, (q) => q.workspaces[b.ws]?.waiting === 1);
     await a.open();
 
     const answers = await Promise.all([...burst, single]);
@@ -93,13 +89,13 @@ describe('STF runs queue per workspace (javascript, one worker)', () => {
     const b = await tenant(h, 'b', false);
 
     const admitted = [0, 1, 2, 3].map((i) => instantRun(h, a.user, a.ws, a.stf, `a${i}`));
-    await waitForQueue(h, (q) => q.workspaces[a.ws]?.running === 1 && q.workspaces[a.ws]?.waiting === 3);
+    await waitForStfQueue(h, (q) => q.workspaces[a.ws]?.running === 1 && q.workspaces[a.ws]?.waiting === 3);
     const refused = await instantRun(h, a.user, a.ws, a.stf, 'a4');
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({ code: 'TOO_MANY_REQUESTS', error: expect.stringContaining('STF runs waiting') });
     // B's queue is its own: admitted (it waits its turn), not refused.
     const other = instantRun(h, b.user, b.ws, b.stf, 'b0');
-    await waitForQueue(h, (q) => q.workspaces[b.ws]?.waiting === 1);
+    await waitForStfQueue(h, (q) => q.workspaces[b.ws]?.waiting === 1);
     await a.open();
     expect((await other).body).toMatchObject({ success: true, output: { who: 'b0' } });
     for (const r of await Promise.all(admitted)) expect(r.body).toMatchObject({ success: true });

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { JavascriptRuntime } from '@wds/stf-runtime';
 import { createDatabase } from '@wds/testkit';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -283,9 +284,15 @@ export async function until<T>(check: () => Promise<T | undefined>, ms = 30_000)
   }
 }
 
+/** The javascript runtime's queue statistics: STF runs in progress and waiting, per workspace and per principal. */
+export const stfQueue = (h: Harness) => (h.services.runtimes.javascript as JavascriptRuntime).stats().queue;
+/** Resolves once the javascript runtime's queue shows `check` (the harness has one worker unless STF_JS_WORKERS says). */
+export const waitForStfQueue = (h: Harness, check: (q: ReturnType<typeof stfQueue>) => boolean, ms = 20_000) =>
+  eventually(async () => check(stfQueue(h)), ms);
+
 type User = Awaited<ReturnType<Harness['user']>>;
 
-export const test = base.extend<{ harness: Harness; h: Harness; owner: User; ws: { id: string; name: string } }>({
+export const test = base.extend<{ harness: Harness; h: Harness; base: string; owner: User; ws: { id: string; name: string } }>({
   harness: [
     // biome-ignore lint/correctness/noEmptyPattern: vitest fixtures take a destructured context
     async ({}, use) => {
@@ -296,6 +303,8 @@ export const test = base.extend<{ harness: Harness; h: Harness; owner: User; ws:
     { scope: 'worker' },
   ],
   h: async ({ harness }, use) => use(harness),
+  /** The base URL of the file's harness served over HTTP (`listen()`, once per file). */
+  base: async ({ harness }, use) => use(await harness.listen()),
   owner: async ({ harness }, use) => use(await harness.user('owner')),
   ws: async ({ harness, owner }, use) => use(await harness.workspace(owner.token, 'Acme')),
 });

@@ -2,9 +2,9 @@
 // the job queue; a run can be cancelled queued (it never starts) or running (the steps not yet started never start),
 // also from another process; a queued run whose job was lost is queued again by the sweep; nobody reaches another
 // workspace's runs.
-import { claimQueuedRun, queueRun, requeueRun, requeueStaleRuns } from '@wds/workflows';
+import { claimQueuedRun, queueRun, requeueRun, requeueStaleRuns, WORKFLOW_RUNS_QUEUE } from '@wds/workflows';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness, eventually } from './support.js';
+import { Harness, eventually, until, waitForStfQueue } from './support.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 let h: Harness;
@@ -40,6 +40,16 @@ async function ended(wf: string, runId: string, harness = h): Promise<any> {
   }, 20_000);
   return last;
 }
+
+/**
+ * Resolves once the workflow-runs queue holds no job waiting or active: every run queued so far was taken and done
+ * with (a queue not started yet has none).
+ */
+const runJobsDone = () =>
+  until(async () => {
+    const q = (await h.services.jobs.backlog()).find((b) => b.queue === WORKFLOW_RUNS_QUEUE);
+    return (q?.waiting ?? 0) + (q?.active ?? 0) === 0 ? true : undefined;
+  });
 
 let double: string;
 let slow: string;
@@ -117,6 +127,8 @@ describe('cancel', () => {
     const first = (await h.call('POST', `/api/v1/workflows/${wf}/execute?async=true`, { token: owner.token, workspace: ws.id, body: { n: 1 } })).body.run_id;
     const second = (await h.call('POST', `/api/v1/workflows/${wf}/execute?async=true`, { token: owner.token, workspace: ws.id, body: { n: 5 } })).body.run_id;
     await eventually(async () => (await run(wf, first)).body.status === 'running', 10_000);
+    // Its slow step under way: its STF holds the worker (a run just claimed has not started a step yet).
+    await waitForStfQueue(h, (q) => q.workspaces[ws.id]?.running === 1);
     expect((await run(wf, second)).body.status).toBe('queued');
 
     const queued = await cancel(wf, second);
@@ -131,8 +143,8 @@ describe('cancel', () => {
     expect(done).toMatchObject({ status: 'cancelled', error: { step: 'run', kind: 'cancelled' }, output: null });
     // The slow step was under way and ended by itself; the next never started.
     expect(done.steps.map((s: any) => s.status)).toEqual(['succeeded', 'skipped']);
-    // The cancelled queued run never ran, even later.
-    await new Promise((r) => setTimeout(r, 1500));
+    // The cancelled queued run never ran, even once its job was taken.
+    await runJobsDone();
     expect((await run(wf, second)).body).toMatchObject({ status: 'cancelled', steps: [] });
 
     // An ended run cannot be cancelled: 409.
@@ -269,7 +281,8 @@ describe('queued runs survive a lost job, and may not outlive their user', () =>
     const wf = await workflow([double]);
     // Recorded as a request would, but never put on the queue.
     const runId = await queueRun(h.services.db, { workflow: { id: wf, workspace_id: ws.id }, input: { n: 4 }, executedBy: owner.id, trigger: 'async' });
-    await new Promise((r) => setTimeout(r, 300));
+    // Nothing runs it: with every job done, it is still queued.
+    await runJobsDone();
     expect((await run(wf, runId)).body.status).toBe('queued');
     // The sweep's rule: queued longer than RUN_STALE_AFTER_MS.
     const sweeper = { ...h.services, config: { ...h.services.config, RUN_STALE_AFTER_MS: 0 } };

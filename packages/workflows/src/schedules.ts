@@ -181,18 +181,21 @@ const ROUND = 100;
  * its audit entry, and `next_run_at` moved past now (as the database tells the time) — in one transaction; then the
  * runs are queued. Schedules of deleted workflows or workspaces, and those whose expression no longer parses, are
  * paused instead. A workspace at its queued-run cap skips the tick (logged). Returns the runs queued.
+ *
+ * `now` stands in for the database's clock (tests fire the ticks of seconds to come without waiting for them).
  */
-export async function fireDueSchedules(deps: WorkflowJobDeps & { config: ScheduleConfig }): Promise<string[]> {
+export async function fireDueSchedules(deps: WorkflowJobDeps & { config: ScheduleConfig }, opts: { now?: Date } = {}): Promise<string[]> {
   const queued: string[] = [];
+  const clock = opts.now ? sql<Date>`${opts.now.toISOString()}::timestamptz` : sql<Date>`now()`;
   await deps.db.transaction().execute(async (tx) => {
     const due = await tx
       .selectFrom('platform.workflow_schedules as s')
       .innerJoin('platform.workflows as w', 'w.id', 's.workflow_id')
       .innerJoin('platform.workspaces as ws', 'ws.id', 's.workspace_id')
       .selectAll('s')
-      .select([sql<Date>`now()`.as('db_now'), sql<boolean>`w.deleted_at IS NOT NULL OR ws.deleted_at IS NOT NULL`.as('gone')])
+      .select([clock.as('db_now'), sql<boolean>`w.deleted_at IS NOT NULL OR ws.deleted_at IS NOT NULL`.as('gone')])
       .where('s.paused', '=', false)
-      .where('s.next_run_at', '<=', sql<Date>`now()`)
+      .where('s.next_run_at', '<=', clock)
       .orderBy('s.next_run_at')
       .limit(ROUND)
       .forUpdate('s')
