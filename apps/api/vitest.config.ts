@@ -5,7 +5,9 @@ const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'te
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
+    // A limit for a stuck test, never an assertion of speed: the suite runs beside other packages (scripts/test.sh), and
+    // a worker-scoped harness fixture is built inside its first test.
+    testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: [
       // PostgreSQL for every test file, each on its own copy of a database migrated once (test/global-setup.ts).
