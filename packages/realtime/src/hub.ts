@@ -164,6 +164,7 @@ export class RealtimeHub {
   private readonly recent = new Set<number>();
   /** The database's clock minus this process's, in ms (measured at start): notifications carry the database's time. */
   private skewMs = 0;
+  private heardCount = 0;
 
   constructor(private readonly opts: RealtimeHubOptions) {
     this.maxPending = opts.maxPendingBatches ?? 10_000;
@@ -185,6 +186,11 @@ export class RealtimeHub {
   /** Whether events are flowing (new subscribers are refused while not). */
   get healthy(): boolean {
     return this.listener.healthy && this.key !== undefined;
+  }
+
+  /** Notifications heard on ROW_CHANGES_CHANNEL so far, forged and stale ones included (tests wait for theirs on it). */
+  get heard(): number {
+    return this.heardCount;
   }
 
   get size(): number {
@@ -251,6 +257,7 @@ export class RealtimeHub {
   }
 
   private notified(payload: string): void {
+    this.heardCount++;
     // A forged notification (another workspace's batch, a flood to overflow the backlog) is not signed: ignored.
     const n = this.key === undefined ? null : verified(this.key, payload, (Date.now() + this.skewMs) / 1000);
     // Remembered whether or not anyone here follows the workspace yet: a replay must not reach who subscribes later.
