@@ -60,9 +60,9 @@ describe('heartbeat', () => {
       'hb-alive',
       async (job) => {
         runs.push(job);
-        // Four maintenance runs (each at least a second after the last): three stale thresholds, with maintenance
-        // after each.
-        await queues.maintenance(4);
+        // Three maintenance runs (each at least a second after the last): the last two find the job older than
+        // the 1 s stale threshold, its heartbeat alone keeping it.
+        await queues.maintenance(3);
       },
       { expireInSeconds: 600, retryLimit: 1 },
     );
