@@ -207,24 +207,27 @@ describe('runEffect statuses and retries', () => {
     const target = await server(() => {
       // never answer
     });
-    const started = Date.now();
     const err = await failure(runEffect(spec(target.origin, { retries: 1 }), {}, { guard: loopbackGuard(), defaultTimeoutMs: 150, backoffMs: 1 }));
     expect(err.kind).toBe('timeout');
+    expect(err.message).toContain('within 150 ms'); // the given deadline, not a default
     expect(err.attempts).toBe(2);
     expect(target.requests).toHaveLength(2);
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('the timeout covers a slow name resolution', async () => {
     const target = await server();
+    // The name resolves only once the call has timed out.
+    let resolved!: (addresses: { address: string; family: 4 | 6 }[]) => void;
     const guard = new OutboundGuard({
       allowlist: ['127.0.0.1'],
-      resolver: () => new Promise((resolve) => setTimeout(() => resolve([{ address: '127.0.0.1', family: 4 }]), 300)),
+      resolver: () => new Promise((resolve) => (resolved = resolve)),
     });
     const err = await failure(runEffect(spec(`http://slow.test:${target.port}/`), {}, { guard, defaultTimeoutMs: 100 }));
     expect(err.kind).toBe('timeout');
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    expect(target.connections).toBe(0);
+    resolved([{ address: '127.0.0.1', family: 4 }]);
+    // A connection of our own, opened after the late answer was handed back: only it reaches the server.
+    expect((await fetch(target.origin)).status).toBe(200);
+    expect(target.connections).toBe(1);
   });
 
   it('times out on a body that never ends', async () => {
@@ -254,8 +257,7 @@ describe('runEffect limits', () => {
         res.end('x'.repeat(2000));
       } else {
         res.writeHead(200, { 'content-type': 'text/plain' });
-        res.write('x'.repeat(600));
-        setTimeout(() => res.end('x'.repeat(600)), 20);
+        res.write('x'.repeat(600), () => res.end('x'.repeat(600))); // two chunks, no declared length
       }
     });
     const guard = loopbackGuard();

@@ -83,10 +83,9 @@ describe('fetchSource', () => {
     const target = await server(() => {
       // never answer
     });
-    const started = Date.now();
     const err = await failure(fetchSource({ url: target.origin, timeout_secs: 30 }, { guard: loopbackGuard(), maxTimeoutMs: 150 }));
     expect(err.kind).toBe('timeout');
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(err.message).toContain('within 150 ms'); // the maximum, not the 30 s asked for
   });
 
   it('a shorter timeout_secs applies', async () => {

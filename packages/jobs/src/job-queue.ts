@@ -97,6 +97,8 @@ export class JobQueue {
   readonly #heartbeatIntervalMs: number;
   readonly #staleSeconds: number;
   readonly #onError: (err: Error) => void;
+  readonly #onPolled: ((queue: string) => void) | undefined;
+  readonly #onMaintained: (() => void) | undefined;
   readonly #workers = new Map<string, QueueWorker<FetchedJob>>();
   readonly #registered = new Set<string>();
   #pool: pg.Pool | undefined;
@@ -129,6 +131,8 @@ export class JobQueue {
     this.#pollingIntervalMs = pollingIntervalSeconds * 1000;
     this.#maintenanceIntervalSeconds = maintenanceIntervalSeconds;
     this.#onError = opts.onError ?? ((err) => console.error('[@wds/jobs]', err));
+    this.#onPolled = opts.onPolled;
+    this.#onMaintained = opts.onMaintained;
   }
 
   /** Creates or migrates pg-boss's schema and starts maintenance. Calling it again returns the same start. */
@@ -158,6 +162,8 @@ export class JobQueue {
     boss.on('error', (err) => {
       if (!this.#stopping) this.#onError(err);
     });
+    const onMaintained = this.#onMaintained;
+    if (onMaintained) boss.on('maintenance', () => onMaintained());
     try {
       await boss.start();
     } catch (err) {
@@ -340,6 +346,7 @@ export class JobQueue {
       fetch: (limit) => boss.fetch<Envelope>(name, { batchSize: limit, includeMetadata: true }),
       execute: (job, interrupted) => this.#attempt(name, job, interrupted, work),
       onError: this.#onError,
+      ...(this.#onPolled ? { onPolled: () => this.#onPolled?.(name) } : {}),
     });
     this.#workers.set(name, worker);
     if (this.#stopping) return; // stop() began while the queue was being created: do not start claiming

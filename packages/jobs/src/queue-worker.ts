@@ -8,6 +8,8 @@ export interface QueueWorkerOptions<J> {
   /** Runs and settles one job; resolves promptly once `interrupted` is aborted. Must not reject. */
   execute: (job: J, interrupted: AbortSignal) => Promise<void>;
   onError: (err: Error) => void;
+  /** The loop went round once (JobQueueOptions.onPolled). */
+  onPolled?: () => void;
 }
 
 interface Running {
@@ -70,6 +72,7 @@ export class QueueWorker<J> {
           this.#opts.onError(err as Error);
         }
       }
+      this.#opts.onPolled?.();
       // A full batch means the queue may hold more: claim again at once. Otherwise wait for the interval, a
       // local enqueue or a freed slot.
       if (!this.#stopping && (free === 0 || claimed < free)) await this.#wait(this.#opts.pollingIntervalMs);

@@ -20,6 +20,13 @@ export interface JobQueueOptions {
   heartbeatStaleSeconds?: number;
   /** Errors nobody awaits: a lost database connection, a failed completion. Default: console.error. */
   onError?: (err: Error) => void;
+  /**
+   * A queue's polling loop went round once (it claimed what fitted its free slots, or had none free): tests wait for
+   * polls in which something must not happen instead of sleeping. Dead-letter queues are `<name>__failed`.
+   */
+  onPolled?: (queue: string) => void;
+  /** This instance ran pg-boss's maintenance (expiring jobs past their deadline): tests wait for it instead of sleeping. */
+  onMaintained?: () => void;
 }
 
 export interface StopOptions {

@@ -18,6 +18,9 @@ export function useJobQueues() {
   const ctx = { url: '' };
   const open: JobQueue[] = [];
   let reported: Error[] = [];
+  /** Polling rounds per queue and maintenance runs, over every JobQueue of the test (JobQueueOptions.onPolled/onMaintained). */
+  const polled = new Map<string, number>();
+  let maintained = 0;
 
   beforeAll(async () => {
     ctx.url = await createDatabase(inject('pgServerUrl'), { prefix: 'jobs' });
@@ -26,6 +29,8 @@ export function useJobQueues() {
     await Promise.all(open.splice(0).map((q) => q.stop({ graceful: false })));
     const errors = reported;
     reported = [];
+    polled.clear();
+    maintained = 0;
     expect(errors.map((e) => e.message)).toEqual([]);
   });
 
@@ -35,13 +40,30 @@ export function useJobQueues() {
     },
     /** A JobQueue on the test database, not started. */
     create(opts: Partial<JobQueueOptions> = {}): JobQueue {
-      const queue = new JobQueue({ connectionString: ctx.url, ...FAST, onError: (e) => reported.push(e), ...opts });
+      const queue = new JobQueue({
+        connectionString: ctx.url,
+        ...FAST,
+        onError: (e) => reported.push(e),
+        onPolled: (name) => polled.set(name, (polled.get(name) ?? 0) + 1),
+        onMaintained: () => maintained++,
+        ...opts,
+      });
       open.push(queue);
       return queue;
     },
     /** The errors reported so far, which then no longer fail the test. */
     takeErrors(): string[] {
       return reported.splice(0).map((e) => e.message);
+    },
+    /** Resolves once `queue` has gone round its polling loop `n` more times (rounds in which something must not happen). */
+    async polls(queue: string, n: number): Promise<void> {
+      const target = (polled.get(queue) ?? 0) + n;
+      await until(() => (polled.get(queue) ?? 0) >= target);
+    },
+    /** Resolves once pg-boss's maintenance has run `n` more times (each at least maintenanceIntervalSeconds apart). */
+    async maintenance(n: number): Promise<void> {
+      const target = maintained + n;
+      await until(() => maintained >= target);
     },
     async start(opts: Partial<JobQueueOptions> = {}): Promise<JobQueue> {
       const queue = this.create(opts);

@@ -1,5 +1,4 @@
 import '@wds/testkit';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { type FailedJob, type Job, JobQueue } from '../src/index.js';
 import { forever, gate, UUID, until, useJobQueues } from './helpers.js';
@@ -89,7 +88,7 @@ describe('running jobs', () => {
     const ids = await Promise.all([1, 2, 3, 4, 5].map((n) => queue.enqueue('busy', { n })));
 
     await until(() => running === 2);
-    await sleep(600); // three polling intervals in which a third job could wrongly start
+    await queues.polls('busy', 3); // three polling rounds in which a third job could wrongly start
     const states = await Promise.all(ids.map((id) => queue.getJob('busy', id!)));
     expect(states.filter((s) => s === 'active')).toHaveLength(2);
     expect(states.filter((s) => s === 'created')).toHaveLength(3);
@@ -128,7 +127,8 @@ describe('failures', () => {
     await until(() => queue.getJob('flaky', recovers!), (s) => s === 'completed');
     expect(attempts.get(recovers!)).toEqual([1, 2]);
 
-    await sleep(1000); // five polling intervals: no further attempt, no second onFailed
+    // Five polling rounds of the queue and of its dead-letter queue: no further attempt, no second onFailed.
+    await Promise.all([queues.polls('flaky', 5), queues.polls('flaky__failed', 5)]);
     expect(attempts.get(doomed!)).toEqual([1, 2, 3]);
     expect(failed).toHaveLength(1);
   });

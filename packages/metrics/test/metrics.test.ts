@@ -51,7 +51,6 @@ describe('Metrics', () => {
     expect(text).toContain('wds_job_queue_oldest_age_seconds{queue="embed-file"} 12.5');
     expect(queries).toBe(1);
     pool.totalCount = 5;
-    await new Promise((r) => setTimeout(r, 5));
     text = await m.render();
     expect(text).toContain('wds_db_pool_connections{pool="service",state="open"} 5');
   });

@@ -125,8 +125,11 @@ async function gatedHub(opts: { maxPendingBatches?: number; concurrency?: number
   };
 }
 
-const settle = async (hub: RealtimeHub) => {
-  await new Promise((r) => setTimeout(r, 150)); // the notifications arrive
+/** Waits until `hub` has heard `n` notifications in all (one per statement that captured rows, one per `notify`). */
+const heard = (hub: RealtimeHub, n: number) => expect.poll(() => hub.heard).toBe(n);
+/** Waits until `hub` has heard `n` notifications in all, then until it has delivered every batch among them. */
+const settle = async (hub: RealtimeHub, n: number) => {
+  await heard(hub, n);
   await hub.settled();
 };
 
@@ -141,10 +144,10 @@ describe('RealtimeHub', () => {
     s2.remove = g.hub.add(s2);
     for (let i = 0; i < 6; i++) await insert(busy, i); // one in delivery, then 3 waiting, then the overflow
     await insert(calm, 100);
-    await new Promise((r) => setTimeout(r, 150));
+    await heard(g.hub, 7); // the overflow was heard
     expect(s1.closedWith).toBe(CLOSE.tooSlow);
     g.open();
-    await settle(g.hub);
+    await settle(g.hub, 7);
     expect(s2.got).toEqual([{ type: 'RowInserted', data: { table_name: 't', row: expect.objectContaining({ v: 100 }) } }]);
     expect(g.hub.size).toBe(1);
   });
@@ -159,9 +162,9 @@ describe('RealtimeHub', () => {
     s2.remove = g.hub.add(s2);
     for (let i = 0; i < 45; i++) await insert(busy, i);
     await insert(other, 1000);
-    await new Promise((r) => setTimeout(r, 150));
+    await heard(g.hub, 46);
     g.open();
-    await settle(g.hub);
+    await settle(g.hub, 46);
     expect(s1.got).toHaveLength(45);
     // In batch order for the busy workspace, and the other one's batch right after its first turn.
     expect(s1.got.map((m) => (m as unknown as { data: { row: { v: number } } }).data.row.v)).toEqual([...Array(45).keys()]);
@@ -179,9 +182,9 @@ describe('RealtimeHub', () => {
     const caller = { workspaceId: big, ddlGroupId: null, isAdmin: false, subject: { kind: 'user' as const, userId: user } };
     await sql.execute(caller, 'INSERT INTO t (v) SELECT g FROM generate_series(1, 25) g', limits);
     await insert(other, 1000);
-    await new Promise((r) => setTimeout(r, 150));
+    await heard(g.hub, 2);
     g.open();
-    await settle(g.hub);
+    await settle(g.hub, 2);
     expect(s1.got.map((m) => (m as unknown as { data: { row: { v: number } } }).data.row.v)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
     expect(s2.got).toHaveLength(1);
     expect(g.order.indexOf(other)).toBe(20);
@@ -215,7 +218,7 @@ describe('RealtimeHub', () => {
     const ws = await workspace();
     const elsewhere = await workspace();
     await insert(ws, 1);
-    await settle(hub); // nobody subscribed yet: the genuine notification went by
+    await settle(hub, 1); // nobody subscribed yet: the genuine notification went by
     const batch = await lastBatch(ws);
     const at = now();
     const mac = batchMac(key, ws, batch, at);
@@ -237,20 +240,20 @@ describe('RealtimeHub', () => {
       `${ws}:${batch}:${at}:${createHash('sha256').update(`${key}:${ws}:${batch}:${at}`).digest('hex')}`, // the whole digest
     ];
     for (const payload of forged) await notify(payload);
-    await settle(hub);
+    await settle(hub, 14);
     expect(s.got).toEqual([]);
     expect(s.closedWith).toBeUndefined();
     // The batch that went by before they subscribed, replayed (properly signed, fresh): not theirs to get now.
     await notify(signed(ws, batch));
-    await settle(hub);
+    await settle(hub, 15);
     expect(s.got).toEqual([]);
     // A batch while subscribed arrives once, however often it is replayed.
     await insert(ws, 2);
-    await settle(hub);
+    await settle(hub, 16);
     const second = await lastBatch(ws);
     await notify(signed(ws, second));
     await notify(signed(ws, second));
-    await settle(hub);
+    await settle(hub, 18);
     expect(values(s.got)).toEqual([2]);
     // A hub that never saw it (another process): a replay with the time it was sent, minutes ago, is refused; the
     // same batch signed as sent now is taken (it is one of the capture's: only it has the key).
@@ -258,10 +261,10 @@ describe('RealtimeHub', () => {
     const t = subscriber(ws);
     t.remove = other.add(t);
     await notify(signed(ws, second, String(Number(now()) - 300)));
-    await settle(other);
+    await settle(other, 1);
     expect(t.got).toEqual([]);
     await notify(signed(ws, second));
-    await settle(other);
+    await settle(other, 2);
     expect(values(t.got)).toEqual([2]);
   });
 
@@ -289,13 +292,13 @@ describe('RealtimeHub', () => {
     const fine = subscriber(ws);
     fine.remove = hub.add(fine);
     await insert(ws, 5);
-    await settle(hub);
+    await settle(hub, 1);
     expect([broken.closedWith, broken.reason]).toEqual([CLOSE.interrupted, 'could not check a change against your policies; reconnect and read again']);
     expect(unsure.closedWith).toBe(CLOSE.interrupted);
     expect(fine.closedWith).toBeUndefined();
     expect(values(fine.got)).toEqual([5]);
     await insert(ws, 6);
-    await settle(hub);
+    await settle(hub, 2);
     expect(values(fine.got)).toEqual([5, 6]);
     expect(broken.got).toEqual([]);
     expect(unsure.got).toEqual([]);
@@ -335,14 +338,14 @@ describe('RealtimeHub', () => {
     const [mine, aboveSub, allSub, noneSub] = subs as [ReturnType<typeof subscriber>, ReturnType<typeof subscriber>, ReturnType<typeof subscriber>, ReturnType<typeof subscriber>];
     await insert(ws, 1);
     await insert(ws, 5);
-    await settle(hub);
+    await settle(hub, 2);
     expect([values(mine.got), values(aboveSub.got), values(allSub.got), values(noneSub.got)]).toEqual([[1, 5], [5], [1, 5], []]);
     expect(calls).toEqual({ one: 0, many: 2 });
     // A member whose policy cannot be evaluated over the rows ('abc' is no integer): the query of all fails, they are
     // found one by one, and only they miss the change.
     await policy(none, { v: { $gt: 'abc' } });
     await insert(ws, 7);
-    await settle(hub);
+    await settle(hub, 3);
     expect([noneSub.closedWith, noneSub.reason]).toEqual([CLOSE.interrupted, 'could not check a change against your policies; reconnect and read again']);
     expect([values(mine.got), values(aboveSub.got), values(allSub.got)]).toEqual([[1, 5, 7], [5, 7], [1, 5, 7]]);
     expect(calls.many).toBe(3);
@@ -368,7 +371,7 @@ describe('RealtimeHub', () => {
     b.remove = hub.add(b);
     await insert(stuck, 1);
     await insert(free, 2);
-    await settle(hub);
+    await settle(hub, 2);
     expect([a.closedWith, a.reason]).toEqual([CLOSE.interrupted, "the workspace's database connections were all busy; reconnect and read again"]);
     expect(values(b.got)).toEqual([2]);
     expect(b.closedWith).toBeUndefined();
@@ -384,7 +387,7 @@ describe('RealtimeHub', () => {
     const s = subscriber(ws);
     s.remove = hub.add(s);
     await insert(ws, 1);
-    await settle(hub);
+    await settle(hub, 1);
     expect(s.closedWith).toBe(CLOSE.interrupted);
     expect(hub.size).toBe(0);
   });
@@ -399,11 +402,11 @@ describe('RealtimeHub', () => {
     s2.remove = g.hub.add(s2);
     await insert(busy, 1); // holds the only delivery slot
     await insert(late, 2);
-    await new Promise((r) => setTimeout(r, 150));
+    await heard(g.hub, 2);
     // The process lagged beyond ROW_CHANGE_RETENTION_MS: the late workspace's batch is gone before it is read.
     await pool.query('DELETE FROM platform.row_changes WHERE workspace_id = $1', [late]);
     g.open();
-    await settle(g.hub);
+    await settle(g.hub, 2);
     expect(values(s1.got)).toEqual([1]);
     expect(s2.got).toEqual([]);
     expect([s2.closedWith, s2.reason]).toEqual([CLOSE.interrupted, 'changes were missed; reconnect and read again']);
@@ -414,7 +417,7 @@ describe('RealtimeHub', () => {
     const busy = await workspace();
     const other = await workspace();
     await sql.execute(asUser(busy), 'INSERT INTO t (v) SELECT g FROM generate_series(1, 40) g', limits);
-    await new Promise((r) => setTimeout(r, 150)); // nobody subscribed: it goes by
+    await heard(g.hub, 1); // nobody subscribed: it goes by
     const { rows: images } = await pool.query<{ row: string }>('SELECT row::text AS row FROM platform.row_changes WHERE workspace_id = $1 ORDER BY id', [busy]);
     // One statement's updates and soft deletes, alternating: one run of an operation (one policy check) per row.
     const batch = (await pool.query<{ b: string }>("SELECT nextval('platform.row_change_batches')::text AS b")).rows[0]?.b as string;
@@ -433,9 +436,9 @@ describe('RealtimeHub', () => {
     s2.remove = g.hub.add(s2);
     await notify(signed(busy, batch));
     await insert(other, 1000);
-    await new Promise((r) => setTimeout(r, 150));
+    await heard(g.hub, 3);
     g.open();
-    await settle(g.hub);
+    await settle(g.hub, 3);
     expect(s1.got.map((m) => m.type)).toEqual(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 'RowUpdated' : 'RowDeleted')));
     expect(s1.got.filter((m) => m.type === 'RowUpdated').map((m) => (m as unknown as { data: { row: { v: number } } }).data.row.v)).toEqual(
       Array.from({ length: 20 }, (_, i) => 2 * i + 1),

@@ -81,7 +81,7 @@ describe('onStart', () => {
     const r = recorder();
     const crashing = fakeRuntime(async (req) => {
       req.onStart?.();
-      setTimeout(r.release, 5);
+      setImmediate(r.release); // the record's write ends after the runner has seen the failure
       throw new Error('the JavaScript worker failed');
     });
     await expect(run(depsWith({ javascript: crashing }), r.onStart)).rejects.toThrow('the JavaScript worker failed');
@@ -95,6 +95,7 @@ describe('onStart', () => {
         javascript: fakeRuntime(async (req) => {
           req.onStart?.();
           await req.sql?.('INSERT INTO t (a) VALUES (1)');
+          setImmediate(r.release); // the entry's write still going when the run has returned
           return ok;
         }),
       });
@@ -107,8 +108,6 @@ describe('onStart', () => {
         };
         return { ...s, end };
       };
-      // The entry's write still going when the run has returned.
-      setTimeout(r.release, 5);
       const answer = run(deps, r.onStart);
       if (fail) await expect(answer).rejects.toThrow('audit write failed');
       else expect((await answer).success).toBe(true);

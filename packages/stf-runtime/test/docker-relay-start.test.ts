@@ -17,17 +17,23 @@ const frame = (stream: 1 | 2, text: string) => {
   return Buffer.concat([head, body]);
 };
 
-function fakeEngine(opts: { startDelayMs: number; onStart?: (s: PassThrough) => void }) {
+/** An engine whose start request stays out until the test calls `answer()`; `answered` settles after it returned. */
+function fakeEngine(opts: { onStart?: (s: PassThrough) => void } = {}) {
   const stream = new PassThrough();
+  let answer!: () => void;
+  const gate = new Promise<void>((r) => (answer = r));
+  let returned!: () => void;
+  const answered = new Promise<void>((r) => (returned = r));
   const engine = {
     attach: async () => stream,
     request: async () => {
       opts.onStart?.(stream);
-      await new Promise((r) => setTimeout(r, opts.startDelayMs));
+      await gate;
+      setImmediate(returned); // after what startRelay does with the late answer
       return { status: 204, body: undefined };
     },
   } as unknown as EngineClient;
-  return { engine, stream };
+  return { engine, stream, answer, answered };
 }
 
 let unhandled: unknown[] = [];
@@ -39,29 +45,41 @@ beforeEach(() => {
 afterEach(() => {
   process.off('unhandledRejection', onUnhandled);
 });
-const settleTicks = () => new Promise((r) => setTimeout(r, 20));
 
 describe('startRelay', () => {
   it('resolves once the relay prints its ready line', async () => {
-    const { engine } = fakeEngine({ startDelayMs: 5, onStart: (s) => s.write(frame(1, `${RELAY_READY}\n`)) });
+    const { engine, answer } = fakeEngine({ onStart: (s) => s.write(frame(1, `${RELAY_READY}\n`)) });
+    answer();
     const relay = await startRelay(engine, 'r1', Date.now() + 5_000, () => new Error('deadline'));
     relay.release();
   });
 
   it('fails with the exit when the relay ends before it is ready, even while the start request is out', async () => {
-    const { engine } = fakeEngine({ startDelayMs: 50, onStart: (s) => s.end(frame(2, 'node: not found\n')) });
+    // The start request comes back once the relay's stream has closed (startRelay heard it first: its listener is older).
+    const { engine, answer, answered } = fakeEngine({
+      onStart: (s) => {
+        s.once('close', () => answer());
+        s.end(frame(2, 'node: not found\n'));
+        s.resume();
+      },
+    });
     const err = await startRelay(engine, 'r2', Date.now() + 5_000, () => new Error('deadline')).catch((e) => e);
     expect(err).toBeInstanceOf(EngineError);
     expect(err.message).toMatch(/exited before it was ready: node: not found/);
-    await settleTicks();
+    await answered;
     expect(unhandled).toEqual([]);
   });
 
   it('fails with the deadline when it passes while the start request is out', async () => {
-    const { engine } = fakeEngine({ startDelayMs: 80 });
-    const err = await startRelay(engine, 'r3', Date.now() + 10, () => new Error('deadline')).catch((e) => e);
+    const { engine, answer, answered } = fakeEngine();
+    // The start request comes back right after the deadline has passed.
+    const passed = () => {
+      answer();
+      return new Error('deadline');
+    };
+    const err = await startRelay(engine, 'r3', Date.now() + 10, passed).catch((e) => e);
     expect(err.message).toBe('deadline');
-    await settleTicks();
+    await answered;
     expect(unhandled).toEqual([]);
   });
 });

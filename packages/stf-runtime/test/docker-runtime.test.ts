@@ -231,11 +231,10 @@ describe('docker runtime: the sandbox', () => {
   });
 
   it('kills a container at the time limit and removes it', async () => {
-    const started = Date.now();
     const err = await failure(rt.run(request(sh('sleep 60'), { limits: { ...limits, timeoutMs: 1_500 } })));
+    // Killed at its own limit (the message names it), long before the 60 s sleep ends.
     expect(err.kind).toBe('timeout');
     expect(err.message).toBe('The STF ran longer than 1500 ms');
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(await containersLeft()).toBe(0);
   });
 
@@ -287,7 +286,7 @@ describe('docker runtime: the sandbox', () => {
     const one = createDockerRuntime({ dockerHost, workDir, concurrency: 1 });
     try {
       const first = one.run(request(sh(`cat >/dev/null; sleep 2; echo '{"output":"first"}'`)));
-      await new Promise((r) => setTimeout(r, 100));
+      await expect.poll(() => one.stats().activeRuns).toBe(1); // it holds the only slot
       const second = one.run(request(sh(`cat >/dev/null; echo '{"output":"second"}'`)));
       const starved = one.run(request(sh('true'), { limits: { ...limits, timeoutMs: 500 } }));
       expect(one.stats().waiting).toBe(2);

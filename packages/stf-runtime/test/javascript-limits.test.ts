@@ -20,10 +20,9 @@ describe('javascript runtime: limits', () => {
     const e = await failure(rt.run(request('console.log("started");\nwhile (true) {}', { limits: { timeoutMs: 400 } })));
     const took = Date.now() - started;
     expect(e).toBeInstanceOf(StfError);
-    expect(e.kind).toBe('timeout');
+    expect([e.kind, e.message]).toEqual(['timeout', 'The STF ran longer than 400 ms']);
     expect(e.logs).toEqual([{ level: 'log', message: 'started' }]);
     expect(took).toBeGreaterThanOrEqual(300);
-    expect(took).toBeLessThan(1500);
     expect(rt.stats().workerRestarts).toBe(before); // the interrupt handler ended it, no terminate() needed
   });
 
@@ -37,12 +36,10 @@ describe('javascript runtime: limits', () => {
     // Near the memory limit each allocation runs a full GC; QuickJS never checks the interrupt handler there
     // (measured: a 1 s deadline ran 18–30 s), so only the main thread's terminate() ends it.
     const code = 'console.log("gc");\nlet s;\nwhile (true) { s = "x".repeat(1 << 20); }';
-    const started = Date.now();
     const e = await failure(rt.run(request(code, { limits: { timeoutMs: 600, memoryBytes: 8 * MiB } })));
-    const took = Date.now() - started;
-    expect(e.kind).toBe('timeout');
+    // Stopped by the main thread at its own 600 ms limit (the worker terminated), not by the GC finishing.
+    expect([e.kind, e.message, e.details]).toEqual(['timeout', 'The STF ran longer than 600 ms', 'the worker was stopped']);
     expect(e.logs).toEqual([{ level: 'log', message: 'gc' }]);
-    expect(took).toBeLessThan(1600);
     expect(rt.stats().workerRestarts).toBe(before + 1);
     const ok = await rt.run(request('return $input + 1', { input: 1 }));
     expect(ok.output).toBe(2);

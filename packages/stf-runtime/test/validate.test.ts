@@ -112,9 +112,8 @@ describe('validateStfCode: javascript compiles on save', () => {
     const script = (n: number) => `${Array.from({ length: n }, (_, i) => fn(i)).join('\n')}\nreturn f1(1, 2);`;
     const code = script(10_000);
     expect(code.length).toBeGreaterThan(1_000_000);
-    const started = performance.now();
-    await expect(validate(code)).resolves.toBeUndefined();
-    expect(performance.now() - started).toBeLessThan(3_000); // about 250 ms (QuickJS compiles some 5 MB/s)
+    // Within a 3 s compile limit, which the checker enforces itself: about 250 ms (QuickJS compiles some 5 MB/s).
+    await expect(validate(code, { timeoutMs: 3_000 })).resolves.toBeUndefined();
 
     // 4 MB take far longer than the 1 ms limit (plus the checker's 100 ms of grace): the worker is stopped.
     const e = await refusal(script(40_000), { timeoutMs: 1 });

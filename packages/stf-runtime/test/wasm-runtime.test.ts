@@ -114,10 +114,8 @@ describe('wasm runtime: runs', () => {
     );
     await inSql;
     expect(rt.stats().activeRuns).toBe(1);
-    const started = performance.now();
     await rt.close();
-    expect(performance.now() - started).toBeLessThan(1000); // not the 3 s time limit
-    expect(await outcome).toBe('the wasm runtime was closed during the run');
+    expect(await outcome).toBe('the wasm runtime was closed during the run'); // ended by the close, not the 3 s time limit
     expect(rt.stats().activeRuns).toBe(0);
   });
 
@@ -149,7 +147,7 @@ describe('wasm runtime: sql host function', () => {
       request(fixture('sql'), {
         sql: async (query) => {
           queries.push(query);
-          await new Promise((r) => setTimeout(r, 20));
+          await new Promise((r) => setImmediate(r)); // answered in a later turn of the event loop
           return [
             { id: 1, name: 'Ada' },
             { id: 2, name: 'Grace' },
@@ -195,16 +193,15 @@ describe('wasm runtime: sql host function', () => {
     process.on('unhandledRejection', onUnhandled);
     let release: (rows: Record<string, unknown>[]) => void = () => undefined;
     try {
-      const started = performance.now();
       const err = await failure(
         runtime.run(
           request(fixture('sql'), { sql: () => new Promise((resolve) => (release = resolve)) }, { timeoutMs: 300 }),
         ),
       );
-      expect(err.kind).toBe('timeout');
-      expect(performance.now() - started).toBeLessThan(2000);
+      expect([err.kind, err.message]).toEqual(['timeout', 'The STF ran longer than 300 ms']);
       release([]); // the query finishes after the run ended
-      await new Promise((r) => setTimeout(r, 200));
+      // A whole run after it, start to end: the late answer has been handled by then.
+      expect((await runtime.run(request(fixture('echo'), { input: 1 }))).output).toMatchObject({ echo: { input: 1 } });
       expect(open.size).toBe(0);
       expect(unhandled).toEqual([]);
     } finally {
@@ -218,10 +215,9 @@ describe('wasm runtime: sql host function', () => {
 
 describe('wasm runtime: failures', () => {
   it('stops an endless loop at the time limit', async () => {
-    const started = performance.now();
     const err = await failure(runtime.run(request(fixture('loop'), {}, { timeoutMs: 250 })));
+    // Stopped by its own limit (the message names it), not by a default.
     expect([err.kind, err.message, err.details]).toEqual(['timeout', 'The STF ran longer than 250 ms', 'limit: timeoutMs']);
-    expect(performance.now() - started).toBeLessThan(2000);
   });
 
   it('reports a trap as a runtime error', async () => {

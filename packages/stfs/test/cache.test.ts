@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { SecretBox } from '@wds/crypto';
 import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
 import { createDatabase, ManualBus } from '@wds/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { freezeDeep, WorkspaceCache } from '@wds/cache';
 import {
   addVersion,
@@ -77,9 +77,16 @@ describe('WorkspaceCache', () => {
   it('expires entries after ttlMs, caches nothing with ttlMs 0, and never fails a load into the cache', async () => {
     const bus = new ManualBus();
     const short = new WorkspaceCache(bus, { ttlMs: 20 });
-    await short.through('a', 'k', async () => 1, () => 1);
-    await new Promise((r) => setTimeout(r, 40));
-    expect(await short.through('a', 'k', async () => 2, () => 1)).toBe(2);
+    vi.useFakeTimers({ toFake: ['Date'] }); // the TTL is measured with Date.now(): a frozen clock, moved by hand
+    try {
+      await short.through('a', 'k', async () => 1, () => 1);
+      vi.setSystemTime(Date.now() + 19);
+      expect(await short.through('a', 'k', async () => 2, () => 1)).toBe(1);
+      vi.setSystemTime(Date.now() + 21);
+      expect(await short.through('a', 'k', async () => 2, () => 1)).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
 
     const none = new WorkspaceCache(bus, { ttlMs: 0 });
     await none.through('a', 'k', async () => 1, () => 1);

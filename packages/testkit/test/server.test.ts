@@ -40,13 +40,13 @@ describe('startTestPostgres', () => {
     vi.stubEnv('TEST_DATABASE_URL', undefined);
     vi.stubEnv('DOCKER_HOST', 'unix:///nonexistent/docker.sock');
     const info = vi.spyOn(console, 'info');
-    const started = Date.now();
     const server = await startTestPostgres();
     try {
       expect(server.kind).toBe('embedded');
-      expect(Date.now() - started).toBeLessThan(15_000);
       expect(info).toHaveBeenCalledTimes(1);
       expect(info.mock.calls[0]?.[0]).toMatch(/embedded \(testcontainers failed after \d+ ms: /);
+      // Quickly: the missing runtime refused at once, not by one of the set-up's time limits running out.
+      expect(info.mock.calls[0]?.[0]).not.toMatch(/within \d+ ms/);
     } finally {
       info.mockRestore();
       await server.stop();

@@ -5,7 +5,7 @@ import { ServiceError } from '@wds/errors';
 import { createDatabase } from '@wds/testkit';
 import fc from 'fast-check';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { type Lease, TenantPools, type TenantPoolsOptions } from '../src/tenant-pools.js';
 
 // Each test's connections carry `application_name` = "<tag>:<workspace>", so pg_stat_activity shows exactly them.
@@ -711,7 +711,9 @@ describe('invariants under random load (fake connections)', () => {
 });
 
 describe('shared cap: a workspace among others holds at most maxPerWorkspaceShared', () => {
-  const flush = () => new Promise((r) => setTimeout(r, 50));
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('alone, a workspace gets maxPerWorkspace; once another asks, its new statements wait at the shared cap', async () => {
     const { pools: p } = pools({ maxPerWorkspace: 4, maxPerWorkspaceShared: 1, contentionWindowMs: 60_000 });
@@ -725,7 +727,7 @@ describe('shared cap: a workspace among others holds at most maxPerWorkspaceShar
     b.release();
     const a1 = await p.acquire('A');
     const a2 = track(p.acquire('A'));
-    await flush();
+    await expect.poll(() => p.stats().workspaces.A?.waiting).toBe(1); // queued, not served
     expect(a2.state).toBe('pending');
     expect(p.stats().workspaces.A).toMatchObject({ leased: 1, waiting: 1 });
     // B is never held back by A's load.
@@ -736,15 +738,18 @@ describe('shared cap: a workspace among others holds at most maxPerWorkspaceShar
   });
 
   it('statements already running are not stopped, and the cap lifts once the others have gone quiet', async () => {
+    // The contention window is measured with Date.now(): a frozen clock, moved on by hand, however slow the machine.
+    vi.useFakeTimers({ toFake: ['Date'] });
     const { pools: p } = pools({ maxPerWorkspace: 3, maxPerWorkspaceShared: 1, contentionWindowMs: 200 });
     const running = await Promise.all([0, 1, 2].map(() => p.acquire('A')));
     (await p.acquire('B')).release();
     // Three running; a fourth of A waits for both the full cap and the shared one.
     const next = track(p.acquire('A'));
-    for (const l of running.slice(0, 2)) l.release();
-    await flush();
-    expect(next.state).toBe('pending'); // A holds 1 = the shared cap while B counts as active
-    await new Promise((r) => setTimeout(r, 300)); // B's last request is older than the window
+    await expect.poll(() => p.stats().workspaces.A?.waiting).toBe(1);
+    for (const l of running.slice(0, 2)) l.release(); // each release hands out what it can at once
+    expect(p.stats().workspaces.A).toMatchObject({ leased: 1, waiting: 1 }); // the shared cap while B counts as active
+    expect(next.state).toBe('pending');
+    vi.setSystemTime(Date.now() + 300); // B's last request is older than the window
     running[2]!.release(); // any pump: A alone again
     (await next.promise).release();
   });
@@ -816,7 +821,7 @@ describe('by principal: one user, many workspaces, one share', () => {
     (await p.acquire('B')).release();
     const a1 = await p.acquire('A1');
     const a2 = track(p.acquire('A2'));
-    await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(() => p.stats().workspaces.A2?.waiting).toBe(1); // queued, not served
     expect(a2.state).toBe('pending'); // another workspace of the same user: still A's user's one connection
     const b = await p.acquire('B');
     b.release();

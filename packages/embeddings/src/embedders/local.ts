@@ -17,6 +17,9 @@ let loading: Promise<UseModel> | undefined;
 let loads = 0;
 /** How many times the model was loaded in this process (for tests). */
 export const localModelLoads = (): number => loads;
+let calls = 0;
+/** How many batches the model embedded in this process (for tests: batching is what keeps a text at ~5 ms). */
+export const localModelCalls = (): number => calls;
 // Model calls run one at a time: TF.js on WASM gains nothing from interleaving and holds every batch's tensors.
 let queue: Promise<unknown> = Promise.resolve();
 
@@ -54,7 +57,10 @@ export function createLocalEmbedder(): Embedder {
         const model = await loadModel();
         const out: number[][] = [];
         for (const batch of batches(nonBlank, BATCH)) {
-          const vectors = await serially(() => model.embed(batch));
+          const vectors = await serially(() => {
+            calls++;
+            return model.embed(batch);
+          });
           for (const v of vectors) out.push(l2Normalise(v));
         }
         return out;
