@@ -132,6 +132,8 @@ export function splitArguments(tool: ToolShape, args: Record<string, unknown>, w
   const headers: Record<string, string> = {};
   const query: Record<string, string> = {};
   const body: Record<string, unknown> = {};
+  // Every parameter of the path is there, as over HTTP: a missing one is empty (and an empty id names nothing).
+  for (const name of tool.params) params[name] = '';
   for (const [name, value] of Object.entries(args)) {
     if (tool.params.includes(name)) params[name] = typeof value === 'string' ? value : String(value);
     else if (tool.headers.includes(name)) {

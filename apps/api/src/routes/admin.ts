@@ -32,7 +32,7 @@ export const adminRoutes = [
     status: 201,
     response: AdminSession,
     handler: async ({ services, db, params, body, audit }) => {
-      const userId = params.userId ?? '';
+      const userId = params.userId;
       if (!isUuid(userId) || !(await getUser(db, userId))) throw notFound('User');
       const s = await createSession(db, userId, {
         ttlSeconds: services.config.SESSION_TTL_SECONDS,

@@ -5,7 +5,7 @@ import { ServiceError, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import type { Services } from '../services.js';
 import { assertStorageEditor } from '../http/permissions.js';
-import { defineRoute, type HandlerCtx } from '../http/route.js';
+import { defineRoute, type MemberCtx } from '../http/route.js';
 import { Uuid } from '../http/schemas.js';
 import { SaasProxyDownload, SaasProxyResult } from '../http/views/index.js';
 
@@ -36,7 +36,7 @@ function client(s: Services): ProviderClient {
 }
 
 /** The provider request of a proxy body: query split off the path, a JSON body serialized, or a stored file streamed. */
-async function providerRequest(ctx: HandlerCtx<unknown, unknown>, b: ProxyBody): Promise<ProviderRequest> {
+async function providerRequest(ctx: MemberCtx, b: ProxyBody): Promise<ProviderRequest> {
   if (b.body != null && b.file_id != null) throw validationError('body and file_id: send one or the other');
   const q = b.path.indexOf('?');
   const headers: Record<string, string> = { ...(b.headers ?? {}) };
