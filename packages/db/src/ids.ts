@@ -66,3 +66,15 @@ declare const uuidBrand: unique symbol;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string): s is Uuid => UUID.test(s);
+
+/**
+ * `s` as a Uuid where an id enters from outside the route layer (job data, a saved definition, a stored row's
+ * text): `onInvalid()` is thrown for a text that is not one, which therefore names nothing.
+ */
+export function parseUuid(s: string, onInvalid: () => Error): Uuid {
+  if (!isUuid(s)) throw onInvalid();
+  return s;
+}
+
+/** A text that must be a UUID (a stored row's id, a view's): a TypeError if it is not, which would be a bug. */
+export const asUuid = (s: string): Uuid => parseUuid(s, () => new TypeError(`not a UUID: ${JSON.stringify(s)}`));

@@ -1,4 +1,4 @@
-import { type Db, type DocumentRow, type DocumentVersionRow, isUuid, newId, sql } from '@wds/db';
+import { type Db, type DocumentRow, type DocumentVersionRow, newId, sql, type Uuid } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import { replaceSection, type SectionTarget } from './sections.js';
 
@@ -118,16 +118,11 @@ export const toVersionView = (v: DocumentVersionRow): DocumentVersionView => ({
 const inTransaction = <T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> =>
   db.isTransaction ? fn(db) : db.transaction().execute(fn);
 
-/** A document id as given in a path: anything but a UUID names no document (NOT_FOUND, never a database error). */
-function documentId(id: string): string {
-  if (!isUuid(id)) throw notFound('Document');
-  return id;
-}
 
 /** Live (not deleted) documents of the workspace, or the one with this id. */
-function live(db: Db, workspaceId: string, id?: string) {
+function live(db: Db, workspaceId: string, id?: Uuid) {
   const q = db.selectFrom('platform.documents').where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
-  return id === undefined ? q : q.where('id', '=', documentId(id));
+  return id === undefined ? q : q.where('id', '=', id);
 }
 
 /** Documents of the workspace in creation order, without their content; `doc_type` and `status` match exactly. */
@@ -140,7 +135,7 @@ export async function listDocuments(db: Db, workspaceId: string, filter: Documen
 }
 
 /** A live document of the workspace with its content; NOT_FOUND for another workspace's, a deleted one or a bad id. */
-export async function getDocument(db: Db, workspaceId: string, id: string): Promise<DocumentView> {
+export async function getDocument(db: Db, workspaceId: string, id: Uuid): Promise<DocumentView> {
   const row = await live(db, workspaceId, id).selectAll().executeTakeFirst();
   if (!row) throw notFound('Document');
   return toView(row);
@@ -196,7 +191,7 @@ export async function createDocument(db: Db, workspaceId: string, input: NewDocu
 export async function updateDocument(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: DocumentPatch,
   changedBy: string | null,
 ): Promise<{ document: DocumentView; versionAdded: boolean }> {
@@ -216,7 +211,7 @@ export async function updateDocument(
       ...(patch.metadata !== undefined ? { metadata: JSON.stringify(patch.metadata ?? {}) } : {}),
       ...(versionAdded ? { content: patch.content, version: current.version + 1 } : {}),
     };
-    if (Object.keys(set).length === 0) return { document: await getDocument(tx, workspaceId, current.id), versionAdded };
+    if (Object.keys(set).length === 0) return { document: await getDocument(tx, workspaceId, id), versionAdded };
     const row = await tx
       .updateTable('platform.documents')
       .set({ ...set, updated_at: new Date() })
@@ -235,7 +230,7 @@ export async function softDeleteDocument(db: Db, workspaceId: string, id: string
     .set({ deleted_at: new Date() })
     .where('workspace_id', '=', workspaceId)
     .where('deleted_at', 'is', null)
-    .where('id', '=', documentId(id))
+    .where('id', '=', id)
     .returning(SUMMARY_COLUMNS)
     .executeTakeFirst();
   if (!row) throw notFound('Document');
@@ -246,7 +241,7 @@ export async function softDeleteDocument(db: Db, workspaceId: string, id: string
 export async function listDocumentVersions(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   page: { limit: number; offset: number },
 ): Promise<DocumentVersionView[]> {
   const doc = await live(db, workspaceId, id).select('id').executeTakeFirst();
@@ -269,7 +264,7 @@ export async function listDocumentVersions(
 export async function replaceDocumentSection(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   target: SectionTarget,
   changedBy: string | null,
 ): Promise<{ document: DocumentView; versionAdded: boolean }> {

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { checkFilename, getFile } from '@wds/storage';
 import { DOWNLOAD_MAX_BYTES, PROXY_MAX_BYTES, type ProviderClient, type ProviderRequest } from '@wds/providers';
-import { ServiceError, validationError } from '@wds/errors';
+import { parseUuid } from '@wds/db';
+import { ServiceError, notFound, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import type { Services } from '../services.js';
 import { assertStorageEditor } from '../http/permissions.js';
@@ -55,7 +56,8 @@ async function providerRequest(ctx: MemberCtx, b: ProxyBody): Promise<ProviderRe
     req.body = JSON.stringify(b.body);
     if (!hasType) headers['content-type'] = 'application/json';
   } else if (b.file_id != null) {
-    const file = await getFile(ctx.db, ctx.access.workspace.id, b.file_id);
+    // The body's schema checked it is a UUID.
+    const file = await getFile(ctx.db, ctx.access.workspace.id, parseUuid(b.file_id, () => notFound('File')));
     req.body = { stream: Readable.from((await ctx.services.blobs.get(file.blob_key)) as AsyncIterable<Uint8Array>), length: file.size };
     if (!hasType) headers['content-type'] = file.content_type;
   }
