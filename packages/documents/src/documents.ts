@@ -224,7 +224,7 @@ export async function updateDocument(
 }
 
 /** Marks the document deleted: it is then NOT_FOUND everywhere and left out of lists. Its versions are kept. */
-export async function softDeleteDocument(db: Db, workspaceId: string, id: string): Promise<DocumentSummary> {
+export async function softDeleteDocument(db: Db, workspaceId: string, id: Uuid): Promise<DocumentSummary> {
   const row = await db
     .updateTable('platform.documents')
     .set({ deleted_at: new Date() })
