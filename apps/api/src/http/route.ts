@@ -12,7 +12,7 @@ import type { Services } from '../services.js';
 import type { AppEnv } from './env.js';
 import { checkAdminToken } from './admin-token.js';
 import { readBodyText, requestBodyStream } from './body-limit.js';
-import { checkJsonValue, checkRequestText, isObjectSchema, requireObject } from './input.js';
+import { checkJsonValue, checkPathParams, checkRequestText, isObjectSchema, requireObject } from './input.js';
 import { limitCaller, limitWorkspace } from './rate-limit.js';
 import type { OpenApiExtras } from './openapi.js';
 
@@ -305,11 +305,24 @@ function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, ac
 export interface Call {
   principal: Principal | undefined;
   naming: WorkspaceNaming;
-  /** Every parameter of the route's path, checked (checkPathParams): the handler takes its ids as `Uuid`s. */
+  /** The parameters of the route's path, checked (checkPathParams): the handler takes its ids as `Uuid`s. */
   params: Record<string, string>;
   /** Read once the caller's access is resolved, so a refusal never waits for a large body. */
   readBody(): Promise<unknown>;
   query: unknown;
+}
+
+/** The `:name`s of a Hono path, in order (what PathParams types). */
+export const pathParamNames = (path: string): string[] => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
+
+/**
+ * The call's path parameters with every one of the route's path: HTTP always has them all; an MCP call may leave
+ * an argument out, and then an id names nothing (404, once the caller is authorized) and any other is empty.
+ */
+function allParams(route: AnyRoute, given: Record<string, string>): Record<string, string> {
+  const missing = Object.fromEntries(pathParamNames(route.path).filter((name) => !(name in given)).map((name) => [name, '']));
+  checkPathParams(missing);
+  return { ...given, ...missing };
 }
 
 /** Whether an operation runs in one transaction with its audit entry: mutations, unless they manage their own. */
@@ -335,6 +348,7 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
   }
   const body = route.body ? parseWith(route.body, await call.readBody()) : undefined;
   const query = route.query ? parseWith(route.query, call.query) : undefined;
+  const params = allParams(route, call.params);
 
   const inTransaction = runsInTransaction(route);
   const auditInfo: AuditInfo = {};
@@ -349,7 +363,7 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
       access,
       body,
       query,
-      params: call.params as PathParams<string>,
+      params: params as PathParams<string>,
       requestId: transport.requestId,
       audit: (info) => Object.assign(auditInfo, info),
     });
