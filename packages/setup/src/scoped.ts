@@ -2,7 +2,7 @@
  * The queries the per-workspace setup lists share (prompt rules, skills, chat templates): a page oldest first, one
  * row by id, delete by id — always within the workspace, a malformed id being the same NOT_FOUND as a missing one.
  */
-import { type Database, type Db, type Uuid } from '@wds/db';
+import type { Database, Db, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { Selectable } from 'kysely';
 import type { Page } from './limits.js';

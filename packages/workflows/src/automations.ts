@@ -3,7 +3,7 @@
  * only through that workflow, so 404 for another workspace's), has a name and a `paused` flag, and runs as its owner
  * (`created_by`: its creator, or whoever changed it last).
  */
-import { type Database, type Db, type Uuid } from '@wds/db';
+import type { Database, Db, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { Selectable } from 'kysely';
 import { type AUTOMATION_OF, getWorkflow } from './store.js';
