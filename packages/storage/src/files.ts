@@ -3,7 +3,7 @@
  * `blob_key`, written completely before the record is inserted. Every read is scoped to one workspace and skips
  * soft-deleted rows, so another workspace's file, a deleted one and a malformed id are all the same NOT_FOUND.
  */
-import { type Db, type FileRow, isUuid, type Uuid } from '@wds/db';
+import type { Db, FileRow, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 
 export interface FileView {
