@@ -1,4 +1,4 @@
-import { type Db, type PinnedChartRow, isUuid, newId } from '@wds/db';
+import { type Db, type PinnedChartRow, newId, type Uuid } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import type { PinnedChartView } from './views.js';
 
@@ -88,8 +88,8 @@ export async function listPinnedCharts(
 }
 
 /** A live chart of the workspace, visible or not. */
-export async function getPinnedChart(db: Db, workspaceId: string, id: string): Promise<PinnedChartView> {
-  const row = isUuid(id) ? await live(db, workspaceId).where('id', '=', id).executeTakeFirst() : undefined;
+export async function getPinnedChart(db: Db, workspaceId: string, id: Uuid): Promise<PinnedChartView> {
+  const row = await live(db, workspaceId).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Pinned chart');
   return view(row);
 }
@@ -120,9 +120,8 @@ export async function createPinnedChart(
   return view(row);
 }
 
-export async function updatePinnedChart(db: Db, workspaceId: string, id: string, patch: PinnedChartPatch): Promise<PinnedChartView> {
+export async function updatePinnedChart(db: Db, workspaceId: string, id: Uuid, patch: PinnedChartPatch): Promise<PinnedChartView> {
   checkChartFields(patch);
-  if (!isUuid(id)) throw notFound('Pinned chart');
   const values = Object.fromEntries(
     Object.entries({
       title: patch.title,
@@ -148,8 +147,7 @@ export async function updatePinnedChart(db: Db, workspaceId: string, id: string,
 }
 
 /** Soft delete: the chart answers 404 and leaves lists afterwards. */
-export async function softDeletePinnedChart(db: Db, workspaceId: string, id: string): Promise<PinnedChartView> {
-  if (!isUuid(id)) throw notFound('Pinned chart');
+export async function softDeletePinnedChart(db: Db, workspaceId: string, id: Uuid): Promise<PinnedChartView> {
   const row = await db
     .updateTable('platform.pinned_charts')
     .set({ deleted_at: new Date() })

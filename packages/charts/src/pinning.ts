@@ -2,7 +2,7 @@
  * Pinning, changing and unpinning charts as a workspace member: the stored query must be one the SQL endpoint
  * would run for a chart, and only the chart's creator or a workspace admin changes or removes it.
  */
-import type { Db } from '@wds/db';
+import type { Db, Uuid } from '@wds/db';
 import { ServiceError, forbidden, validationError } from '@wds/errors';
 import { analyze, loadParser } from '@wds/sql-rewriter';
 import type { PinnedChartView } from './views.js';
@@ -76,7 +76,7 @@ export async function pinChart(
 export async function changePinnedChart(
   deps: ChartDeps,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: PinnedChartPatch,
   actor: ChartActor,
 ): Promise<PinnedChartView> {
@@ -86,7 +86,7 @@ export async function changePinnedChart(
 }
 
 /** Unpins (soft-deletes) a live chart as `actor` (404 for none, 403 for someone else's). */
-export async function unpinChart(db: Db, workspaceId: string, id: string, actor: ChartActor): Promise<PinnedChartView> {
+export async function unpinChart(db: Db, workspaceId: string, id: Uuid, actor: ChartActor): Promise<PinnedChartView> {
   assertCanChangeChart(actor, await getPinnedChart(db, workspaceId, id));
   return softDeletePinnedChart(db, workspaceId, id);
 }

@@ -1,7 +1,7 @@
 import '@wds/testkit';
-import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDb, migrateToLatest, newId, asUuid, type Uuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, expectTypeOf } from 'vitest';
 import { createPinnedChart, getPinnedChart, listPinnedCharts, softDeletePinnedChart, updatePinnedChart } from '../src/index.js';
 
 let db: ReturnType<typeof createDb>['db'];
@@ -38,7 +38,7 @@ describe('pinned charts', () => {
       description: 'Monthly',
       is_visible: false,
     });
-    expect(await getPinnedChart(db, A, full.id)).toEqual(full);
+    expect(await getPinnedChart(db, A, asUuid(full.id))).toEqual(full);
     expect(full.y_axis_columns).toEqual(['total', 'count']);
   });
 
@@ -52,31 +52,32 @@ describe('pinned charts', () => {
     expect((await listPinnedCharts(db, W, page)).map((c) => c.id)).toEqual([c2.id, c3.id, c1.id]);
     expect((await listPinnedCharts(db, W, page, { includeHidden: true })).map((c) => c.id)).toEqual([hidden.id, c2.id, c3.id, c1.id]);
     expect((await listPinnedCharts(db, W, { limit: 1, offset: 1 })).map((c) => c.id)).toEqual([c3.id]);
-    await updatePinnedChart(db, W, hidden.id, { is_visible: true, display_order: 5 });
+    await updatePinnedChart(db, W, asUuid(hidden.id), { is_visible: true, display_order: 5 });
     expect((await listPinnedCharts(db, W, page)).map((c) => c.title)).toEqual(['c2', 'c3', 'c1', 'h']);
   });
 
   it('update: only fields given; null clears optional ones', async () => {
     const c = await createPinnedChart(db, A, { ...base, x_axis_column: 'm', y_axis_columns: ['t'], description: 'd' });
-    const u = await updatePinnedChart(db, A, c.id, { title: 'New', y_axis_columns: null, description: null });
+    const u = await updatePinnedChart(db, A, asUuid(c.id), { title: 'New', y_axis_columns: null, description: null });
     expect(u).toMatchObject({ title: 'New', sql_query: base.sql_query, x_axis_column: 'm', y_axis_columns: null, description: null });
     expect(new Date(u.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(c.updated_at).getTime());
   });
 
   it('another workspace sees nothing; soft delete hides', async () => {
     const c = await createPinnedChart(db, A, base);
-    await expect(getPinnedChart(db, B, c.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(updatePinnedChart(db, B, c.id, { title: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(softDeletePinnedChart(db, B, c.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(getPinnedChart(db, B, asUuid(c.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(updatePinnedChart(db, B, asUuid(c.id), { title: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(softDeletePinnedChart(db, B, asUuid(c.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await listPinnedCharts(db, B, page)).toEqual([]);
-    await softDeletePinnedChart(db, A, c.id);
-    await expect(getPinnedChart(db, A, c.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(updatePinnedChart(db, A, c.id, { title: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(softDeletePinnedChart(db, A, c.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await softDeletePinnedChart(db, A, asUuid(c.id));
+    await expect(getPinnedChart(db, A, asUuid(c.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(updatePinnedChart(db, A, asUuid(c.id), { title: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(softDeletePinnedChart(db, A, asUuid(c.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect((await listPinnedCharts(db, A, page, { includeHidden: true })).map((x) => x.id)).not.toContain(c.id);
     const row = await db.selectFrom('platform.pinned_charts').select('deleted_at').where('id', '=', c.id).executeTakeFirstOrThrow();
     expect(row.deleted_at).not.toBeNull();
-    await expect(getPinnedChart(db, A, 'not-a-uuid')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // A text that is not a UUID never reaches it: the id is a Uuid (the route layer answers 404 for one in a path).
+    expectTypeOf(getPinnedChart).parameter(2).toEqualTypeOf<Uuid>();
   });
 
   it('field rules', async () => {

@@ -1,5 +1,5 @@
 import '@wds/testkit';
-import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDb, migrateToLatest, newId, asUuid } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -105,18 +105,18 @@ describe('pinning as a member', () => {
   it('changePinnedChart: 403 for another member, a new query is checked, the creator and an admin change it', async () => {
     const deps = { db, sqlParser: fakeParser() };
     const c = await pinChart(deps, W, { ...base, createdBy: owner.userId });
-    expect((await failure(changePinnedChart(deps, W, c.id, { title: 'Mine' }, other))).code).toBe('FORBIDDEN');
-    expect((await failure(changePinnedChart(deps, W, c.id, { sql_query: 'x' }, owner))).code).toBe('VALIDATION_ERROR');
-    expect((await getPinnedChart(db, W, c.id)).title).toBe('Sales');
-    expect(await changePinnedChart(deps, W, c.id, { title: 'Q1' }, owner)).toMatchObject({ title: 'Q1' });
-    expect(await changePinnedChart(deps, W, c.id, { sql_query: 'SELECT 2' }, admin)).toMatchObject({ sql_query: 'SELECT 2' });
+    expect((await failure(changePinnedChart(deps, W, asUuid(c.id), { title: 'Mine' }, other))).code).toBe('FORBIDDEN');
+    expect((await failure(changePinnedChart(deps, W, asUuid(c.id), { sql_query: 'x' }, owner))).code).toBe('VALIDATION_ERROR');
+    expect((await getPinnedChart(db, W, asUuid(c.id))).title).toBe('Sales');
+    expect(await changePinnedChart(deps, W, asUuid(c.id), { title: 'Q1' }, owner)).toMatchObject({ title: 'Q1' });
+    expect(await changePinnedChart(deps, W, asUuid(c.id), { sql_query: 'SELECT 2' }, admin)).toMatchObject({ sql_query: 'SELECT 2' });
     expect((await failure(changePinnedChart(deps, W, newId(), { title: 'x' }, admin))).code).toBe('NOT_FOUND');
   });
 
   it('unpinChart: 403 for another member, the creator unpins', async () => {
     const c = await pinChart({ db, sqlParser: fakeParser() }, W, { ...base, createdBy: owner.userId });
-    expect((await failure(unpinChart(db, W, c.id, other))).code).toBe('FORBIDDEN');
-    expect((await unpinChart(db, W, c.id, owner)).id).toBe(c.id);
-    expect((await failure(getPinnedChart(db, W, c.id))).code).toBe('NOT_FOUND');
+    expect((await failure(unpinChart(db, W, asUuid(c.id), other))).code).toBe('FORBIDDEN');
+    expect((await unpinChart(db, W, asUuid(c.id), owner)).id).toBe(c.id);
+    expect((await failure(getPinnedChart(db, W, asUuid(c.id)))).code).toBe('NOT_FOUND');
   });
 });

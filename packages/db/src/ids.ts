@@ -16,7 +16,7 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 let lastMs = Number.NEGATIVE_INFINITY;
 let seq = 0;
 
-export function newId(): string {
+export function newId(): Uuid {
   if (poolAt === pool.length) {
     randomFillSync(pool);
     poolAt = 0;
@@ -32,7 +32,7 @@ export function newId(): string {
     if (seq === 0) lastMs++;
   }
   const ms = lastMs;
-  return (
+  const id =
     HEX[(ms / 0x10000000000) & 0xff]! +
     HEX[(ms / 0x100000000) & 0xff]! +
     HEX[(ms / 0x1000000) & 0xff]! +
@@ -52,9 +52,29 @@ export function newId(): string {
     HEX[pool[r + 12]!]! +
     HEX[pool[r + 13]!]! +
     HEX[pool[r + 14]!]! +
-    HEX[pool[r + 15]!]!
-  );
+    HEX[pool[r + 15]!]!;
+  return id as Uuid;
 }
 
+/**
+ * A text known to be a UUID: made by `newId`, or checked by `isUuid` where input enters (the route layer's path
+ * parameters, body and query schemas, the worker's job data). Functions that look a row up by id take a `Uuid`
+ * and so never check again; a text that is not one names nothing, and its caller answers so.
+ */
+export type Uuid = string & { readonly [uuidBrand]: true };
+declare const uuidBrand: unique symbol;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: string): boolean => UUID.test(s);
+export const isUuid = (s: string): s is Uuid => UUID.test(s);
+
+/**
+ * `s` as a Uuid where an id enters from outside the route layer (job data, a saved definition, a stored row's
+ * text): `onInvalid()` is thrown for a text that is not one, which therefore names nothing.
+ */
+export function parseUuid(s: string, onInvalid: () => Error): Uuid {
+  if (!isUuid(s)) throw onInvalid();
+  return s;
+}
+
+/** A text that must be a UUID (a stored row's id, a view's): a TypeError if it is not, which would be a bug. */
+export const asUuid = (s: string): Uuid => parseUuid(s, () => new TypeError(`not a UUID: ${JSON.stringify(s)}`));

@@ -1,4 +1,4 @@
-import { type Db, type DocumentRow, type DocumentVersionRow, isUuid, newId, sql } from '@wds/db';
+import { type Db, type DocumentRow, type DocumentVersionRow, newId, sql, type Uuid } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import { replaceSection, type SectionTarget } from './sections.js';
 import type { DocumentSummary, DocumentVersionView, DocumentView } from './views.js';
@@ -89,16 +89,11 @@ export const toVersionView = (v: DocumentVersionRow): DocumentVersionView => ({
 const inTransaction = <T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T> =>
   db.isTransaction ? fn(db) : db.transaction().execute(fn);
 
-/** A document id as given in a path: anything but a UUID names no document (NOT_FOUND, never a database error). */
-function documentId(id: string): string {
-  if (!isUuid(id)) throw notFound('Document');
-  return id;
-}
 
 /** Live (not deleted) documents of the workspace, or the one with this id. */
-function live(db: Db, workspaceId: string, id?: string) {
+function live(db: Db, workspaceId: string, id?: Uuid) {
   const q = db.selectFrom('platform.documents').where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null);
-  return id === undefined ? q : q.where('id', '=', documentId(id));
+  return id === undefined ? q : q.where('id', '=', id);
 }
 
 /** Documents of the workspace in creation order, without their content; `doc_type` and `status` match exactly. */
@@ -111,7 +106,7 @@ export async function listDocuments(db: Db, workspaceId: string, filter: Documen
 }
 
 /** A live document of the workspace with its content; NOT_FOUND for another workspace's, a deleted one or a bad id. */
-export async function getDocument(db: Db, workspaceId: string, id: string): Promise<DocumentView> {
+export async function getDocument(db: Db, workspaceId: string, id: Uuid): Promise<DocumentView> {
   const row = await live(db, workspaceId, id).selectAll().executeTakeFirst();
   if (!row) throw notFound('Document');
   return toView(row);
@@ -167,7 +162,7 @@ export async function createDocument(db: Db, workspaceId: string, input: NewDocu
 export async function updateDocument(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: DocumentPatch,
   changedBy: string | null,
 ): Promise<{ document: DocumentView; versionAdded: boolean }> {
@@ -187,7 +182,7 @@ export async function updateDocument(
       ...(patch.metadata !== undefined ? { metadata: JSON.stringify(patch.metadata ?? {}) } : {}),
       ...(versionAdded ? { content: patch.content, version: current.version + 1 } : {}),
     };
-    if (Object.keys(set).length === 0) return { document: await getDocument(tx, workspaceId, current.id), versionAdded };
+    if (Object.keys(set).length === 0) return { document: await getDocument(tx, workspaceId, id), versionAdded };
     const row = await tx
       .updateTable('platform.documents')
       .set({ ...set, updated_at: new Date() })
@@ -200,13 +195,13 @@ export async function updateDocument(
 }
 
 /** Marks the document deleted: it is then NOT_FOUND everywhere and left out of lists. Its versions are kept. */
-export async function softDeleteDocument(db: Db, workspaceId: string, id: string): Promise<DocumentSummary> {
+export async function softDeleteDocument(db: Db, workspaceId: string, id: Uuid): Promise<DocumentSummary> {
   const row = await db
     .updateTable('platform.documents')
     .set({ deleted_at: new Date() })
     .where('workspace_id', '=', workspaceId)
     .where('deleted_at', 'is', null)
-    .where('id', '=', documentId(id))
+    .where('id', '=', id)
     .returning(SUMMARY_COLUMNS)
     .executeTakeFirst();
   if (!row) throw notFound('Document');
@@ -217,7 +212,7 @@ export async function softDeleteDocument(db: Db, workspaceId: string, id: string
 export async function listDocumentVersions(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   page: { limit: number; offset: number },
 ): Promise<DocumentVersionView[]> {
   const doc = await live(db, workspaceId, id).select('id').executeTakeFirst();
@@ -240,7 +235,7 @@ export async function listDocumentVersions(
 export async function replaceDocumentSection(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   target: SectionTarget,
   changedBy: string | null,
 ): Promise<{ document: DocumentView; versionAdded: boolean }> {

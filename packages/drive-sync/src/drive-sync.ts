@@ -4,7 +4,7 @@
  * into storage, read as text, browse folders). Callers have checked that the user may act in the workspace; every
  * query here is scoped to the workspace id it is given, and every Drive call uses that workspace's credential.
  */
-import { type Db, type DriveSyncState, newId, sql } from '@wds/db';
+import { type Db, type DriveSyncState, newId, sql, type Uuid } from '@wds/db';
 import { ServiceError, validationError } from '@wds/errors';
 import { DOWNLOAD_MAX_BYTES, DRIVE_PROVIDER, formatBytes, missingCredential, type ProviderClient } from '@wds/providers';
 import type { BlobStore, FileView } from '@wds/storage';
@@ -126,7 +126,7 @@ export class DriveSync {
   }
 
   /** Removes the root and its nodes; NOT_FOUND when it is not a root of the workspace. */
-  removeRoot(workspaceId: string, rootId: string): Promise<void> {
+  removeRoot(workspaceId: string, rootId: Uuid): Promise<void> {
     return removeRoot(this.db, workspaceId, rootId);
   }
 

@@ -2,7 +2,7 @@
  * Sync roots: the Drive folders, shared drives and My Drive a workspace syncs. Every read and write is scoped to
  * the workspace, so another workspace's root, an unknown id and a malformed id are the same NOT_FOUND.
  */
-import { type Db, isUuid, newId } from '@wds/db';
+import { type Db, newId, type Uuid } from '@wds/db';
 import { conflict, notFound, validationError } from '@wds/errors';
 import { checkDriveId } from './drive-client.js';
 import type { RootView } from './views.js';
@@ -78,9 +78,7 @@ export async function addRoot(db: Db, workspaceId: string, input: unknown): Prom
 }
 
 /** Removes the root and its nodes; NOT_FOUND for another workspace's root or an unknown id. */
-export async function removeRoot(db: Db, workspaceId: string, rootId: string): Promise<void> {
-  const result = isUuid(rootId)
-    ? await db.deleteFrom('platform.drive_sync_roots').where('id', '=', rootId).where('workspace_id', '=', workspaceId).executeTakeFirst()
-    : undefined;
-  if (!result || result.numDeletedRows === 0n) throw notFound('Sync root');
+export async function removeRoot(db: Db, workspaceId: string, rootId: Uuid): Promise<void> {
+  const result = await db.deleteFrom('platform.drive_sync_roots').where('id', '=', rootId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('Sync root');
 }

@@ -4,14 +4,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SecretBox } from '@wds/crypto';
-import { createDb, type Db, migrateToLatest, newId, sql } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, sql, asUuid, type Uuid } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { OutboundGuard } from '@wds/effect-runner';
 import { DRIVE_PROVIDER, ProviderClient, parseProviders } from '@wds/providers';
 import { putCredential } from '@wds/setup';
 import { createFsBlobStore, type FsBlobStore } from '@wds/storage';
 import { createDatabase, DRIVE_DOC_MIME, DRIVE_FOLDER_MIME, type FakeDrive, startFakeDrive } from '@wds/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, expectTypeOf } from 'vitest';
 import { DriveSync, storedFilename, utf8Prefix } from '../src/index.js';
 
 let db: Db;
@@ -174,8 +174,10 @@ describe('config and roots', () => {
     expect((await sync.listRoots(b.id)).map((r) => r.name)).toEqual(['B reports']);
     // A cannot remove B's root; unknown and malformed ids are NOT_FOUND too
     const bRoot = (await sync.listRoots(b.id))[0]!;
-    for (const rootId of [bRoot.id, newId(), 'nope']) expect((await caught(sync.removeRoot(a.id, rootId))).code).toBe('NOT_FOUND');
-    await sync.removeRoot(a.id, top.id);
+    for (const rootId of [bRoot.id, newId()]) expect((await caught(sync.removeRoot(a.id, asUuid(rootId)))).code).toBe('NOT_FOUND');
+    // A text that is not a UUID never reaches it: the id is a Uuid (the route layer answers 404 for one in a path).
+    expectTypeOf(sync.removeRoot).parameter(1).toEqualTypeOf<Uuid>();
+    await sync.removeRoot(a.id, asUuid(top.id));
     expect((await sync.listRoots(a.id)).map((r) => r.drive_id)).toEqual(['drive-1', 'fold-2', 'root']);
     expect(await sync.listRoots(b.id)).toHaveLength(1);
   });
@@ -252,7 +254,7 @@ describe('runSync', () => {
     ]);
     // removing a root removes its nodes
     const team = (await sync.listRoots(id)).find((r) => r.name === 'Team')!;
-    await sync.removeRoot(id, team.id);
+    await sync.removeRoot(id, asUuid(team.id));
     expect((await nodes(id)).filter((n) => n.startsWith('Team:'))).toEqual([]);
   });
 
@@ -345,7 +347,7 @@ describe('runSync', () => {
     await addTreeRoots(b.id, p);
     await sync.runSync(b.id);
     const bNodes = await nodes(b.id);
-    await sync.removeRoot(a.id, (await sync.listRoots(a.id))[0]!.id);
+    await sync.removeRoot(a.id, asUuid((await sync.listRoots(a.id))[0]!.id));
     fake.removeFile(`${p}-sf`);
     await sync.runSync(a.id);
     expect(await nodes(b.id)).toEqual(bNodes);

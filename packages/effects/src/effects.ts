@@ -1,4 +1,4 @@
-import { type Db, type EffectRow, type EffectVersionRow, isUuid, newId } from '@wds/db';
+import { type Db, type EffectRow, type EffectVersionRow, isUuid, newId, type Uuid } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 
 /** Where a value comes from: a path into the effect's input (`Variable`) or a literal JSON value (`Const`). */
@@ -80,9 +80,9 @@ export async function listEffects(db: Db, workspaceId: string, page: Page): Prom
   return rows.map(toView);
 }
 
-/** A live effect of the workspace; NOT_FOUND for a deleted one, another workspace's, or an id that is not a UUID. */
-export async function getEffect(db: Db, workspaceId: string, id: string): Promise<EffectView> {
-  const row = isUuid(id) ? await effectQuery(db, workspaceId).where('e.id', '=', id).executeTakeFirst() : undefined;
+/** A live effect of the workspace; NOT_FOUND for a deleted one or another workspace's. */
+export async function getEffect(db: Db, workspaceId: string, id: Uuid): Promise<EffectView> {
+  const row = await effectQuery(db, workspaceId).where('e.id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Effect');
   return toView(row);
 }
@@ -112,7 +112,7 @@ export async function createEffect(
 export async function updateEffect(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: { name?: string | undefined; description?: string | null | undefined },
 ): Promise<EffectView> {
   await getEffect(db, workspaceId, id);
@@ -129,7 +129,7 @@ export async function updateEffect(
 }
 
 /** Marks the effect deleted: it is no longer listed, read, changed or resolved. Returns it as it was. */
-export async function softDeleteEffect(db: Db, workspaceId: string, id: string): Promise<EffectView> {
+export async function softDeleteEffect(db: Db, workspaceId: string, id: Uuid): Promise<EffectView> {
   const effect = await getEffect(db, workspaceId, id);
   await db
     .updateTable('platform.effects')
@@ -144,7 +144,7 @@ export async function softDeleteEffect(db: Db, workspaceId: string, id: string):
 export async function addEffectVersion(
   db: Db,
   workspaceId: string,
-  effectId: string,
+  effectId: Uuid,
   v: NewEffectVersion,
   createdBy: string | null,
 ): Promise<EffectVersionView> {
@@ -174,7 +174,7 @@ export async function addEffectVersion(
 }
 
 /** Versions of a live effect, newest first. */
-export async function listEffectVersions(db: Db, workspaceId: string, effectId: string, page: Page): Promise<EffectVersionView[]> {
+export async function listEffectVersions(db: Db, workspaceId: string, effectId: Uuid, page: Page): Promise<EffectVersionView[]> {
   await getEffect(db, workspaceId, effectId);
   const rows = await db
     .selectFrom('platform.effect_versions')

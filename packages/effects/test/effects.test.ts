@@ -1,5 +1,5 @@
 import '@wds/testkit';
-import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDb, migrateToLatest, newId, asUuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -71,13 +71,13 @@ describe('effects and versions', () => {
 
   it('versions: newest first, duplicate label 409, resolve by id, label or newest', async () => {
     const { effect, version: v1 } = await createEffect(db, A, { name: 'versions', createdBy: null, version: call('1.0.0') });
-    await expect(addEffectVersion(db, A, effect.id, call('1.0.0'), null)).rejects.toMatchObject({ code: 'CONFLICT' });
-    const v2 = await addEffectVersion(db, A, effect.id, call('1.1.0', { url: 'https://api.example.com/v2/orders', method: 'PUT' }), null);
-    const v3 = await addEffectVersion(db, A, effect.id, call('0.9.0'), null);
-    expect((await listEffectVersions(db, A, effect.id, page)).map((v) => v.version)).toEqual(['0.9.0', '1.1.0', '1.0.0']);
-    expect((await listEffectVersions(db, A, effect.id, { limit: 1, offset: 1 })).map((v) => v.id)).toEqual([v2.id]);
+    await expect(addEffectVersion(db, A, asUuid(effect.id), call('1.0.0'), null)).rejects.toMatchObject({ code: 'CONFLICT' });
+    const v2 = await addEffectVersion(db, A, asUuid(effect.id), call('1.1.0', { url: 'https://api.example.com/v2/orders', method: 'PUT' }), null);
+    const v3 = await addEffectVersion(db, A, asUuid(effect.id), call('0.9.0'), null);
+    expect((await listEffectVersions(db, A, asUuid(effect.id), page)).map((v) => v.version)).toEqual(['0.9.0', '1.1.0', '1.0.0']);
+    expect((await listEffectVersions(db, A, asUuid(effect.id), { limit: 1, offset: 1 })).map((v) => v.id)).toEqual([v2.id]);
     // "Latest" is the newest added, not the highest label.
-    expect((await getEffect(db, A, effect.id)).latest_version).toMatchObject({ id: v3.id, version: '0.9.0' });
+    expect((await getEffect(db, A, asUuid(effect.id))).latest_version).toMatchObject({ id: v3.id, version: '0.9.0' });
 
     expect((await resolveEffectVersion(db, A, { effectId: effect.id })).id).toBe(v3.id);
     expect((await resolveEffectVersion(db, A, { effectId: effect.id, label: '1.1.0' })).id).toBe(v2.id);
@@ -90,11 +90,11 @@ describe('effects and versions', () => {
 
   it('update changes name and description only; list shows the change', async () => {
     const { effect, version } = await createEffect(db, A, { name: 'before', createdBy: null, version: call('1') });
-    const renamed = await updateEffect(db, A, effect.id, { name: 'after' });
+    const renamed = await updateEffect(db, A, asUuid(effect.id), { name: 'after' });
     expect(renamed).toMatchObject({ name: 'after', description: null, latest_version: { id: version.id } });
     expect(renamed.updated_at >= effect.updated_at).toBe(true);
-    expect((await updateEffect(db, A, effect.id, { description: 'd' })).name).toBe('after');
-    expect((await updateEffect(db, A, effect.id, { description: null })).description).toBeNull();
+    expect((await updateEffect(db, A, asUuid(effect.id), { description: 'd' })).name).toBe('after');
+    expect((await updateEffect(db, A, asUuid(effect.id), { description: null })).description).toBeNull();
     expect((await listEffects(db, A, page)).find((e) => e.id === effect.id)?.name).toBe('after');
     await expect(updateEffect(db, A, newId(), { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
@@ -104,7 +104,7 @@ describe('effects and versions', () => {
     await db.insertInto('platform.workspaces').values({ id: ws, name: 'list' }).execute();
     const a = await createEffect(db, ws, { name: 'a', createdBy: null, version: call('1') });
     const b = await createEffect(db, ws, { name: 'b', createdBy: null, version: call('1') });
-    const b2 = await addEffectVersion(db, ws, b.effect.id, call('2', { method: 'DELETE' }), null);
+    const b2 = await addEffectVersion(db, ws, asUuid(b.effect.id), call('2', { method: 'DELETE' }), null);
     const all = await listEffects(db, ws, page);
     expect(all.map((e) => e.name)).toEqual(['a', 'b']);
     expect(all[0]?.latest_version?.id).toBe(a.version.id);
@@ -114,13 +114,13 @@ describe('effects and versions', () => {
 
   it('soft delete hides the effect and its versions; resolve refuses them', async () => {
     const { effect, version } = await createEffect(db, A, { name: 'doomed', createdBy: null, version: call('1') });
-    expect((await softDeleteEffect(db, A, effect.id)).id).toBe(effect.id);
-    await expect(getEffect(db, A, effect.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await softDeleteEffect(db, A, asUuid(effect.id))).id).toBe(effect.id);
+    await expect(getEffect(db, A, asUuid(effect.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect((await listEffects(db, A, page)).map((e) => e.id)).not.toContain(effect.id);
-    await expect(listEffectVersions(db, A, effect.id, page)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(addEffectVersion(db, A, effect.id, call('2'), null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(updateEffect(db, A, effect.id, { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(softDeleteEffect(db, A, effect.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(listEffectVersions(db, A, asUuid(effect.id), page)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(addEffectVersion(db, A, asUuid(effect.id), call('2'), null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(updateEffect(db, A, asUuid(effect.id), { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(softDeleteEffect(db, A, asUuid(effect.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveEffectVersion(db, A, { effectVersionId: version.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveEffectVersion(db, A, { effectId: effect.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     // The row stays, marked.
@@ -130,15 +130,15 @@ describe('effects and versions', () => {
 
   it('another workspace sees none of it', async () => {
     const { effect, version } = await createEffect(db, A, { name: 'private', createdBy: null, version: call('1') });
-    await expect(getEffect(db, B, effect.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(updateEffect(db, B, effect.id, { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(softDeleteEffect(db, B, effect.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(listEffectVersions(db, B, effect.id, page)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(addEffectVersion(db, B, effect.id, call('2'), null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(getEffect(db, B, asUuid(effect.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(updateEffect(db, B, asUuid(effect.id), { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(softDeleteEffect(db, B, asUuid(effect.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(listEffectVersions(db, B, asUuid(effect.id), page)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(addEffectVersion(db, B, asUuid(effect.id), call('2'), null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveEffectVersion(db, B, { effectVersionId: version.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveEffectVersion(db, B, { effectId: effect.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveEffectVersion(db, B, { effectId: effect.id, label: '1' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await listEffects(db, B, page)).toEqual([]);
-    expect((await getEffect(db, A, effect.id)).name).toBe('private');
+    expect((await getEffect(db, A, asUuid(effect.id))).name).toBe('private');
   });
 });

@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { type Db, migrateToLatest, newId, sql } from '@wds/db';
+import { type Db, migrateToLatest, newId, sql, asUuid } from '@wds/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type SearchHit,
@@ -228,7 +228,7 @@ describe('searchChunks', () => {
         for (const [i, hit] of hits.entries()) {
           expect(Math.abs(hit.score - want[i]!.score), `${name} score`).toBeLessThan(1e-5);
           expect(hit.chunk_index).toBe(want[i]!.chunk);
-          expect(hit.content).toBe(`file ${files.indexOf(hit.file_id!)} chunk ${hit.chunk_index}`);
+          expect(hit.content).toBe(`file ${files.indexOf(asUuid(hit.file_id!))} chunk ${hit.chunk_index}`);
           expect(hit).toMatchObject({ table_name: null, row_id: null, column_name: null });
         }
       }

@@ -1,4 +1,4 @@
-import { type Db, type PolicyRow, isUuid, newId, sql } from '@wds/db';
+import { type Db, type PolicyRow, isUuid, newId, sql, type Uuid } from '@wds/db';
 import { notFound, validationError } from '@wds/errors';
 import { type Operation, type PolicyMode, conditionColumns, parseCondition } from '@wds/policy-engine';
 import { isLogicalName, physicalName } from '@wds/sql-rewriter';
@@ -69,20 +69,18 @@ export async function listPolicies(db: Db, workspaceId: string, page: { limit: n
   return rows.map(toView);
 }
 
-async function find(db: Db, workspaceId: string, id: string): Promise<PolicyRow> {
-  const row = isUuid(id)
-    ? await db
-        .selectFrom('platform.policies')
-        .selectAll()
-        .where('id', '=', id)
-        .where('workspace_id', '=', workspaceId)
-        .executeTakeFirst()
-    : undefined;
+async function find(db: Db, workspaceId: string, id: Uuid): Promise<PolicyRow> {
+  const row = await db
+    .selectFrom('platform.policies')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!row) throw notFound('Policy');
   return row;
 }
 
-export const getPolicy = async (db: Db, workspaceId: string, id: string) => toView(await find(db, workspaceId, id));
+export const getPolicy = async (db: Db, workspaceId: string, id: Uuid) => toView(await find(db, workspaceId, id));
 
 export async function createPolicy(db: Db, workspaceId: string, input: PolicyInput): Promise<PolicyView> {
   const condition = await validate(db, workspaceId, input);
@@ -103,7 +101,7 @@ export async function createPolicy(db: Db, workspaceId: string, input: PolicyInp
   return toView(row);
 }
 
-export async function updatePolicy(db: Db, workspaceId: string, id: string, patch: Partial<PolicyInput>): Promise<PolicyView> {
+export async function updatePolicy(db: Db, workspaceId: string, id: Uuid, patch: Partial<PolicyInput>): Promise<PolicyView> {
   const current = toView(await find(db, workspaceId, id));
   const merged: PolicyInput = { ...current, ...patch };
   if (!('condition' in patch)) merged.condition = current.condition;
@@ -125,7 +123,7 @@ export async function updatePolicy(db: Db, workspaceId: string, id: string, patc
   return toView(row);
 }
 
-export async function deletePolicy(db: Db, workspaceId: string, id: string): Promise<PolicyView> {
+export async function deletePolicy(db: Db, workspaceId: string, id: Uuid): Promise<PolicyView> {
   const p = await find(db, workspaceId, id);
   await db.deleteFrom('platform.policies').where('id', '=', id).execute();
   return toView(p);

@@ -1,4 +1,4 @@
-import { type Db, type PolicyGroupRow, isUuid, newId, sql } from '@wds/db';
+import { type Db, type PolicyGroupRow, newId, sql, type Uuid } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 import type { PolicyGroupView } from './views.js';
 
@@ -32,20 +32,18 @@ export async function listPolicyGroups(db: Db, workspaceId: string, page: { limi
   return rows.map(toView);
 }
 
-async function find(db: Db, workspaceId: string, id: string): Promise<PolicyGroupRow> {
-  const row = isUuid(id)
-    ? await db
-        .selectFrom('platform.policy_groups')
-        .selectAll()
-        .where('id', '=', id)
-        .where('workspace_id', '=', workspaceId)
-        .executeTakeFirst()
-    : undefined;
+async function find(db: Db, workspaceId: string, id: Uuid): Promise<PolicyGroupRow> {
+  const row = await db
+    .selectFrom('platform.policy_groups')
+    .selectAll()
+    .where('id', '=', id)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!row) throw notFound('Policy group');
   return row;
 }
 
-export const getPolicyGroup = async (db: Db, workspaceId: string, id: string) => toView(await find(db, workspaceId, id));
+export const getPolicyGroup = async (db: Db, workspaceId: string, id: Uuid) => toView(await find(db, workspaceId, id));
 
 export async function createPolicyGroup(db: Db, workspaceId: string, input: PolicyGroupInput): Promise<PolicyGroupView> {
   const row = await db
@@ -66,7 +64,7 @@ export async function createPolicyGroup(db: Db, workspaceId: string, input: Poli
 export async function updatePolicyGroup(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: Partial<PolicyGroupInput>,
 ): Promise<PolicyGroupView> {
   await find(db, workspaceId, id);
@@ -88,7 +86,7 @@ export async function updatePolicyGroup(
  * A group still used by policies or by a workspace setting cannot be deleted: silently dropping a deny policy,
  * or the policy-editor restriction, would widen access.
  */
-export async function deletePolicyGroup(db: Db, workspaceId: string, id: string): Promise<PolicyGroupView> {
+export async function deletePolicyGroup(db: Db, workspaceId: string, id: Uuid): Promise<PolicyGroupView> {
   const group = await find(db, workspaceId, id);
   const used = await db
     .selectFrom('platform.policies')

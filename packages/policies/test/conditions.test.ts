@@ -1,5 +1,5 @@
 import '@wds/testkit';
-import { createDb, migrateToLatest, newId, sql } from '@wds/db';
+import { createDb, migrateToLatest, newId, sql, asUuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -25,9 +25,9 @@ describe('policies storage', () => {
     expect(await isInGroup(db, ws, g.id, newId())).toBe(false);
     const p = await createPolicy(db, ws, { name: 'own', policy_group_id: g.id, mode: 'allow', table_name: 'docs', operation: 'select', condition: { owner_id: '$user_id' } });
     expect(p.condition).toEqual({ owner_id: '$user_id' });
-    await expect(updatePolicy(db, ws, p.id, { condition: { nope: 1 } })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
+    await expect(updatePolicy(db, ws, asUuid(p.id), { condition: { nope: 1 } })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
     // A table that does not exist yet: columns cannot be checked, the condition is still validated.
     await createPolicy(db, ws, { name: 'later', policy_group_id: g.id, mode: 'deny', table_name: 'later', operation: 'delete', condition: { anything: 1 } });
-    await expect(deletePolicyGroup(db, ws, g.id)).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(deletePolicyGroup(db, ws, asUuid(g.id))).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 });

@@ -1,4 +1,4 @@
-import { type ChatTemplateRow, type Db, isUuid, newId, sql } from '@wds/db';
+import { type ChatTemplateRow, type Db, newId, sql, type Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { MAX_CHAT_TEMPLATE_CHARS, MAX_NAME_CHARS, type Page, checkText, iso } from './limits.js';
 import { defined, deleteScoped, getScoped, listScoped } from './scoped.js';
@@ -32,7 +32,7 @@ export async function listChatTemplates(db: Db, workspaceId: string, page: Page)
   return (await listScoped(db, 'platform.chat_templates', workspaceId, page)).map(view);
 }
 
-export async function getChatTemplate(db: Db, workspaceId: string, id: string): Promise<ChatTemplateView> {
+export async function getChatTemplate(db: Db, workspaceId: string, id: Uuid): Promise<ChatTemplateView> {
   return view(await getScoped(db, 'platform.chat_templates', workspaceId, id, 'Chat template'));
 }
 
@@ -54,11 +54,10 @@ export async function createChatTemplate(
 export async function updateChatTemplate(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: { name?: string | undefined; content?: string | undefined },
 ): Promise<ChatTemplateView> {
   check(patch);
-  if (!isUuid(id)) throw notFound('Chat template');
   const row = await db
     .updateTable('platform.chat_templates')
     .set({ ...defined({ name: patch.name, content: patch.content }), updated_at: new Date() })
@@ -70,7 +69,7 @@ export async function updateChatTemplate(
   return view(row);
 }
 
-export async function deleteChatTemplate(db: Db, workspaceId: string, id: string): Promise<ChatTemplateView> {
+export async function deleteChatTemplate(db: Db, workspaceId: string, id: Uuid): Promise<ChatTemplateView> {
   return view(await deleteScoped(db, 'platform.chat_templates', workspaceId, id, 'Chat template'));
 }
 
@@ -81,7 +80,7 @@ export async function deleteChatTemplate(db: Db, workspaceId: string, id: string
 export async function activateChatTemplate(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
 ): Promise<{ template: ChatTemplateView; deactivated: string[] }> {
   await getChatTemplate(db, workspaceId, id);
   await lockActivation(db, workspaceId);

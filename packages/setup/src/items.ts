@@ -1,4 +1,4 @@
-import { type Db, type PromptRuleRow, type SkillRow, isUuid, newId } from '@wds/db';
+import { type Db, type PromptRuleRow, type SkillRow, newId, type Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_PROMPT_RULE_CHARS, MAX_SKILL_CHARS, type Page, checkText, iso } from './limits.js';
 import { defined, deleteScoped, getScoped, listScoped } from './scoped.js';
@@ -41,9 +41,8 @@ export async function createPromptRule(db: Db, workspaceId: string, input: { con
   return ruleView(row);
 }
 
-export async function updatePromptRule(db: Db, workspaceId: string, id: string, patch: { content?: string | undefined }): Promise<PromptRuleView> {
+export async function updatePromptRule(db: Db, workspaceId: string, id: Uuid, patch: { content?: string | undefined }): Promise<PromptRuleView> {
   if (patch.content !== undefined) checkText('content', patch.content, MAX_PROMPT_RULE_CHARS);
-  if (!isUuid(id)) throw notFound('Prompt rule');
   const row = await db
     .updateTable('platform.prompt_rules')
     .set({ ...defined({ content: patch.content }), updated_at: new Date() })
@@ -55,7 +54,7 @@ export async function updatePromptRule(db: Db, workspaceId: string, id: string, 
   return ruleView(row);
 }
 
-export async function deletePromptRule(db: Db, workspaceId: string, id: string): Promise<PromptRuleView> {
+export async function deletePromptRule(db: Db, workspaceId: string, id: Uuid): Promise<PromptRuleView> {
   return ruleView(await deleteScoped(db, 'platform.prompt_rules', workspaceId, id, 'Prompt rule'));
 }
 
@@ -78,7 +77,7 @@ export async function listSkills(db: Db, workspaceId: string, page: Page): Promi
   return (await listScoped(db, 'platform.skills', workspaceId, page)).map(skillView);
 }
 
-export async function getSkill(db: Db, workspaceId: string, id: string): Promise<SkillView> {
+export async function getSkill(db: Db, workspaceId: string, id: Uuid): Promise<SkillView> {
   return skillView(await getScoped(db, 'platform.skills', workspaceId, id, 'Skill'));
 }
 
@@ -99,9 +98,8 @@ export async function createSkill(db: Db, workspaceId: string, input: SkillInput
   return skillView(row);
 }
 
-export async function updateSkill(db: Db, workspaceId: string, id: string, patch: Partial<SkillInput>): Promise<SkillView> {
+export async function updateSkill(db: Db, workspaceId: string, id: Uuid, patch: Partial<SkillInput>): Promise<SkillView> {
   checkSkill(patch);
-  if (!isUuid(id)) throw notFound('Skill');
   const row = await db
     .updateTable('platform.skills')
     .set({ ...defined({ name: patch.name, description: patch.description, content: patch.content }), updated_at: new Date() })
@@ -113,6 +111,6 @@ export async function updateSkill(db: Db, workspaceId: string, id: string, patch
   return skillView(row);
 }
 
-export async function deleteSkill(db: Db, workspaceId: string, id: string): Promise<SkillView> {
+export async function deleteSkill(db: Db, workspaceId: string, id: Uuid): Promise<SkillView> {
   return skillView(await deleteScoped(db, 'platform.skills', workspaceId, id, 'Skill'));
 }

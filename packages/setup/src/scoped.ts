@@ -2,7 +2,7 @@
  * The queries the per-workspace setup lists share (prompt rules, skills, chat templates): a page oldest first, one
  * row by id, delete by id — always within the workspace, a malformed id being the same NOT_FOUND as a missing one.
  */
-import { type Database, type Db, isUuid } from '@wds/db';
+import type { Database, Db, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { Selectable } from 'kysely';
 import type { Page } from './limits.js';
@@ -22,18 +22,14 @@ export async function listScoped<T extends ScopedTable>(db: Db, table: T, worksp
   return rows as Row<T>[];
 }
 
-export async function getScoped<T extends ScopedTable>(db: Db, table: T, workspaceId: string, id: string, what: string): Promise<Row<T>> {
-  const row = isUuid(id)
-    ? await db.selectFrom(table as ScopedTable).selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst()
-    : undefined;
+export async function getScoped<T extends ScopedTable>(db: Db, table: T, workspaceId: string, id: Uuid, what: string): Promise<Row<T>> {
+  const row = await db.selectFrom(table as ScopedTable).selectAll().where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
   if (!row) throw notFound(what);
   return row as Row<T>;
 }
 
-export async function deleteScoped<T extends ScopedTable>(db: Db, table: T, workspaceId: string, id: string, what: string): Promise<Row<T>> {
-  const row = isUuid(id)
-    ? await db.deleteFrom(table as ScopedTable).where('id', '=', id).where('workspace_id', '=', workspaceId).returningAll().executeTakeFirst()
-    : undefined;
+export async function deleteScoped<T extends ScopedTable>(db: Db, table: T, workspaceId: string, id: Uuid, what: string): Promise<Row<T>> {
+  const row = await db.deleteFrom(table as ScopedTable).where('id', '=', id).where('workspace_id', '=', workspaceId).returningAll().executeTakeFirst();
   if (!row) throw notFound(what);
   return row as Row<T>;
 }

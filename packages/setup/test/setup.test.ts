@@ -1,8 +1,8 @@
 import '@wds/testkit';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDb, migrateToLatest, newId, asUuid, type Uuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, expectTypeOf } from 'vitest';
 import {
   type Sealer,
   activateChatTemplate,
@@ -79,33 +79,35 @@ describe('prompt rules', () => {
     const r2 = await createPromptRule(db, A, { content: 'x'.repeat(50_000), createdBy: null });
     expect((await listPromptRules(db, A, page)).map((x) => x.id)).toEqual([r.id, r2.id]);
     expect(await listPromptRules(db, B, page)).toEqual([]);
-    await expect(updatePromptRule(db, B, r.id, { content: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(deletePromptRule(db, B, r.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    const u = await updatePromptRule(db, A, r.id, { content: 'Be very brief.' });
+    await expect(updatePromptRule(db, B, asUuid(r.id), { content: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(deletePromptRule(db, B, asUuid(r.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const u = await updatePromptRule(db, A, asUuid(r.id), { content: 'Be very brief.' });
     expect(u.content).toBe('Be very brief.');
     await expect(createPromptRule(db, A, { content: 'x'.repeat(50_001), createdBy: null })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
     await expect(createPromptRule(db, A, { content: '  ', createdBy: null })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
     // 50 000 emoji are 50 000 characters (100 000 UTF-16 units).
     await createPromptRule(db, A, { content: '😀'.repeat(50_000), createdBy: null });
-    await deletePromptRule(db, A, r.id);
-    await expect(deletePromptRule(db, A, r.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(updatePromptRule(db, A, 'nope', {})).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await deletePromptRule(db, A, asUuid(r.id));
+    await expect(deletePromptRule(db, A, asUuid(r.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // A text that is not a UUID never reaches it: the id is a Uuid (the route layer answers 404 for one in a path).
+    expectTypeOf(updatePromptRule).parameter(2).toEqualTypeOf<Uuid>();
   });
 });
 
 describe('skills', () => {
   it('CRUD, scoped to the workspace', async () => {
     const s = await createSkill(db, A, { name: 'sql', description: 'writes SQL', content: 'SELECT…', createdBy: null });
-    expect(await getSkill(db, A, s.id)).toEqual(s);
-    await expect(getSkill(db, B, s.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(getSkill(db, A, 'x')).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    const u = await updateSkill(db, A, s.id, { description: null, name: 'sql2' });
+    expect(await getSkill(db, A, asUuid(s.id))).toEqual(s);
+    await expect(getSkill(db, B, asUuid(s.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // A text that is not a UUID never reaches it: the id is a Uuid (the route layer answers 404 for one in a path).
+    expectTypeOf(getSkill).parameter(2).toEqualTypeOf<Uuid>();
+    const u = await updateSkill(db, A, asUuid(s.id), { description: null, name: 'sql2' });
     expect(u).toMatchObject({ name: 'sql2', description: null, content: 'SELECT…' });
-    await expect(updateSkill(db, B, s.id, { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(updateSkill(db, B, asUuid(s.id), { name: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(createSkill(db, A, { name: 'n'.repeat(256), content: 'c', createdBy: null })).rejects.toMatchObject({ code: 'VALIDATION_ERROR' });
     expect((await listSkills(db, A, page)).map((x) => x.id)).toEqual([s.id]);
-    await deleteSkill(db, A, s.id);
-    await expect(getSkill(db, A, s.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await deleteSkill(db, A, asUuid(s.id));
+    await expect(getSkill(db, A, asUuid(s.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });
 
@@ -135,27 +137,27 @@ describe('chat templates', () => {
     expect(t1.is_active).toBe(false);
     expect(await getActiveChatTemplate(db, W)).toBeNull();
 
-    const a1 = await db.transaction().execute((tx) => activateChatTemplate(tx, W, t1.id));
+    const a1 = await db.transaction().execute((tx) => activateChatTemplate(tx, W, asUuid(t1.id)));
     expect(a1).toMatchObject({ template: { id: t1.id, is_active: true }, deactivated: [] });
-    const a2 = await db.transaction().execute((tx) => activateChatTemplate(tx, W, t2.id));
+    const a2 = await db.transaction().execute((tx) => activateChatTemplate(tx, W, asUuid(t2.id)));
     expect(a2.deactivated).toEqual([t1.id]);
     expect((await listChatTemplates(db, W, page)).map((t) => [t.name, t.is_active])).toEqual([
       ['one', false],
       ['two', true],
     ]);
     // Activating the active one again changes nothing.
-    expect((await db.transaction().execute((tx) => activateChatTemplate(tx, W, t2.id))).deactivated).toEqual([]);
-    await expect(activateChatTemplate(db, B, t1.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await db.transaction().execute((tx) => activateChatTemplate(tx, W, asUuid(t2.id)))).deactivated).toEqual([]);
+    await expect(activateChatTemplate(db, B, asUuid(t1.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
     expect(await db.transaction().execute((tx) => deactivateChatTemplates(tx, W))).toEqual([t2.id]);
     expect(await getActiveChatTemplate(db, W)).toBeNull();
     expect(await db.transaction().execute((tx) => deactivateChatTemplates(tx, W))).toEqual([]);
 
-    const u = await updateChatTemplate(db, W, t1.id, { content: 'c1b' });
+    const u = await updateChatTemplate(db, W, asUuid(t1.id), { content: 'c1b' });
     expect(u).toMatchObject({ name: 'one', content: 'c1b' });
-    await expect(getChatTemplate(db, B, t1.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await deleteChatTemplate(db, W, t1.id);
-    await expect(getChatTemplate(db, W, t1.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(getChatTemplate(db, B, asUuid(t1.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await deleteChatTemplate(db, W, asUuid(t1.id));
+    await expect(getChatTemplate(db, W, asUuid(t1.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('concurrent activations of different templates end with exactly one active', async () => {
@@ -163,7 +165,7 @@ describe('chat templates', () => {
     await db.insertInto('platform.workspaces').values({ id: W, name: 'w' }).execute();
     const ts = await Promise.all([1, 2, 3, 4].map((i) => createChatTemplate(db, W, { name: `t${i}`, content: 'c', createdBy: null })));
     const results = await Promise.allSettled(
-      [...ts, ...ts].map((t) => db.transaction().execute((tx) => activateChatTemplate(tx, W, t.id))),
+      [...ts, ...ts].map((t) => db.transaction().execute((tx) => activateChatTemplate(tx, W, asUuid(t.id)))),
     );
     expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
     const active = (await listChatTemplates(db, W, page)).filter((t) => t.is_active);

@@ -1,4 +1,4 @@
-import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId, sql } from '@wds/db';
+import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId, sql, type Uuid } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 import type { StfVersionView, StfView } from './views.js';
 
@@ -61,8 +61,8 @@ export async function listStfs(db: Db, workspaceId: string, page: { limit: numbe
   return rows.map(toView);
 }
 
-export async function getStf(db: Db, workspaceId: string, id: string): Promise<StfView> {
-  const row = isUuid(id) ? await stfQuery(db, workspaceId).where('s.id', '=', id).executeTakeFirst() : undefined;
+export async function getStf(db: Db, workspaceId: string, id: Uuid): Promise<StfView> {
+  const row = await stfQuery(db, workspaceId).where('s.id', '=', id).executeTakeFirst();
   if (!row) throw notFound('STF');
   return toView(row);
 }
@@ -92,7 +92,7 @@ export async function createStf(
 export async function updateStf(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: { name?: string | undefined; description?: string | null | undefined; is_public?: boolean | undefined },
 ): Promise<StfView> {
   await getStf(db, workspaceId, id);
@@ -101,7 +101,7 @@ export async function updateStf(
   return getStf(db, workspaceId, id);
 }
 
-export async function softDeleteStf(db: Db, workspaceId: string, id: string): Promise<StfView> {
+export async function softDeleteStf(db: Db, workspaceId: string, id: Uuid): Promise<StfView> {
   const stf = await getStf(db, workspaceId, id);
   await db.updateTable('platform.stfs').set({ deleted_at: new Date() }).where('id', '=', id).execute();
   return stf;
@@ -110,7 +110,7 @@ export async function softDeleteStf(db: Db, workspaceId: string, id: string): Pr
 export async function addVersion(
   db: Db,
   workspaceId: string,
-  stfId: string,
+  stfId: Uuid,
   v: NewVersion,
   createdBy: string | null,
 ): Promise<StfVersionView> {
@@ -136,7 +136,7 @@ export async function addVersion(
 }
 
 /** Newest first. */
-export async function listVersions(db: Db, workspaceId: string, stfId: string, page: { limit: number; offset: number }) {
+export async function listVersions(db: Db, workspaceId: string, stfId: Uuid, page: { limit: number; offset: number }) {
   await getStf(db, workspaceId, stfId);
   const rows = await db
     .selectFrom('platform.stf_versions')

@@ -1,7 +1,7 @@
 import '@wds/testkit';
 import { randomBytes } from 'node:crypto';
 import { SecretBox } from '@wds/crypto';
-import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, asUuid } from '@wds/db';
 import { createDatabase, ManualBus } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { freezeDeep, WorkspaceCache } from '@wds/cache';
@@ -172,7 +172,7 @@ describe('the run cache on the platform tables', () => {
     // Each change, then what the route pipeline does once it has committed: publish the workspace's topic.
     const changed = () => bus.invalidate(`ws:${A}`);
 
-    await addVersion(db, A, stf.id, js('2'), null);
+    await addVersion(db, A, asUuid(stf.id), js('2'), null);
     changed();
     expect(await read(stf.id)).toEqual({ version: '2', env: {} });
     await upsertSecret(db, box, stf.id, 'K', 'v1');
@@ -184,7 +184,7 @@ describe('the run cache on the platform tables', () => {
     await deleteSecret(db, stf.id, 'K');
     changed();
     expect(await read(stf.id)).toEqual({ version: '2', env: {} });
-    await softDeleteStf(db, A, stf.id);
+    await softDeleteStf(db, A, asUuid(stf.id));
     changed();
     await expect(read(stf.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
@@ -199,9 +199,9 @@ describe('the run cache on the platform tables', () => {
     expect(await newest(B, inB.id)).toBe('b1');
 
     // The other process commits a new version and its secret on its own connection...
-    await addVersion(other, A, stf.id, js('2'), null);
+    await addVersion(other, A, asUuid(stf.id), js('2'), null);
     await upsertSecret(other, box, stf.id, 'K', 'from-elsewhere');
-    await addVersion(other, B, inB.id, js('b2'), null);
+    await addVersion(other, B, asUuid(inB.id), js('b2'), null);
     // ...and its NOTIFY reaches this process's listener, which publishes the topic here.
     bus.invalidate(`ws:${A}`);
     const v = await runnableVersion(db, cache, A, { stfId: stf.id });
@@ -219,7 +219,7 @@ describe('the run cache on the platform tables', () => {
     const { stf } = await createStf(db, A, { name: 'down', createdBy: null, version: js('1') });
     expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('1');
     bus.healthy = false;
-    await addVersion(other, A, stf.id, js('2'), null);
+    await addVersion(other, A, asUuid(stf.id), js('2'), null);
     expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('2');
   });
 
@@ -227,7 +227,7 @@ describe('the run cache on the platform tables', () => {
     const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const { stf, version } = await createStf(db, A, { name: 'keys', createdBy: null, version: js('1') });
-    await addVersion(db, A, stf.id, js('2'), null);
+    await addVersion(db, A, asUuid(stf.id), js('2'), null);
     expect((await runnableVersion(db, cache, A, { stfVersionId: version.id })).version.version).toBe('1');
     expect((await runnableVersion(db, cache, A, { stfId: stf.id, label: '1' })).version.version).toBe('1');
     expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('2');

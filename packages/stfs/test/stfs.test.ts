@@ -1,7 +1,7 @@
 import '@wds/testkit';
 import { randomBytes } from 'node:crypto';
 import { SecretBox } from '@wds/crypto';
-import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDb, migrateToLatest, newId, asUuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -44,27 +44,27 @@ describe('STFs and versions', () => {
     expect(version.code).toBe(code('return $input.n * 2').toString('base64'));
     expect(version.input_schema).toEqual({ type: 'object' });
 
-    await expect(addVersion(db, A, stf.id, { version: '1.0.0', runtime: 'javascript', code: code('x') }, null)).rejects.toMatchObject({ code: 'CONFLICT' });
-    const v2 = await addVersion(db, A, stf.id, { version: '1.1.0', runtime: 'javascript', code: code('return 2') }, null);
-    expect((await getStf(db, A, stf.id)).latest_version?.version).toBe('1.1.0');
-    expect((await listVersions(db, A, stf.id, page)).map((v) => v.version)).toEqual(['1.1.0', '1.0.0']);
+    await expect(addVersion(db, A, asUuid(stf.id), { version: '1.0.0', runtime: 'javascript', code: code('x') }, null)).rejects.toMatchObject({ code: 'CONFLICT' });
+    const v2 = await addVersion(db, A, asUuid(stf.id), { version: '1.1.0', runtime: 'javascript', code: code('return 2') }, null);
+    expect((await getStf(db, A, asUuid(stf.id))).latest_version?.version).toBe('1.1.0');
+    expect((await listVersions(db, A, asUuid(stf.id), page)).map((v) => v.version)).toEqual(['1.1.0', '1.0.0']);
     expect((await resolveVersion(db, A, { stfId: stf.id })).id).toBe(v2.id);
     expect((await resolveVersion(db, A, { stfVersionId: version.id })).version).toBe('1.0.0');
 
-    expect((await updateStf(db, A, stf.id, { description: 'doubles', is_public: true })).is_public).toBe(true);
+    expect((await updateStf(db, A, asUuid(stf.id), { description: 'doubles', is_public: true })).is_public).toBe(true);
     expect((await listStfs(db, A, page)).map((s) => s.name)).toContain('double');
 
-    await softDeleteStf(db, A, stf.id);
-    await expect(getStf(db, A, stf.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await softDeleteStf(db, A, asUuid(stf.id));
+    await expect(getStf(db, A, asUuid(stf.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveVersion(db, A, { stfVersionId: v2.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect((await listStfs(db, A, page)).map((s) => s.id)).not.toContain(stf.id);
   });
 
   it('another workspace sees none of it', async () => {
     const { stf, version } = await createStf(db, A, { name: 'private', createdBy: null, version: { version: '1', runtime: 'javascript', code: code('1') } });
-    await expect(getStf(db, B, stf.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(getStf(db, B, asUuid(stf.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(resolveVersion(db, B, { stfVersionId: version.id })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(addVersion(db, B, stf.id, { version: '2', runtime: 'javascript', code: code('2') }, null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(addVersion(db, B, asUuid(stf.id), { version: '2', runtime: 'javascript', code: code('2') }, null)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await listStfs(db, B, page)).toEqual([]);
   });
 });
@@ -100,7 +100,7 @@ describe('secrets', () => {
 describe('resolveVersion by label', () => {
   it('finds a version of an STF by its label, and 404s for an unknown one', async () => {
     const { stf } = await createStf(db, A, { name: 'labels', createdBy: null, version: { version: '1.0', runtime: 'javascript', code: code('1') } });
-    await addVersion(db, A, stf.id, { version: '2.0', runtime: 'javascript', code: code('2') }, null);
+    await addVersion(db, A, asUuid(stf.id), { version: '2.0', runtime: 'javascript', code: code('2') }, null);
     expect((await resolveVersion(db, A, { stfId: stf.id, label: '1.0' })).version).toBe('1.0');
     expect((await resolveVersion(db, A, { stfId: stf.id })).version).toBe('2.0');
     await expect(resolveVersion(db, A, { stfId: stf.id, label: '9' })).rejects.toMatchObject({ code: 'NOT_FOUND' });

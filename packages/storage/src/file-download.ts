@@ -1,5 +1,5 @@
 /** A file's bytes for a download: the whole file, one byte range of it, or the range's refusal. */
-import type { Db } from '@wds/db';
+import type { Db, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { BlobStore, ByteRange } from './blob-store.js';
 import { parseByteRange } from './byte-range.js';
@@ -21,7 +21,7 @@ export type FileDownload =
  * Opens a live file of the workspace, honouring one `Range` header (`rangeHeader`). NOT_FOUND for an unknown file,
  * and `File content not found` when its record outlived its blob.
  */
-export async function openFileDownload(deps: DownloadDeps, workspaceId: string, fileId: string, rangeHeader: string | undefined): Promise<FileDownload> {
+export async function openFileDownload(deps: DownloadDeps, workspaceId: string, fileId: Uuid, rangeHeader: string | undefined): Promise<FileDownload> {
   const { blob_key: key, ...file } = await getFile(deps.db, workspaceId, fileId);
   const range = parseByteRange(rangeHeader, file.size);
   if (range === 'unsatisfiable') return { file, range };

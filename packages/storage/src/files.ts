@@ -3,7 +3,7 @@
  * `blob_key`, written completely before the record is inserted. Every read is scoped to one workspace and skips
  * soft-deleted rows, so another workspace's file, a deleted one and a malformed id are all the same NOT_FOUND.
  */
-import { type Db, type FileRow, isUuid } from '@wds/db';
+import type { Db, FileRow, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { FileView } from './views.js';
 
@@ -60,25 +60,23 @@ export async function listFiles(db: Db, workspaceId: string, page: { limit: numb
   return rows.map(toView);
 }
 
-/** The live file with its blob key; NOT_FOUND for another workspace's, a deleted or a non-UUID id. */
-export async function getFile(db: Db, workspaceId: string, id: string): Promise<FileView & { blob_key: string }> {
-  const row = isUuid(id) ? await liveFiles(db, workspaceId).where('id', '=', id).executeTakeFirst() : undefined;
+/** The live file with its blob key; NOT_FOUND for another workspace's or a deleted one. */
+export async function getFile(db: Db, workspaceId: string, id: Uuid): Promise<FileView & { blob_key: string }> {
+  const row = await liveFiles(db, workspaceId).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('File');
   return { ...toView(row), blob_key: row.blob_key };
 }
 
 /** Marks the file deleted and returns it; the blob stays (NOT_FOUND as for getFile, also when already deleted). */
-export async function softDeleteFile(db: Db, workspaceId: string, id: string): Promise<FileView> {
-  const row = isUuid(id)
-    ? await db
-        .updateTable('platform.files')
-        .set({ deleted_at: new Date() })
-        .where('id', '=', id)
-        .where('workspace_id', '=', workspaceId)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst()
-    : undefined;
+export async function softDeleteFile(db: Db, workspaceId: string, id: Uuid): Promise<FileView> {
+  const row = await db
+    .updateTable('platform.files')
+    .set({ deleted_at: new Date() })
+    .where('id', '=', id)
+    .where('workspace_id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
   if (!row) throw notFound('File');
   return toView(row);
 }

@@ -1,7 +1,7 @@
 import '@wds/testkit';
 import { UploadError } from '@wds/uploads';
 import { rm } from 'node:fs/promises';
-import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, asUuid } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -81,7 +81,7 @@ describe('storeUpload', () => {
     });
     expect(file).toMatchObject({ workspace_id: W, filename: 'a.txt', content_type: 'text/plain', size: data.length, sha256: sha256(data), metadata: { k: 1 } });
     expect(stored).toEqual([file]);
-    const { blob_key } = await getFile(db, W, file.id);
+    const { blob_key } = await getFile(db, W, asUuid(file.id));
     expect(await readAll(await blobs.get(blob_key))).toEqual(data);
   });
 
@@ -153,19 +153,19 @@ describe('openFileDownload', () => {
       createdBy: null,
       receive: async (put) => ({ blob: await put(bytes(data)), fields: { filename: 'd.bin', content_type: undefined, metadata: undefined } }),
     });
-    const whole = await openFileDownload({ db, blobs }, W, file.id, undefined);
+    const whole = await openFileDownload({ db, blobs }, W, asUuid(file.id), undefined);
     expect(whole.range).toBeUndefined();
     expect(whole.file).toEqual(file);
     expect('content' in whole && (await readAll(whole.content))).toEqual(data);
 
-    const part = await openFileDownload({ db, blobs }, W, file.id, 'bytes=2-4');
+    const part = await openFileDownload({ db, blobs }, W, asUuid(file.id), 'bytes=2-4');
     expect(part.range).toEqual({ start: 2, end: 4 });
     expect('content' in part && (await readAll(part.content))).toEqual(Buffer.from('234'));
 
-    expect(await openFileDownload({ db, blobs }, W, file.id, 'bytes=10-')).toEqual({ file, range: 'unsatisfiable' });
+    expect(await openFileDownload({ db, blobs }, W, asUuid(file.id), 'bytes=10-')).toEqual({ file, range: 'unsatisfiable' });
 
-    await blobs.delete((await getFile(db, W, file.id)).blob_key);
-    expect((await failure(openFileDownload({ db, blobs }, W, file.id, undefined))).toBody()).toEqual({ error: 'File content not found', code: 'NOT_FOUND' });
+    await blobs.delete((await getFile(db, W, asUuid(file.id))).blob_key);
+    expect((await failure(openFileDownload({ db, blobs }, W, asUuid(file.id), undefined))).toBody()).toEqual({ error: 'File content not found', code: 'NOT_FOUND' });
     expect((await failure(openFileDownload({ db, blobs }, W, newId(), undefined))).toBody()).toEqual({ error: 'File not found', code: 'NOT_FOUND' });
   });
 });

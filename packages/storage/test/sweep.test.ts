@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { createDb, type Db, migrateToLatest, newId, sql } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, sql, asUuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BLOB_DELETION_LOCK, type BlobStore, createFsBlobStore, createS3BlobStore, insertFile, type S3BlobStore, softDeleteFile, sweepOrphanBlobs } from '../src/index.js';
@@ -45,7 +45,7 @@ function orphanSuite(ctx: () => { store: BlobStore; backdate: (key: string) => P
     const deletedFile = await put(store);
     const freshOrphan = await put(store);
     await record(referenced);
-    await softDeleteFile(db, WS, await record(deletedFile));
+    await softDeleteFile(db, WS, asUuid(await record(deletedFile)));
     for (const key of [orphan, referenced, deletedFile]) await backdate(key);
 
     const listed = new Map<string, Date>();

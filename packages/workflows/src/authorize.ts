@@ -3,7 +3,7 @@
  * why one is missing (404). Anyone else may execute only a workflow that allows anonymous execution, and learns
  * nothing about what exists: no such workspace, no such workflow and not allowed are the same 401.
  */
-import type { Db } from '@wds/db';
+import type { Db, Uuid } from '@wds/db';
 import { unauthorized } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
 import type { WorkspaceCache } from '@wds/cache';
@@ -19,7 +19,7 @@ export type ExecutingMember = { userId: string; workspace: RunWorkspace } | null
 
 export async function authorizeExecution(
   db: Db,
-  req: { workspaceId: string; workflowId: string; member: ExecutingMember },
+  req: { workspaceId: string; workflowId: Uuid; member: ExecutingMember },
   /** The process's run cache, for the workflow (cached.ts); without it the workflow is read every time. */
   cache?: WorkspaceCache,
 ): Promise<{ workspace: RunWorkspace; workflow: WorkflowView }> {
@@ -36,7 +36,7 @@ export async function authorizeExecution(
 
 export interface ExecuteWorkflowRequest {
   workspaceId: string;
-  workflowId: string;
+  workflowId: Uuid;
   member: ExecutingMember;
   /** `$input`. */
   input: unknown;

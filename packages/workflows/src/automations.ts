@@ -3,7 +3,7 @@
  * only through that workflow, so 404 for another workspace's), has a name and a `paused` flag, and runs as its owner
  * (`created_by`: its creator, or whoever changed it last).
  */
-import { type Database, type Db, isUuid } from '@wds/db';
+import type { Database, Db, Uuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import type { Selectable } from 'kysely';
 import { type AUTOMATION_OF, getWorkflow } from './store.js';
@@ -18,14 +18,14 @@ export function automationRows<T extends AutomationTable>(table: T, what: string
     db.selectFrom(t).selectAll().where('workspace_id', '=', workspaceId).where('workflow_id', '=', workflowId);
   return {
     /** The workflow's, oldest first (404 for a workflow that is not the workspace's). */
-    async list(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<Row[]> {
+    async list(db: Db, workspaceId: string, workflowId: Uuid, page: { limit: number; offset: number }): Promise<Row[]> {
       await getWorkflow(db, workspaceId, workflowId);
       return (await ofWorkflow(db, workspaceId, workflowId).orderBy('id').limit(page.limit).offset(page.offset).execute()) as Row[];
     },
     /** One of the workflow's; 404 otherwise. */
-    async get(db: Db, workspaceId: string, workflowId: string, id: string): Promise<Row> {
+    async get(db: Db, workspaceId: string, workflowId: Uuid, id: Uuid): Promise<Row> {
       await getWorkflow(db, workspaceId, workflowId);
-      const row = isUuid(id) ? await ofWorkflow(db, workspaceId, workflowId).where('id', '=', id).executeTakeFirst() : undefined;
+      const row = await ofWorkflow(db, workspaceId, workflowId).where('id', '=', id).executeTakeFirst();
       if (!row) throw notFound(what);
       return row as Row;
     },
@@ -52,7 +52,7 @@ export function automationRows<T extends AutomationTable>(table: T, what: string
       return row as Row;
     },
     /** Deletes one of the workflow's (404 otherwise); the row as it was. */
-    async remove(db: Db, workspaceId: string, workflowId: string, id: string): Promise<Row> {
+    async remove(db: Db, workspaceId: string, workflowId: Uuid, id: Uuid): Promise<Row> {
       const current = await this.get(db, workspaceId, workflowId, id);
       await db.deleteFrom(t).where('id', '=', id).execute();
       return current;

@@ -3,7 +3,7 @@
  * — from the run cache of the process (@wds/cache WorkspaceCache: dropped by any change of the workspace, in every
  * process), else from the database. Without a cache (no bus, CACHE_TTL_MS 0) every execution reads them.
  */
-import type { Db } from '@wds/db';
+import type { Db, Uuid } from '@wds/db';
 import { freezeDeep, type WorkspaceCache } from '@wds/cache';
 import type { WorkflowDefinition } from './definition.js';
 import type { ResolvedEffect, ResolvedStf } from './engine.js';
@@ -17,7 +17,7 @@ export interface ResolvedSteps {
 }
 
 /** A live workflow of the workspace (NOT_FOUND otherwise, never cached). */
-export function cachedWorkflow(db: Db, cache: WorkspaceCache | undefined, workspaceId: string, workflowId: string): Promise<WorkflowView> {
+export function cachedWorkflow(db: Db, cache: WorkspaceCache | undefined, workspaceId: string, workflowId: Uuid): Promise<WorkflowView> {
   const load = async () => freezeDeep(await getWorkflow(db, workspaceId, workflowId));
   if (!cache) return load();
   return cache.through(workspaceId, `workflow:${workflowId}`, load, (w) => 1024 + JSON.stringify(w).length);

@@ -8,9 +8,9 @@
  * one workspace run at once.
  */
 import type { AuditEntry } from '@wds/audit';
-import { newId } from '@wds/db';
+import { newId, parseUuid } from '@wds/db';
 import { workspacePrincipal } from '@wds/workspace-sql';
-import { ServiceError } from '@wds/errors';
+import { ServiceError, notFound } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
 import { WorkflowConcurrency } from './concurrency.js';
 import { type ExecutionResult, executeWorkflow, type StepRecord } from './engine.js';
@@ -173,7 +173,7 @@ export class WorkflowExecutions {
     const refused = (kind: string, message: string) => ({ refused: { kind, message } }) as const;
     const workspace = await findLiveWorkspace(db, row.workspace_id);
     if (!workspace) return refused('not_found', 'The workspace was deleted before the run started');
-    const workflow = await getWorkflow(db, workspace.id, row.workflow_id).catch((err: unknown) => {
+    const workflow = await getWorkflow(db, workspace.id, parseUuid(row.workflow_id, () => notFound('Workflow'))).catch((err: unknown) => {
       if ((err as { code?: string }).code === 'NOT_FOUND') return undefined;
       throw err;
     });

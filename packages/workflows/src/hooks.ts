@@ -9,7 +9,7 @@
  * of a second.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { type Db, isUuid, newId, sql, type WorkflowHookRow, type WorkflowRunStatus } from '@wds/db';
+import { type Db, isUuid, newId, sql, type WorkflowHookRow, type WorkflowRunStatus, type Uuid } from '@wds/db';
 import { ServiceError, unauthorized, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { enqueueRun, type WorkflowJobDeps } from './queued.js';
@@ -50,11 +50,11 @@ const newSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
 
 const hooks = automationRows('platform.workflow_hooks', 'Hook');
 
-export async function listHooks(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowHookView[]> {
+export async function listHooks(db: Db, workspaceId: string, workflowId: Uuid, page: { limit: number; offset: number }): Promise<WorkflowHookView[]> {
   return (await hooks.list(db, workspaceId, workflowId, page)).map(toView);
 }
 
-export async function getHook(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookView> {
+export async function getHook(db: Db, workspaceId: string, workflowId: Uuid, hookId: Uuid): Promise<WorkflowHookView> {
   return toView(await hooks.get(db, workspaceId, workflowId, hookId));
 }
 
@@ -62,7 +62,7 @@ export async function createHook(
   db: Db,
   secrets: SecretSealer | undefined,
   workspaceId: string,
-  workflowId: string,
+  workflowId: Uuid,
   h: v.InferOutput<typeof CreateHookSchema>,
   createdBy: string,
 ): Promise<WorkflowHookWithSecret> {
@@ -90,8 +90,8 @@ export async function createHook(
 export async function updateHook(
   db: Db,
   workspaceId: string,
-  workflowId: string,
-  hookId: string,
+  workflowId: Uuid,
+  hookId: Uuid,
   patch: v.InferOutput<typeof UpdateHookSchema>,
   changedBy: string,
 ): Promise<WorkflowHookView> {
@@ -104,8 +104,8 @@ export async function rotateHookSecret(
   db: Db,
   secrets: SecretSealer | undefined,
   workspaceId: string,
-  workflowId: string,
-  hookId: string,
+  workflowId: Uuid,
+  hookId: Uuid,
   changedBy: string,
 ): Promise<WorkflowHookWithSecret> {
   if (!secrets) throw noSecrets();
@@ -115,7 +115,7 @@ export async function rotateHookSecret(
   return { ...toView(row), secret };
 }
 
-export async function deleteHook(db: Db, workspaceId: string, workflowId: string, hookId: string): Promise<WorkflowHookView> {
+export async function deleteHook(db: Db, workspaceId: string, workflowId: Uuid, hookId: Uuid): Promise<WorkflowHookView> {
   return toView(await hooks.remove(db, workspaceId, workflowId, hookId));
 }
 

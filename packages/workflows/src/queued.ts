@@ -6,7 +6,7 @@
  * keyed by run id, so a run is never queued twice at once, and a job for a run that is no longer queued does nothing.
  */
 import type { BackgroundJobs } from '@wds/jobs';
-import { newId } from '@wds/db';
+import { newId, type Uuid } from '@wds/db';
 import { runCacheOf } from '@wds/stfs';
 import { requestedVersions } from './accepted.js';
 import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
@@ -132,8 +132,8 @@ export async function requeueStaleRuns(deps: WorkflowJobDeps): Promise<number> {
 export async function cancelWorkflowRun(
   deps: WorkflowExecutionDeps,
   workspaceId: string,
-  workflowId: string,
-  runId: string,
+  workflowId: Uuid,
+  runId: Uuid,
   readerId?: string,
 ): Promise<WorkflowRunView> {
   const run = await cancelRun(deps.db, workspaceId, workflowId, runId, readerId);

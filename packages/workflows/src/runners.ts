@@ -5,9 +5,9 @@
  * runtime's bundled libraries (or, for a name that is none, as a Table source, noted), File sources from the blob
  * store.
  */
-import { type Db, sql } from '@wds/db';
+import { type Db, parseUuid, sql, type Uuid } from '@wds/db';
 import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';
-import { ServiceError } from '@wds/errors';
+import { ServiceError, notFound } from '@wds/errors';
 import { physicalName } from '@wds/sql-rewriter';
 import { type RunWorkspace, runStf, StfDatabaseUnavailable, type StfRunMetrics, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
 import { type BlobStore, getFile } from '@wds/storage';
@@ -85,7 +85,7 @@ export const stepErrorOf = (err: ServiceError): StepError => ({
 export const FILE_SOURCE_MAX_BYTES = 5 * 1024 * 1024;
 
 /** A File source's value: JSON parsed, text as a string, anything else `{ filename, content_type, size, content_base64 }`. */
-async function readFileSource(deps: WorkflowExecutionDeps, workspaceId: string, id: string): Promise<unknown> {
+async function readFileSource(deps: WorkflowExecutionDeps, workspaceId: string, id: Uuid): Promise<unknown> {
   const file = await getFile(deps.db, workspaceId, id);
   if (file.size > FILE_SOURCE_MAX_BYTES) {
     throw new EffectError('too_large', `file ${file.filename} is larger than ${FILE_SOURCE_MAX_BYTES} bytes (the limit of an input source)`);
@@ -164,7 +164,7 @@ async function loadSource(
       readRows();
       return tableRows(deps, workspace, executedBy, src.name);
     case 'File':
-      return readFileSource(deps, workspace.id, src.id);
+      return readFileSource(deps, workspace.id, parseUuid(src.id, () => notFound('File')));
   }
 }
 

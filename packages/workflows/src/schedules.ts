@@ -6,7 +6,7 @@
  * transaction, so a tick fires once however many processes ask. Ticks missed while no process ran are coalesced into
  * that one run (docs/automation.md). The run then goes through the workflow-runs queue like an async execute.
  */
-import { type Db, newId, sql, type WorkflowScheduleRow } from '@wds/db';
+import { type Db, newId, sql, type WorkflowScheduleRow, type Uuid } from '@wds/db';
 import { validationError } from '@wds/errors';
 import { Cron } from 'croner';
 import * as v from 'valibot';
@@ -109,11 +109,11 @@ function nextTick(row: Pick<WorkflowScheduleRow, 'cron' | 'timezone'>, after: Da
 
 const schedules = automationRows('platform.workflow_schedules', 'Schedule');
 
-export async function listSchedules(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowScheduleView[]> {
+export async function listSchedules(db: Db, workspaceId: string, workflowId: Uuid, page: { limit: number; offset: number }): Promise<WorkflowScheduleView[]> {
   return (await schedules.list(db, workspaceId, workflowId, page)).map(toView);
 }
 
-export async function getSchedule(db: Db, workspaceId: string, workflowId: string, scheduleId: string): Promise<WorkflowScheduleView> {
+export async function getSchedule(db: Db, workspaceId: string, workflowId: Uuid, scheduleId: Uuid): Promise<WorkflowScheduleView> {
   return toView(await schedules.get(db, workspaceId, workflowId, scheduleId));
 }
 
@@ -121,7 +121,7 @@ export async function createSchedule(
   db: Db,
   config: Pick<ScheduleConfig, 'SCHEDULE_MIN_INTERVAL_MS'>,
   workspaceId: string,
-  workflowId: string,
+  workflowId: Uuid,
   s: CreateSchedule,
   createdBy: string,
 ): Promise<WorkflowScheduleView> {
@@ -151,8 +151,8 @@ export async function updateSchedule(
   db: Db,
   config: Pick<ScheduleConfig, 'SCHEDULE_MIN_INTERVAL_MS'>,
   workspaceId: string,
-  workflowId: string,
-  scheduleId: string,
+  workflowId: Uuid,
+  scheduleId: Uuid,
   patch: UpdateSchedule,
   /** Who changes it: from now on the user it runs as (an editor cannot make another's schedule run their way). */
   changedBy: string,
@@ -169,7 +169,7 @@ export async function updateSchedule(
   return toView(row);
 }
 
-export async function deleteSchedule(db: Db, workspaceId: string, workflowId: string, scheduleId: string): Promise<WorkflowScheduleView> {
+export async function deleteSchedule(db: Db, workspaceId: string, workflowId: Uuid, scheduleId: Uuid): Promise<WorkflowScheduleView> {
   return toView(await schedules.remove(db, workspaceId, workflowId, scheduleId));
 }
 

@@ -1,5 +1,5 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
-import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger, type WorkflowTriggerEvent } from '@wds/db';
+import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger, type WorkflowTriggerEvent, type Uuid } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
@@ -42,8 +42,8 @@ export async function listWorkflows(db: Db, workspaceId: string, page: { limit: 
   return rows.map(toView);
 }
 
-export async function getWorkflow(db: Db, workspaceId: string, id: string): Promise<WorkflowView> {
-  const row = isUuid(id) ? await live(db, workspaceId).where('id', '=', id).executeTakeFirst() : undefined;
+export async function getWorkflow(db: Db, workspaceId: string, id: Uuid): Promise<WorkflowView> {
+  const row = await live(db, workspaceId).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Workflow');
   return toView(row);
 }
@@ -105,13 +105,13 @@ export const AUTOMATION_OF = {
 export async function updateWorkflow(
   db: Db,
   workspaceId: string,
-  id: string,
+  id: Uuid,
   patch: UpdateWorkflow,
   definition: WorkflowDefinition,
   changedBy: string,
 ): Promise<WorkflowView> {
   // Locked, so two saves at once each compare with what the other saved (and hand the automation over rightly).
-  const row0 = isUuid(id) ? await live(db, workspaceId).where('id', '=', id).forNoKeyUpdate().executeTakeFirst() : undefined;
+  const row0 = await live(db, workspaceId).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
   if (!row0) throw notFound('Workflow');
   const current = toView(row0);
   const { stf, effect } = await acceptedVersions(db, workspaceId, definition);
@@ -144,7 +144,7 @@ export async function updateWorkflow(
   return toView(row);
 }
 
-export async function softDeleteWorkflow(db: Db, workspaceId: string, id: string): Promise<WorkflowView> {
+export async function softDeleteWorkflow(db: Db, workspaceId: string, id: Uuid): Promise<WorkflowView> {
   const w = await getWorkflow(db, workspaceId, id);
   await db.updateTable('platform.workflows').set({ deleted_at: new Date() }).where('id', '=', id).execute();
   return w;
@@ -309,7 +309,7 @@ export async function finishRun(
 export async function listRuns(
   db: Db,
   workspaceId: string,
-  workflowId: string,
+  workflowId: Uuid,
   page: {
     limit: number;
     offset: number;
@@ -334,17 +334,15 @@ export async function listRuns(
   return rows.map((r) => toRunSummary(r, readerId));
 }
 
-export async function getRun(db: Db, workspaceId: string, workflowId: string, runId: string, readerId?: string): Promise<WorkflowRunView> {
+export async function getRun(db: Db, workspaceId: string, workflowId: Uuid, runId: Uuid, readerId?: string): Promise<WorkflowRunView> {
   await getWorkflow(db, workspaceId, workflowId);
-  const row = isUuid(runId)
-    ? await db
-        .selectFrom('platform.workflow_runs')
-        .selectAll()
-        .where('id', '=', runId)
-        .where('workflow_id', '=', workflowId)
-        .where('workspace_id', '=', workspaceId)
-        .executeTakeFirst()
-    : undefined;
+  const row = await db
+    .selectFrom('platform.workflow_runs')
+    .selectAll()
+    .where('id', '=', runId)
+    .where('workflow_id', '=', workflowId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!row) throw notFound('Workflow run');
   return toRunView(row, readerId);
 }
@@ -445,40 +443,38 @@ export async function failQueuedRun(db: Db, runId: string, error: { kind: string
  * (`cancel_requested_at`): its process skips every step that has not started and ends it `cancelled`. 409 for a run
  * that has ended. Returns the run as it is now.
  */
-export async function cancelRun(db: Db, workspaceId: string, workflowId: string, runId: string, readerId?: string): Promise<WorkflowRunView> {
+export async function cancelRun(db: Db, workspaceId: string, workflowId: Uuid, runId: Uuid, readerId?: string): Promise<WorkflowRunView> {
   // The workflow is this workspace's (404 otherwise), so its runs are too.
   await getWorkflow(db, workspaceId, workflowId);
-  if (isUuid(runId)) {
-    // In this order: a queued run claimed meanwhile is running by the second statement.
-    const cancelled = await db
+  // In this order: a queued run claimed meanwhile is running by the second statement.
+  const cancelled = await db
+    .updateTable('platform.workflow_runs')
+    .set({
+      status: 'cancelled',
+      cancel_requested_at: sql<Date>`now()`,
+      error: JSON.stringify({ step: 'run', kind: 'cancelled', message: 'Cancelled before it started' }),
+      finished_at: sql<Date>`now()`,
+      duration_ms: 0,
+      checkpoint: null,
+    })
+    .where('id', '=', runId)
+    .where('workflow_id', '=', workflowId)
+    .where('status', '=', 'queued')
+    .returning('id')
+    .executeTakeFirst();
+  const asked =
+    cancelled ??
+    (await db
       .updateTable('platform.workflow_runs')
-      .set({
-        status: 'cancelled',
-        cancel_requested_at: sql<Date>`now()`,
-        error: JSON.stringify({ step: 'run', kind: 'cancelled', message: 'Cancelled before it started' }),
-        finished_at: sql<Date>`now()`,
-        duration_ms: 0,
-        checkpoint: null,
-      })
+      .set({ cancel_requested_at: sql<Date>`coalesce(cancel_requested_at, now())` })
       .where('id', '=', runId)
       .where('workflow_id', '=', workflowId)
-      .where('status', '=', 'queued')
+      .where('status', '=', 'running')
       .returning('id')
-      .executeTakeFirst();
-    const asked =
-      cancelled ??
-      (await db
-        .updateTable('platform.workflow_runs')
-        .set({ cancel_requested_at: sql<Date>`coalesce(cancel_requested_at, now())` })
-        .where('id', '=', runId)
-        .where('workflow_id', '=', workflowId)
-        .where('status', '=', 'running')
-        .returning('id')
-        .executeTakeFirst());
-    if (!asked) {
-      const run = await getRun(db, workspaceId, workflowId, runId);
-      throw conflict(`The run has already ended (${run.status})`, 'only a queued or running run can be cancelled');
-    }
+      .executeTakeFirst());
+  if (!asked) {
+    const run = await getRun(db, workspaceId, workflowId, runId);
+    throw conflict(`The run has already ended (${run.status})`, 'only a queued or running run can be cancelled');
   }
   return getRun(db, workspaceId, workflowId, runId, readerId);
 }

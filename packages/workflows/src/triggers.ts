@@ -13,7 +13,7 @@
  * round first turns the captured changes a live row trigger waits for (`platform.row_changes.needs_dispatch`) into
  * events, one per trigger and row its owner may select (dispatchRowChanges).
  */
-import { type Db, isUuid, newId, sql, type WorkflowEventRow, type WorkflowTriggerEvent, type WorkflowTriggerRow } from '@wds/db';
+import { type Db, newId, sql, type Uuid, type WorkflowEventRow, type WorkflowTriggerEvent, type WorkflowTriggerRow } from '@wds/db';
 import { conflict, notFound, ServiceError, validationError } from '@wds/errors';
 import { isLogicalName } from '@wds/sql-rewriter';
 import { type WorkspaceSql, capturedImagesSql } from '@wds/workspace-sql';
@@ -87,18 +87,18 @@ const toEventView = (r: WorkflowEventRow, ownerId: string, readerId: string | un
 
 const triggers = automationRows('platform.workflow_triggers', 'Trigger');
 
-export async function listTriggers(db: Db, workspaceId: string, workflowId: string, page: { limit: number; offset: number }): Promise<WorkflowTriggerView[]> {
+export async function listTriggers(db: Db, workspaceId: string, workflowId: Uuid, page: { limit: number; offset: number }): Promise<WorkflowTriggerView[]> {
   return (await triggers.list(db, workspaceId, workflowId, page)).map(toView);
 }
 
-export async function getTrigger(db: Db, workspaceId: string, workflowId: string, triggerId: string): Promise<WorkflowTriggerView> {
+export async function getTrigger(db: Db, workspaceId: string, workflowId: Uuid, triggerId: Uuid): Promise<WorkflowTriggerView> {
   return toView(await triggers.get(db, workspaceId, workflowId, triggerId));
 }
 
 export async function createTrigger(
   db: Db,
   workspaceId: string,
-  workflowId: string,
+  workflowId: Uuid,
   t: v.InferOutput<typeof CreateTriggerSchema>,
   createdBy: string,
 ): Promise<WorkflowTriggerView> {
@@ -131,8 +131,8 @@ export async function createTrigger(
 export async function updateTrigger(
   db: Db,
   workspaceId: string,
-  workflowId: string,
-  triggerId: string,
+  workflowId: Uuid,
+  triggerId: Uuid,
   patch: v.InferOutput<typeof UpdateTriggerSchema>,
   changedBy: string,
 ): Promise<WorkflowTriggerView> {
@@ -141,7 +141,7 @@ export async function updateTrigger(
 }
 
 /** Deletes a trigger and its events (their runs stay in the run history). */
-export async function deleteTrigger(db: Db, workspaceId: string, workflowId: string, triggerId: string): Promise<WorkflowTriggerView> {
+export async function deleteTrigger(db: Db, workspaceId: string, workflowId: Uuid, triggerId: Uuid): Promise<WorkflowTriggerView> {
   return toView(await triggers.remove(db, workspaceId, workflowId, triggerId));
 }
 
@@ -149,8 +149,8 @@ export async function deleteTrigger(db: Db, workspaceId: string, workflowId: str
 export async function listEvents(
   db: Db,
   workspaceId: string,
-  workflowId: string,
-  triggerId: string,
+  workflowId: Uuid,
+  triggerId: Uuid,
   page: { limit: number; offset: number; status?: WorkflowEventRow['status'] | undefined },
   readerId?: string,
 ): Promise<WorkflowEventView[]> {
@@ -164,26 +164,22 @@ export async function listEvents(
 export async function replayEvent(
   db: Db,
   workspaceId: string,
-  workflowId: string,
-  triggerId: string,
-  eventId: string,
+  workflowId: Uuid,
+  triggerId: Uuid,
+  eventId: Uuid,
   readerId?: string,
 ): Promise<WorkflowEventView> {
   const t = await triggers.get(db, workspaceId, workflowId, triggerId);
-  const row = isUuid(eventId)
-    ? await db
-        .updateTable('platform.workflow_events')
-        .set({ status: 'pending', attempts: 0, next_attempt_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-        .where('id', '=', eventId)
-        .where('trigger_id', '=', t.id)
-        .where('status', '=', 'dead')
-        .returningAll()
-        .executeTakeFirst()
-    : undefined;
+  const row = await db
+    .updateTable('platform.workflow_events')
+    .set({ status: 'pending', attempts: 0, next_attempt_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('id', '=', eventId)
+    .where('trigger_id', '=', t.id)
+    .where('status', '=', 'dead')
+    .returningAll()
+    .executeTakeFirst();
   if (row) return toEventView(row, t.created_by, readerId);
-  const exists = isUuid(eventId)
-    ? await db.selectFrom('platform.workflow_events').select('status').where('id', '=', eventId).where('trigger_id', '=', t.id).executeTakeFirst()
-    : undefined;
+  const exists = await db.selectFrom('platform.workflow_events').select('status').where('id', '=', eventId).where('trigger_id', '=', t.id).executeTakeFirst();
   if (!exists) throw notFound('Event');
   throw conflict(`The event is ${exists.status}`, 'only a dead event can be replayed');
 }

@@ -1,5 +1,5 @@
 import '@wds/testkit';
-import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, asUuid } from '@wds/db';
 import { WorkspaceCache } from '@wds/cache';
 import { addVersion, createStf } from '@wds/stfs';
 import { createDatabase, ManualBus } from '@wds/testkit';
@@ -37,13 +37,13 @@ describe('the cached steps of an execution', () => {
     const unpinned = { stf_steps: [{ stf_version_id: version.id, pin_version: false, input_mappings: [] }], effect_steps: [] };
     const pinned = { stf_steps: [{ stf_version_id: version.id, pin_version: true, input_mappings: [] }], effect_steps: [] };
     expect(await codes(cache, A, unpinned)).toEqual(['one']);
-    await addVersion(db, A, stf.id, js('two'), null);
+    await addVersion(db, A, asUuid(stf.id), js('two'), null);
     expect(await codes(cache, A, unpinned)).toEqual(['one']); // nobody published the change yet
     bus.invalidate(`ws:${A}`);
     expect(await codes(cache, A, unpinned)).toEqual(['two']);
     expect(await codes(cache, A, pinned)).toEqual(['one']);
 
-    await addVersion(other, A, stf.id, js('three'), null);
+    await addVersion(other, A, asUuid(stf.id), js('three'), null);
     await other.insertInto('platform.stf_secrets').values({ stf_id: stf.id, env_key: 'K', sealed_value: Buffer.from('sealed') }).execute();
     bus.invalidate(`ws:${A}`);
     const steps = await cachedSteps(db, cache, A, unpinned);
@@ -66,14 +66,14 @@ describe('the cached workflow', () => {
     const bus = new ManualBus();
     const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
     const w = await createWorkflow(db, A, { name: 'w', input_steps: [], stf_steps: [], effect_steps: [] }, null);
-    expect((await cachedWorkflow(db, cache, A, w.id)).name).toBe('w');
-    await updateWorkflow(other, A, w.id, { name: 'renamed' }, { input_schema: null, input_steps: [], stf_steps: [], effect_steps: [] }, newId());
+    expect((await cachedWorkflow(db, cache, A, asUuid(w.id))).name).toBe('w');
+    await updateWorkflow(other, A, asUuid(w.id), { name: 'renamed' }, { input_schema: null, input_steps: [], stf_steps: [], effect_steps: [] }, newId());
     bus.invalidate(`ws:${A}`);
-    expect((await cachedWorkflow(db, cache, A, w.id)).name).toBe('renamed');
-    await expect(cachedWorkflow(db, cache, B, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await softDeleteWorkflow(db, A, w.id);
+    expect((await cachedWorkflow(db, cache, A, asUuid(w.id))).name).toBe('renamed');
+    await expect(cachedWorkflow(db, cache, B, asUuid(w.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await softDeleteWorkflow(db, A, asUuid(w.id));
     bus.invalidate(`ws:${A}`);
-    await expect(cachedWorkflow(db, cache, A, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(cachedWorkflow(db, cache, A, asUuid(w.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
     const missing = newId();
     await expect(cachedWorkflow(db, cache, A, missing)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(cache.size).toBe(0);

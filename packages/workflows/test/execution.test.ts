@@ -1,10 +1,10 @@
 import '@wds/testkit';
-import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, asUuid, type Uuid } from '@wds/db';
 import { EffectError, OutboundGuard } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
 import type { StfRunnerDeps } from '@wds/stf-runner';
 import { createDatabase } from '@wds/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, expectTypeOf } from 'vitest';
 import {
   authorizeExecution,
   createStepRunners,
@@ -86,18 +86,19 @@ const code = (p: Promise<unknown>) => p.then(() => 'ok', (e: ServiceError) => e.
 
 describe('who may execute', () => {
   it('an anonymous caller gets the same 401 for a missing or deleted workspace, a missing workflow and one that is not open', async () => {
-    expect(await code(authorizeExecution(db, { workspaceId: newId(), workflowId: open.id, member: null }))).toBe('UNAUTHORIZED');
-    expect(await code(authorizeExecution(db, { workspaceId: GONE, workflowId: open.id, member: null }))).toBe('UNAUTHORIZED');
+    expect(await code(authorizeExecution(db, { workspaceId: newId(), workflowId: asUuid(open.id), member: null }))).toBe('UNAUTHORIZED');
+    expect(await code(authorizeExecution(db, { workspaceId: GONE, workflowId: asUuid(open.id), member: null }))).toBe('UNAUTHORIZED');
     expect(await code(authorizeExecution(db, { workspaceId: A, workflowId: newId(), member: null }))).toBe('UNAUTHORIZED');
-    expect(await code(authorizeExecution(db, { workspaceId: A, workflowId: 'not-a-uuid', member: null }))).toBe('UNAUTHORIZED');
-    expect(await code(authorizeExecution(db, { workspaceId: A, workflowId: closed.id, member: null }))).toBe('UNAUTHORIZED');
-    const ok = await authorizeExecution(db, { workspaceId: A, workflowId: open.id, member: null });
+    // A text that is not a UUID never reaches it: the id is a Uuid (the route layer answers 404 for one in a path).
+    expectTypeOf<Parameters<typeof authorizeExecution>[1]['workflowId']>().toEqualTypeOf<Uuid>();
+    expect(await code(authorizeExecution(db, { workspaceId: A, workflowId: asUuid(closed.id), member: null }))).toBe('UNAUTHORIZED');
+    const ok = await authorizeExecution(db, { workspaceId: A, workflowId: asUuid(open.id), member: null });
     expect(ok.workspace.id).toBe(A);
     expect(ok.workflow.id).toBe(open.id);
   });
 
   it('a member may execute any workflow of the workspace and learns that one is missing', async () => {
-    expect((await authorizeExecution(db, { workspaceId: A, workflowId: closed.id, member })).workflow.id).toBe(closed.id);
+    expect((await authorizeExecution(db, { workspaceId: A, workflowId: asUuid(closed.id), member })).workflow.id).toBe(closed.id);
     expect(await code(authorizeExecution(db, { workspaceId: A, workflowId: newId(), member }))).toBe('NOT_FOUND');
   });
 });
@@ -107,14 +108,14 @@ describe('executing and recording', () => {
     const deps = depsOf();
     const run = await executeWorkflowAs(deps, {
       workspaceId: A,
-      workflowId: withStf.id,
+      workflowId: asUuid(withStf.id),
       member: null,
       input: { n: 21 },
       audit: { apiKeyId: null, action: 'execute_workflow', requestId: 'req-1', transport: 'mcp' },
     });
     expect(runOutput(run)).toEqual({ doubled: 42 });
     expect(runs.at(-1)).toMatchObject({ caller: null, workspaceId: A, code: 'double' });
-    const stored = await getRun(db, A, withStf.id, run.runId);
+    const stored = await getRun(db, A, asUuid(withStf.id), asUuid(run.runId));
     expect(stored).toMatchObject({ status: 'succeeded', executed_by: null });
     const audit = await db.selectFrom('platform.audit_logs').selectAll().where('request_id', '=', 'req-1').executeTakeFirstOrThrow();
     expect(audit).toMatchObject({
@@ -146,7 +147,7 @@ describe('executing and recording', () => {
     })();
     expect(err?.code).toBe('RUNTIME_ERROR');
     expect(JSON.parse(err?.details ?? '{}')).toMatchObject({ run_id: run.runId, step: 'stf_steps[0]', kind: 'SERVICE_UNAVAILABLE' });
-    expect((await getRun(db, A, withStf.id, run.runId)).status).toBe('failed');
+    expect((await getRun(db, A, asUuid(withStf.id), asUuid(run.runId))).status).toBe('failed');
   });
 });
 

@@ -1,6 +1,6 @@
 import '@wds/testkit';
 import { randomUUID } from 'node:crypto';
-import { createDb, type Db, migrateToLatest, newId, sql } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, sql, asUuid } from '@wds/db';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -51,7 +51,7 @@ describe('run records', () => {
     const r = await row(id);
     expect(r).toMatchObject({ status: 'running', owner: INSTANCE_ID, steps: [] });
     expect(r.heartbeat_at!.getTime()).toBeGreaterThanOrEqual(before);
-    expect(await getRun(db, A, w.id, id)).toMatchObject({ status: 'running', input: { n: 1 }, finished_at: null });
+    expect(await getRun(db, A, asUuid(w.id), asUuid(id))).toMatchObject({ status: 'running', input: { n: 1 }, finished_at: null });
   });
 
   it('the heartbeat marks every tracked run alive in one beat, with the steps finished so far; untracked runs are left', async () => {
@@ -93,7 +93,7 @@ describe('sweepInterruptedRuns', () => {
 
     expect(await sweepInterruptedRuns(db, { staleAfterMs: 60_000 })).toBeGreaterThanOrEqual(2);
 
-    const swept = await getRun(db, A, w.id, dead);
+    const swept = await getRun(db, A, asUuid(w.id), asUuid(dead));
     expect(swept).toMatchObject({
       status: 'failed',
       error: { step: 'run', kind: 'interrupted', message: expect.stringMatching(/^interrupted: the process running it stopped \(no heartbeat since \d{4}-\d\d-\d\dT/) },
@@ -101,13 +101,13 @@ describe('sweepInterruptedRuns', () => {
     });
     expect(swept.finished_at).not.toBeNull();
     expect(swept.duration_ms).toBeGreaterThan(600_000);
-    expect(await getRun(db, A, w.id, legacy)).toMatchObject({ status: 'failed', error: { kind: 'interrupted' } });
-    expect((await getRun(db, A, w.id, fresh)).status).toBe('running');
-    expect(await getRun(db, A, w.id, finished)).toMatchObject({ status: 'succeeded', error: null });
+    expect(await getRun(db, A, asUuid(w.id), asUuid(legacy))).toMatchObject({ status: 'failed', error: { kind: 'interrupted' } });
+    expect((await getRun(db, A, asUuid(w.id), asUuid(fresh))).status).toBe('running');
+    expect(await getRun(db, A, asUuid(w.id), asUuid(finished))).toMatchObject({ status: 'succeeded', error: null });
 
     // A run that was only slow to beat and then ends: what really happened wins over the sweep's verdict.
     await finishRun(db, dead, { status: 'succeeded', output: { late: true }, error: null, steps: [], duration_ms: 5 });
-    expect(await getRun(db, A, w.id, dead)).toMatchObject({ status: 'succeeded', output: { late: true }, error: null });
+    expect(await getRun(db, A, asUuid(w.id), asUuid(dead))).toMatchObject({ status: 'succeeded', output: { late: true }, error: null });
   });
 });
 
@@ -181,7 +181,7 @@ describe('settleInterruptedRuns: queued runs cut by a crash are resumed, a bound
       checkpoint: null,
       error: { step: 'run', kind: 'interrupted', message: expect.stringMatching(/^interrupted: the process running it stopped \(no heartbeat since .*\); attempt 3 of at most 3 \(RUN_MAX_ATTEMPTS\): not resumed again$/) },
     });
-    expect(await getRun(db, A, w.id, last)).toMatchObject({ attempts: 3, status: 'failed' });
+    expect(await getRun(db, A, asUuid(w.id), asUuid(last))).toMatchObject({ attempts: 3, status: 'failed' });
     // A run someone waited for is never sent again: its caller saw its request fail.
     expect(await full(waiting)).toMatchObject({ status: 'failed', attempts: 1, error: { kind: 'interrupted', message: expect.not.stringContaining('attempt') } });
     expect(await full(cancelled)).toMatchObject({ status: 'cancelled', error: { step: 'run', kind: 'cancelled' }, checkpoint: null });

@@ -5,7 +5,7 @@
  * the origin's style.
  */
 import '@wds/testkit';
-import { createDb, type Db, migrateToLatest, newId } from '@wds/db';
+import { createDb, type Db, migrateToLatest, newId, asUuid } from '@wds/db';
 import { type EffectResult, OutboundGuard } from '@wds/effect-runner';
 import { ServiceError } from '@wds/errors';
 import { createDatabase } from '@wds/testkit';
@@ -352,7 +352,7 @@ describe('Library and Table sources, executed and recorded', () => {
     expect(run.result.output).toEqual({ got: ['pdf-lib', 'rows', 'old-rows'] });
     // Both table reads went through the user's statement path (policies, row cap); the library read none.
     expect(tables).toEqual(['SELECT * FROM targets', 'SELECT * FROM targets']);
-    const stored = await getRun(db, W, wf.id, run.runId);
+    const stored = await getRun(db, W, asUuid(wf.id), asUuid(run.runId));
     expect(stored.steps).toEqual([
       expect.not.objectContaining({ deprecations: expect.anything() }),
       expect.not.objectContaining({ deprecations: expect.anything() }),

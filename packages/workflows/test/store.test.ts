@@ -1,5 +1,5 @@
 import '@wds/testkit';
-import { createDb, migrateToLatest, newId } from '@wds/db';
+import { createDb, migrateToLatest, newId, asUuid } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import { createDatabase } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -172,37 +172,37 @@ describe('workflows and runs', () => {
     expect((await listWorkflows(db, A, { ...page, name: 'orders' })).map((x) => x.id)).toEqual([w.id]);
     expect(await listWorkflows(db, A, { ...page, name: 'other' })).toEqual([]);
     expect(await listWorkflows(db, B, page)).toEqual([]);
-    await expect(getWorkflow(db, B, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(getWorkflow(db, B, asUuid(w.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
     const patch = { allow_anonymous_execute: true, input_schema: { type: 'object' } };
-    const updated = await updateWorkflow(db, A, w.id, patch, patchedDefinition(w, patch), newId());
+    const updated = await updateWorkflow(db, A, asUuid(w.id), patch, patchedDefinition(w, patch), newId());
     expect(updated).toMatchObject({ name: 'orders', allow_anonymous_execute: true, input_schema: { type: 'object' } });
 
     const first = newRunId();
     await finishRun(db, first, { status: 'succeeded', output: { ok: 1 }, error: null, steps: [], duration_ms: 1 }, { workflow: w, input: { n: 1 }, executedBy: null, at: new Date() });
     const second = newRunId();
     await startRun(db, second, w, { n: 2 }, null);
-    expect((await getRun(db, A, w.id, second)).status).toBe('running');
-    expect(await getRun(db, A, w.id, first)).toMatchObject({ status: 'succeeded', input: { n: 1 }, output: { ok: 1 } });
+    expect((await getRun(db, A, asUuid(w.id), asUuid(second))).status).toBe('running');
+    expect(await getRun(db, A, asUuid(w.id), asUuid(first))).toMatchObject({ status: 'succeeded', input: { n: 1 }, output: { ok: 1 } });
     await finishRun(db, second, { status: 'failed', output: null, error: { step: 'stf_steps[0]', kind: 'runtime', message: 'boom' }, steps: [], duration_ms: 3.5 });
-    const runs = await listRuns(db, A, w.id, page);
+    const runs = await listRuns(db, A, asUuid(w.id), page);
     expect(runs.map((r) => r.id)).toEqual([second, first]);
     expect(runs[0]).not.toHaveProperty('input');
-    expect(await getRun(db, A, w.id, second)).toMatchObject({ status: 'failed', input: { n: 2 }, error: { step: 'stf_steps[0]' }, duration_ms: 3.5 });
-    await expect(getRun(db, B, w.id, second)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(await getRun(db, A, asUuid(w.id), asUuid(second))).toMatchObject({ status: 'failed', input: { n: 2 }, error: { step: 'stf_steps[0]' }, duration_ms: 3.5 });
+    await expect(getRun(db, B, asUuid(w.id), asUuid(second))).rejects.toMatchObject({ code: 'NOT_FOUND' });
 
     // With an audit entry, the run and the entry are written by one statement (insert and update forms).
     const audited = newRunId();
     const entry = (action: string) => ({ id: newId(), workspace_id: A, user_id: null, api_key_id: null, action, resource_type: 'workflow', resource_id: w.id, details: '{}', request_id: null });
     await finishRun(db, audited, { status: 'succeeded', output: 1, error: null, steps: [], duration_ms: 1 }, { workflow: w, input: null, executedBy: null, at: new Date() }, entry('execute_a'));
     await finishRun(db, second, { status: 'succeeded', output: 2, error: null, steps: [], duration_ms: 1 }, undefined, entry('execute_b'));
-    expect((await getRun(db, A, w.id, audited)).output).toBe(1);
-    expect((await getRun(db, A, w.id, second)).output).toBe(2);
+    expect((await getRun(db, A, asUuid(w.id), asUuid(audited))).output).toBe(1);
+    expect((await getRun(db, A, asUuid(w.id), asUuid(second))).output).toBe(2);
     const actions = await db.selectFrom('platform.audit_logs').select('action').where('resource_id', '=', w.id).execute();
     expect(actions.map((a) => a.action).sort()).toEqual(['execute_a', 'execute_b']);
 
-    await softDeleteWorkflow(db, A, w.id);
-    await expect(getWorkflow(db, A, w.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(listRuns(db, A, w.id, page)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await softDeleteWorkflow(db, A, asUuid(w.id));
+    await expect(getWorkflow(db, A, asUuid(w.id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(listRuns(db, A, asUuid(w.id), page)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 });

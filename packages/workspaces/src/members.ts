@@ -1,4 +1,4 @@
-import { type Database, type Db, type Role, type Transaction, type User, isUuid, newId } from '@wds/db';
+import { type Database, type Db, type Role, type Transaction, type User, newId, type Uuid } from '@wds/db';
 import { ServiceError, conflict, notFound } from '@wds/errors';
 import { type InvitationView, type MemberAddedView, type MemberView, toInvitationView, toMemberView } from './views.js';
 import type { Page } from './workspaces.js';
@@ -61,8 +61,7 @@ async function lockWorkspace(db: Db, workspaceId: string) {
   await db.selectFrom('platform.workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
 }
 
-async function findMember(db: Db, workspaceId: string, memberId: string) {
-  if (!isUuid(memberId)) throw notFound('Member');
+async function findMember(db: Db, workspaceId: string, memberId: Uuid) {
   const m = await memberQuery(db, workspaceId).where('m.id', '=', memberId).executeTakeFirst();
   if (!m) throw notFound('Member');
   return m;
@@ -81,7 +80,7 @@ async function assertNotLastAdmin(db: Db, workspaceId: string) {
 export async function changeMemberRole(
   db: Db,
   workspaceId: string,
-  memberId: string,
+  memberId: Uuid,
   role: Role,
 ): Promise<MemberView> {
   await lockWorkspace(db, workspaceId);
@@ -95,7 +94,7 @@ export async function changeMemberRole(
   return toMemberView({ ...m, role });
 }
 
-export async function removeMember(db: Db, workspaceId: string, memberId: string): Promise<MemberView> {
+export async function removeMember(db: Db, workspaceId: string, memberId: Uuid): Promise<MemberView> {
   await lockWorkspace(db, workspaceId);
   const m = await findMember(db, workspaceId, memberId);
   if (m.role === 'admin') await assertNotLastAdmin(db, workspaceId);
@@ -117,8 +116,7 @@ export async function listInvitations(db: Db, workspaceId: string, page: Page): 
   return rows.map(toInvitationView);
 }
 
-export async function cancelInvitation(db: Db, workspaceId: string, invitationId: string): Promise<InvitationView> {
-  if (!isUuid(invitationId)) throw notFound('Invitation');
+export async function cancelInvitation(db: Db, workspaceId: string, invitationId: Uuid): Promise<InvitationView> {
   const row = await db
     .updateTable('platform.invitations')
     .set({ cancelled_at: new Date() })

@@ -1,12 +1,12 @@
 import { ServiceError, forbidden } from '@wds/errors';
 import { isInGroup } from '@wds/policies';
-import type { HandlerCtx } from './route.js';
+import type { MemberCtx } from './route.js';
 
 /**
  * Policy editing is restricted to the policy-editor group when the workspace sets one
  * (docs/sql-and-policies.md#policies).
  */
-export async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
+export async function assertPolicyEditor(ctx: MemberCtx): Promise<void> {
   const group = ctx.access.workspace.policy_editor_policy_group_id;
   if (group && !(await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) {
     throw forbidden('Policy editing is restricted to the policy editor group', 'see policy_editor_policy_group_id');
@@ -18,7 +18,7 @@ export async function assertPolicyEditor(ctx: HandlerCtx<unknown, unknown>): Pro
  * change STFs, effects, workflows and documents. Storage editors (docs/files.md#api: file upload and delete) are the
  * same people; only the refusal names the role the caller asked for.
  */
-async function assertEditor(ctx: HandlerCtx<unknown, unknown>, role: 'workflow' | 'storage'): Promise<void> {
+async function assertEditor(ctx: MemberCtx, role: 'workflow' | 'storage'): Promise<void> {
   const group = ctx.access.workspace.workflow_editor_policy_group_id;
   const allowed = group
     ? await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id)
@@ -31,12 +31,12 @@ async function assertEditor(ctx: HandlerCtx<unknown, unknown>, role: 'workflow' 
   }
 }
 
-export const assertWorkflowEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'workflow');
-export const assertStorageEditor = (ctx: HandlerCtx<unknown, unknown>): Promise<void> => assertEditor(ctx, 'storage');
+export const assertWorkflowEditor = (ctx: MemberCtx): Promise<void> => assertEditor(ctx, 'workflow');
+export const assertStorageEditor = (ctx: MemberCtx): Promise<void> => assertEditor(ctx, 'storage');
 
 /** Schema changes — and the embedding operations that add columns or read whole tables — need the workspace's
  * admin role or membership of `ddl_policy_group_id` (docs/sql-and-policies.md#permissions). */
-export async function assertDdlAllowed(ctx: HandlerCtx<unknown, unknown>): Promise<void> {
+export async function assertDdlAllowed(ctx: MemberCtx): Promise<void> {
   if (ctx.access.role === 'admin') return;
   const group = ctx.access.workspace.ddl_policy_group_id;
   if (group && (await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) return;

@@ -1,17 +1,18 @@
 import { OPERATIONS, type Operation, recordAudit } from '@wds/audit';
-import { type Db, isUuid, notifyOnCommit } from '@wds/db';
+import { type Db, type Uuid, isUuid, notifyOnCommit } from '@wds/db';
 import { ServiceError, badRequest, forbidden, unauthorized, validationError } from '@wds/errors';
 import { CHANNEL } from '@wds/cache';
 import { type Principal, authenticate, bearerToken, hashToken } from '@wds/identity';
 import { type WorkspaceAccess, acceptPendingInvitations, resolveAccess } from '@wds/workspaces';
 import type { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
+import type { ParamKeys } from 'hono/types';
 import * as v from 'valibot';
 import type { Services } from '../services.js';
 import type { AppEnv } from './env.js';
 import { checkAdminToken } from './admin-token.js';
 import { readBodyText, requestBodyStream } from './body-limit.js';
-import { checkJsonValue, checkRequestText, isObjectSchema, requireObject } from './input.js';
+import { checkJsonValue, checkPathParams, checkRequestText, isObjectSchema, requireObject } from './input.js';
 import { limitCaller, limitWorkspace } from './rate-limit.js';
 import type { OpenApiExtras } from './openapi.js';
 
@@ -68,19 +69,52 @@ export interface Transport {
   limitWorkspace(workspaceId: string): void;
 }
 
-export interface HandlerCtx<B, Q> {
+/** The names of an id parameter: `:id` and `:…Id` (input.ts checks them). */
+type IdParamName = 'id' | `${string}Id`;
+
+/**
+ * The parameters of a Hono path as a handler gets them: one property per `:name` of the path (hono's ParamKeys),
+ * ids as checked UUIDs. A misspelt name is a compile error.
+ */
+export type PathParams<P extends string> = { [K in ParamKeys<P>]: K extends IdParamName ? Uuid : string };
+
+/**
+ * The caller, where the route's auth puts one: signed in for `user` and `session`; maybe for `optional` (always
+ * once the route resolves a workspace, whose access needs one); absent for `none` and `admin`.
+ */
+type PrincipalOf<A extends AuthMode, W extends WorkspaceFrom | undefined> = A extends 'user' | 'session'
+  ? { principal: Principal }
+  : A extends 'optional'
+    ? { principal: W extends WorkspaceFrom ? Principal : Principal | undefined }
+    : {};
+
+/** The caller's access to the workspace, for routes that name one (`workspace`). */
+type AccessOf<W extends WorkspaceFrom | undefined> = W extends WorkspaceFrom ? { access: WorkspaceAccess } : {};
+
+/** What every handler gets, whatever its route declares. */
+interface BaseCtx<P extends string, B, Q> {
   services: Services;
   transport: Transport;
   db: Db;
-  principal: Principal;
-  access: WorkspaceAccess;
   body: B;
   query: Q;
-  params: Record<string, string>;
+  params: PathParams<P>;
   requestId: string;
   /** Adds to the audit entry written (in the same transaction) for a mutating operation. */
   audit(info: AuditInfo): void;
 }
+
+/** A handler's context: the principal and the access are there only when the route's auth and workspace say so. */
+export type HandlerCtx<
+  P extends string,
+  A extends AuthMode,
+  W extends WorkspaceFrom | undefined,
+  B,
+  Q,
+> = BaseCtx<P, B, Q> & PrincipalOf<A, W> & AccessOf<W>;
+
+/** The context of any handler of a signed-in member in a workspace, for helpers shared by such routes. */
+export type MemberCtx = HandlerCtx<string, 'user', WorkspaceFrom, unknown, unknown>;
 
 /**
  * What a handler may answer: a Response of its own, or (for a route declaring `response`) the success body as its
@@ -88,14 +122,21 @@ export interface HandlerCtx<B, Q> {
  */
 export type HandlerResult<RS extends AnySchema | undefined> = RS extends AnySchema ? v.InferInput<RS> | Response : unknown;
 
-export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema | undefined, RS extends AnySchema | undefined = undefined> {
+export interface RouteDef<
+  P extends string,
+  A extends AuthMode,
+  W extends WorkspaceFrom | undefined,
+  BS extends AnySchema | undefined,
+  QS extends AnySchema | undefined,
+  RS extends AnySchema | undefined = undefined,
+> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  /** Hono path syntax, e.g. `/api/v1/workspaces/:id/members`. */
-  path: string;
+  /** Hono path syntax, e.g. `/api/v1/workspaces/:id/members`: it types the handler's `params`. */
+  path: P;
   operation: Operation;
   summary: string;
-  auth: AuthMode;
-  workspace?: WorkspaceFrom;
+  auth: A;
+  workspace?: W;
   role?: 'member' | 'admin';
   body?: BS;
   query?: QS;
@@ -124,7 +165,7 @@ export interface RouteDef<BS extends AnySchema | undefined, QS extends AnySchema
   /** What the OpenAPI document states beyond the schemas: bodies and headers the handler handles itself (openapi.ts). */
   openapi?: OpenApiExtras;
   handler: (
-    ctx: HandlerCtx<BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
+    ctx: HandlerCtx<P, A, W, BS extends AnySchema ? v.InferOutput<BS> : undefined, QS extends AnySchema ? v.InferOutput<QS> : undefined>,
   ) => Promise<HandlerResult<RS>>;
 }
 
@@ -138,14 +179,17 @@ export interface McpOptions {
   selfBounded?: boolean;
 }
 
-export type AnyRoute = RouteDef<AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
+export type AnyRoute = RouteDef<string, AuthMode, WorkspaceFrom | undefined, AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;
 
 export const defineRoute = <
+  P extends string,
+  A extends AuthMode,
+  W extends WorkspaceFrom | undefined = undefined,
   BS extends AnySchema | undefined = undefined,
   QS extends AnySchema | undefined = undefined,
   RS extends AnySchema | undefined = undefined,
 >(
-  r: RouteDef<BS, QS, RS>,
+  r: RouteDef<P, A, W, BS, QS, RS>,
 ): AnyRoute => r as unknown as AnyRoute;
 
 const issuesToDetails = (issues: readonly v.BaseIssue<unknown>[]) =>
@@ -262,10 +306,24 @@ function staleTopic(route: AnyRoute, mutates: boolean, principal?: Principal, ac
 export interface Call {
   principal: Principal | undefined;
   naming: WorkspaceNaming;
+  /** The parameters of the route's path, checked (checkPathParams): the handler takes its ids as `Uuid`s. */
   params: Record<string, string>;
   /** Read once the caller's access is resolved, so a refusal never waits for a large body. */
   readBody(): Promise<unknown>;
   query: unknown;
+}
+
+/** The `:name`s of a Hono path, in order (what PathParams types). */
+export const pathParamNames = (path: string): string[] => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
+
+/**
+ * The call's path parameters with every one of the route's path: HTTP always has them all; an MCP call may leave
+ * an argument out, and then an id names nothing (404, once the caller is authorized) and any other is empty.
+ */
+function allParams(route: AnyRoute, given: Record<string, string>): Record<string, string> {
+  const missing = Object.fromEntries(pathParamNames(route.path).filter((name) => !(name in given)).map((name) => [name, '']));
+  checkPathParams(missing);
+  return { ...given, ...missing };
 }
 
 /** Whether an operation runs in one transaction with its audit entry: mutations, unless they manage their own. */
@@ -291,6 +349,7 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
   }
   const body = route.body ? parseWith(route.body, await call.readBody()) : undefined;
   const query = route.query ? parseWith(route.query, call.query) : undefined;
+  const params = allParams(route, call.params);
 
   const inTransaction = runsInTransaction(route);
   const auditInfo: AuditInfo = {};
@@ -300,11 +359,12 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
       services,
       transport,
       db,
-      principal: principal as Principal,
-      access: access as WorkspaceAccess,
+      // Present where the route's declaration says (HandlerCtx): invoke refused the call above otherwise.
+      principal,
+      access,
       body,
       query,
-      params: call.params,
+      params: params as PathParams<string>,
       requestId: transport.requestId,
       audit: (info) => Object.assign(auditInfo, info),
     });

@@ -1,8 +1,8 @@
 import type { SqlCaller } from '@wds/workspace-sql';
-import type { HandlerCtx } from './route.js';
+import type { MemberCtx } from './route.js';
 
 /** The caller of workspace SQL for a signed-in user: their policies, and DDL when admin or in the DDL group. */
-export function sqlCallerOf(ctx: HandlerCtx<unknown, unknown>): SqlCaller {
+export function sqlCallerOf(ctx: MemberCtx): SqlCaller {
   return {
     workspaceId: ctx.access.workspace.id,
     ddlGroupId: ctx.access.workspace.ddl_policy_group_id,

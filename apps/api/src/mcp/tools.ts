@@ -1,7 +1,7 @@
 import { OPERATIONS, operationHints } from '@wds/audit';
 import type * as v from 'valibot';
 import { jsonSchemaOf } from '../http/openapi.js';
-import type { AnyRoute } from '../http/route.js';
+import { type AnyRoute, pathParamNames } from '../http/route.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
 
@@ -38,8 +38,6 @@ export function exclusionOf(route: AnyRoute): string | undefined {
 /** Routes under /workspaces/:id take that id from the connection's workspace (header-scoped ones ignore it). */
 const workspaceInPath = (route: AnyRoute) => route.workspace !== undefined && route.path.startsWith('/api/v1/workspaces/:id');
 
-const paramNames = (path: string) => [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
-
 /**
  * A query parameter is a string in a URL; as a tool argument it is the typed value (integer, boolean) or, as agents
  * also send them, its string form (which the route's own schema then checks).
@@ -62,7 +60,7 @@ export function toolOf(route: AnyRoute): ToolShape {
     if (isRequired) required.add(name);
   };
   const payloadWorkspace = route.workspace === 'payload';
-  const params = paramNames(route.path).filter((p) => !(p === 'id' && workspaceInPath(route)));
+  const params = pathParamNames(route.path).filter((p) => !(p === 'id' && workspaceInPath(route)));
   for (const p of params) add(p, { type: 'string', description: `the ${p} of the path` }, true, 'path');
 
   const headerSchemas = route.mcp && 'headers' in route.mcp ? (route.mcp.headers ?? {}) : {};

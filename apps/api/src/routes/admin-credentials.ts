@@ -31,8 +31,8 @@ export const adminCredentialRoutes = [
     body: v.object({ value: Value }),
     status: 204,
     handler: async (ctx) => {
-      const workspaceId = ctx.params.id ?? '';
-      const provider = ctx.params.provider ?? '';
+      const workspaceId = ctx.params.id;
+      const provider = ctx.params.provider;
       const box = secretBox(ctx);
       await putCredential(ctx.db, box, workspaceId, provider, ctx.body.value);
       ctx.audit({ workspaceId, resourceId: provider, details: { provider } });
@@ -46,8 +46,8 @@ export const adminCredentialRoutes = [
     auth: 'admin',
     status: 204,
     handler: async (ctx) => {
-      const workspaceId = ctx.params.id ?? '';
-      const provider = ctx.params.provider ?? '';
+      const workspaceId = ctx.params.id;
+      const provider = ctx.params.provider;
       await deleteCredential(ctx.db, workspaceId, provider);
       ctx.audit({ workspaceId, resourceId: provider, details: { provider } });
     },

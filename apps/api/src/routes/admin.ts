@@ -1,5 +1,4 @@
 import { createSession, createUser, getUser, toPublicUser } from '@wds/identity';
-import { isUuid } from '@wds/db';
 import { notFound } from '@wds/errors';
 import { acceptPendingInvitations } from '@wds/workspaces';
 import * as v from 'valibot';
@@ -32,8 +31,8 @@ export const adminRoutes = [
     status: 201,
     response: AdminSession,
     handler: async ({ services, db, params, body, audit }) => {
-      const userId = params.userId ?? '';
-      if (!isUuid(userId) || !(await getUser(db, userId))) throw notFound('User');
+      const userId = params.userId;
+      if (!(await getUser(db, userId))) throw notFound('User');
       const s = await createSession(db, userId, {
         ttlSeconds: services.config.SESSION_TTL_SECONDS,
         ...(body.expires_at ? { expiresAt: body.expires_at } : {}),

@@ -45,7 +45,7 @@ export const apiKeyRoutes = [
     invalidates: 'user',
     status: 204,
     handler: async ({ db, principal, params, audit }) => {
-      const key = await revokeApiKey(db, principal.user.id, params.keyId ?? '');
+      const key = await revokeApiKey(db, principal.user.id, params.keyId);
       audit({ resourceId: key.id, details: { name: key.name, prefix: key.prefix } });
     },
   }),

@@ -11,13 +11,13 @@ import {
 import { documentChanged, emitWorkflowEvents } from '@wds/workflows';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import type { HandlerCtx } from '../http/route.js';
+import type { MemberCtx } from '../http/route.js';
 import { defineRoute } from '../http/route.js';
 import { Document, DocumentSummary, DocumentVersion } from '../http/views/index.js';
 import { intQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
 /** The document_changed event of a change, written in the change's own transaction (the route's). */
-const changed = (ctx: HandlerCtx<unknown, unknown>, action: 'created' | 'updated' | 'deleted', doc: Parameters<typeof documentChanged>[1]) =>
+const changed = (ctx: MemberCtx, action: 'created' | 'updated' | 'deleted', doc: Parameters<typeof documentChanged>[1]) =>
   emitWorkflowEvents(ctx.db, ctx.services.config, documentChanged(action, doc));
 
 const base = '/api/v1/workspaces/:id/documents';
@@ -129,7 +129,7 @@ export const documentRoutes = [
     operation: 'get_document',
     response: Document,
     summary: 'A document with its content',
-    handler: ({ db, access, params }) => getDocument(db, access.workspace.id, params.docId ?? ''),
+    handler: ({ db, access, params }) => getDocument(db, access.workspace.id, params.docId),
   }),
   defineRoute({
     ...common,
@@ -144,7 +144,7 @@ export const documentRoutes = [
       const { document, versionAdded } = await updateDocument(
         ctx.db,
         ctx.access.workspace.id,
-        ctx.params.docId ?? '',
+        ctx.params.docId,
         ctx.body,
         ctx.principal.user.id,
       );
@@ -165,7 +165,7 @@ export const documentRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const doc = await softDeleteDocument(ctx.db, ctx.access.workspace.id, ctx.params.docId ?? '');
+      const doc = await softDeleteDocument(ctx.db, ctx.access.workspace.id, ctx.params.docId);
       ctx.audit({ resourceId: doc.id, details: { title: doc.title } });
       await changed(ctx, 'deleted', doc);
     },
@@ -178,7 +178,7 @@ export const documentRoutes = [
     response: v.array(DocumentVersion),
     summary: `Version snapshots of a document with their content, newest first (limit default ${VERSIONS_PAGE.default}, at most ${VERSIONS_PAGE.max})`,
     query: VersionsQuery,
-    handler: ({ db, access, params, query }) => listDocumentVersions(db, access.workspace.id, params.docId ?? '', query),
+    handler: ({ db, access, params, query }) => listDocumentVersions(db, access.workspace.id, params.docId, query),
   }),
   defineRoute({
     ...common,
@@ -208,7 +208,7 @@ export const documentRoutes = [
       await assertWorkflowEditor(ctx);
       const b = ctx.body;
       const target = b.heading !== undefined ? { heading: b.heading, content: b.content ?? '' } : { old_text: b.old_text ?? '', new_text: b.new_text ?? '' };
-      const { document, versionAdded } = await replaceDocumentSection(ctx.db, ctx.access.workspace.id, ctx.params.docId ?? '', target, ctx.principal.user.id);
+      const { document, versionAdded } = await replaceDocumentSection(ctx.db, ctx.access.workspace.id, ctx.params.docId, target, ctx.principal.user.id);
       ctx.audit({
         resourceId: document.id,
         details: { changed: ['content'], by: b.heading !== undefined ? 'heading' : 'old_text', version: document.version, version_added: versionAdded },

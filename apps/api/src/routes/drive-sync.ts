@@ -91,8 +91,8 @@ export const driveSyncRoutes = [
     query: WorkspaceQuery,
     status: 204,
     handler: async (ctx) => {
-      await requireDriveSync(ctx.services).removeRoot(ctx.access.workspace.id, ctx.params.rootId ?? '');
-      ctx.audit({ resourceId: ctx.params.rootId ?? null });
+      await requireDriveSync(ctx.services).removeRoot(ctx.access.workspace.id, ctx.params.rootId);
+      ctx.audit({ resourceId: ctx.params.rootId });
     },
   }),
   defineRoute({

@@ -130,7 +130,7 @@ export const effectRoutes = [
     operation: 'get_effect',
     response: Effect,
     summary: 'An effect',
-    handler: ({ db, access, params }) => getEffect(db, access.workspace.id, params.effectId ?? ''),
+    handler: ({ db, access, params }) => getEffect(db, access.workspace.id, params.effectId),
   }),
   defineRoute({
     ...common,
@@ -142,7 +142,7 @@ export const effectRoutes = [
     body: PatchEffect,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const effect = await updateEffect(ctx.db, ctx.access.workspace.id, ctx.params.effectId ?? '', ctx.body);
+      const effect = await updateEffect(ctx.db, ctx.access.workspace.id, ctx.params.effectId, ctx.body);
       ctx.audit({ details: { changed: Object.keys(ctx.body) } });
       return effect;
     },
@@ -156,7 +156,7 @@ export const effectRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const effect = await softDeleteEffect(ctx.db, ctx.access.workspace.id, ctx.params.effectId ?? '');
+      const effect = await softDeleteEffect(ctx.db, ctx.access.workspace.id, ctx.params.effectId);
       ctx.audit({ resourceId: effect.id, details: { name: effect.name } });
     },
   }),
@@ -168,7 +168,7 @@ export const effectRoutes = [
     response: v.array(EffectVersion),
     summary: 'Versions of an effect, newest first',
     query: PageQuery,
-    handler: ({ db, access, params, query }) => listEffectVersions(db, access.workspace.id, params.effectId ?? '', query),
+    handler: ({ db, access, params, query }) => listEffectVersions(db, access.workspace.id, params.effectId, query),
   }),
   defineRoute({
     ...common,
@@ -182,9 +182,9 @@ export const effectRoutes = [
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
       // An unknown effect is a 404 before its body is judged.
-      await getEffect(ctx.db, ctx.access.workspace.id, ctx.params.effectId ?? '');
+      await getEffect(ctx.db, ctx.access.workspace.id, ctx.params.effectId);
       const version = checkedVersion(ctx.body);
-      const r = await addEffectVersion(ctx.db, ctx.access.workspace.id, ctx.params.effectId ?? '', version, ctx.principal.user.id);
+      const r = await addEffectVersion(ctx.db, ctx.access.workspace.id, ctx.params.effectId, version, ctx.principal.user.id);
       ctx.audit({ details: { effect_id: r.effect_id, version: r.version, method: r.method, origin: originOf(r.url) } });
       return r;
     },

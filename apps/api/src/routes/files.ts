@@ -14,7 +14,7 @@ import { receiveJsonUpload, receiveMultipartUpload } from '@wds/uploads';
 import { autoEmbedFile, extractFileText, forgetFile } from '@wds/semantic-search';
 import { emitWorkflowEvents, fileUploaded } from '@wds/workflows';
 import { assertStorageEditor } from '../http/permissions.js';
-import { defineRoute, type HandlerCtx } from '../http/route.js';
+import { defineRoute, type MemberCtx } from '../http/route.js';
 import { File, FileText } from '../http/views/index.js';
 import { checkJsonValue, textProblem } from '../http/input.js';
 import { PageQuery, intQuery } from '../http/schemas.js';
@@ -36,7 +36,7 @@ const DOWNLOAD_HEADERS = {
  * Stores an upload (bytes, then record: @wds/storage storeUpload), audited and then embedded when the workspace
  * embeds its files automatically.
  */
-async function store(ctx: HandlerCtx<unknown, unknown>, receive: Upload['receive']) {
+async function store(ctx: MemberCtx, receive: Upload['receive']) {
   const { services } = ctx;
   const onStored = async (file: FileView) => {
     ctx.audit({ resourceId: file.id, details: { filename: file.filename, size: file.size, content_type: file.content_type } });
@@ -153,7 +153,7 @@ export const fileRoutes = [
     response: File,
     summary: 'A file (metadata)',
     handler: async ({ db, access, params }) => {
-      const { blob_key: _key, ...file } = await getFile(db, access.workspace.id, params.fileId ?? '');
+      const { blob_key: _key, ...file } = await getFile(db, access.workspace.id, params.fileId);
       return file;
     },
   }),
@@ -178,7 +178,7 @@ export const fileRoutes = [
       },
     },
     handler: async ({ services, transport, db, access, params }) => {
-      const download = await openFileDownload({ db, blobs: services.blobs }, access.workspace.id, params.fileId ?? '', transport.header('range'));
+      const download = await openFileDownload({ db, blobs: services.blobs }, access.workspace.id, params.fileId, transport.header('range'));
       const { file } = download;
       const headers: Record<string, string> = {
         'content-type': file.content_type,
@@ -212,7 +212,7 @@ export const fileRoutes = [
     query: v.object({ offset: intQuery(0, 0, Number.MAX_SAFE_INTEGER, 'offset'), limit: intQuery(TEXT_PAGE.default, 1, TEXT_PAGE.max, 'limit') }),
     openapi: { errors: [413, 415] },
     handler: ({ services, db, access, params, query }) =>
-      extractFileText({ db, blobs: services.blobs, maxExtractBytes: services.config.EMBEDDING_MAX_FILE_BYTES }, access.workspace.id, params.fileId ?? '', query),
+      extractFileText({ db, blobs: services.blobs, maxExtractBytes: services.config.EMBEDDING_MAX_FILE_BYTES }, access.workspace.id, params.fileId, query),
   }),
   defineRoute({
     ...common,
@@ -223,7 +223,7 @@ export const fileRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertStorageEditor(ctx);
-      const file = await softDeleteFile(ctx.db, ctx.access.workspace.id, ctx.params.fileId ?? '');
+      const file = await softDeleteFile(ctx.db, ctx.access.workspace.id, ctx.params.fileId);
       await forgetFile(ctx.db, ctx.access.workspace.id, file.id);
       ctx.audit({ resourceId: file.id, details: { filename: file.filename } });
     },

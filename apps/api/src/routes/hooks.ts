@@ -35,7 +35,7 @@ export const hookRoutes = [
     response: v.array(WorkflowHook),
     summary: 'Inbound webhooks of a workflow (never their secrets)',
     query: PageQuery,
-    handler: ({ db, access, params, query }) => listHooks(db, access.workspace.id, params.workflowId ?? '', query),
+    handler: ({ db, access, params, query }) => listHooks(db, access.workspace.id, params.workflowId, query),
   }),
   defineRoute({
     ...common,
@@ -50,7 +50,7 @@ export const hookRoutes = [
     openapi: { errors: [503] },
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const hook = await createHook(ctx.db, ctx.services.secrets, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.body, ctx.principal.user.id);
+      const hook = await createHook(ctx.db, ctx.services.secrets, ctx.access.workspace.id, ctx.params.workflowId, ctx.body, ctx.principal.user.id);
       ctx.audit({ resourceId: hook.id, details: { workflow_id: hook.workflow_id } });
       return hook;
     },
@@ -62,7 +62,7 @@ export const hookRoutes = [
     operation: 'get_workflow_hook',
     response: WorkflowHook,
     summary: 'One inbound webhook of a workflow (never its secret)',
-    handler: ({ db, access, params }) => getHook(db, access.workspace.id, params.workflowId ?? '', params.hookId ?? ''),
+    handler: ({ db, access, params }) => getHook(db, access.workspace.id, params.workflowId, params.hookId),
   }),
   defineRoute({
     ...common,
@@ -74,7 +74,7 @@ export const hookRoutes = [
     body: UpdateHookSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const hook = await updateHook(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '', ctx.body, ctx.principal.user.id);
+      const hook = await updateHook(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.hookId, ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: hook.workflow_id, changed: Object.keys(ctx.body) } });
       return hook;
     },
@@ -89,7 +89,7 @@ export const hookRoutes = [
     openapi: { errors: [503] },
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const hook = await rotateHookSecret(ctx.db, ctx.services.secrets, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '', ctx.principal.user.id);
+      const hook = await rotateHookSecret(ctx.db, ctx.services.secrets, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.hookId, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: hook.workflow_id } });
       return hook;
     },
@@ -103,7 +103,7 @@ export const hookRoutes = [
     summary: 'Delete a webhook (workflow editors): its URL answers 401 from then on; its runs stay in the run history',
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const hook = await deleteHook(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.hookId ?? '');
+      const hook = await deleteHook(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.hookId);
       ctx.audit({ resourceId: hook.id, details: { workflow_id: hook.workflow_id } });
     },
   }),
@@ -140,7 +140,7 @@ export const hookRoutes = [
     handler: async (ctx) => {
       const { services, transport, params } = ctx;
       const delivered = await deliverHook(services, {
-        hookId: params.hookId ?? '',
+        hookId: params.hookId,
         body: await readRaw(transport.bodyStream(), services.config.HOOK_MAX_BODY_BYTES),
         contentType: transport.header('content-type'),
         header: (name) => transport.header(name),
@@ -148,7 +148,7 @@ export const hookRoutes = [
       });
       ctx.audit({
         workspaceId: delivered.workspaceId,
-        resourceId: params.hookId ?? null,
+        resourceId: params.hookId,
         details: { run_id: delivered.run_id, workflow_id: delivered.workflowId, duplicate: delivered.duplicate, delivery_id: delivered.deliveryId ?? null },
       });
       return { run_id: delivered.run_id, status: delivered.status, duplicate: delivered.duplicate };

@@ -62,7 +62,7 @@ export const memberRoutes = [
     role: 'admin',
     body: v.object({ role: Role }),
     handler: async ({ db, access, params, body, audit }) => {
-      const m = await changeMemberRole(db, access.workspace.id, params.memberId ?? '', body.role);
+      const m = await changeMemberRole(db, access.workspace.id, params.memberId, body.role);
       audit({ details: { user_id: m.user_id, role: m.role } });
       return m;
     },
@@ -77,7 +77,7 @@ export const memberRoutes = [
     role: 'admin',
     status: 204,
     handler: async ({ db, access, params, audit }) => {
-      const m = await removeMember(db, access.workspace.id, params.memberId ?? '');
+      const m = await removeMember(db, access.workspace.id, params.memberId);
       audit({ resourceId: m.id, details: { user_id: m.user_id } });
     },
   }),
@@ -103,7 +103,7 @@ export const memberRoutes = [
     role: 'admin',
     status: 204,
     handler: async ({ db, access, params, audit }) => {
-      const inv = await cancelInvitation(db, access.workspace.id, params.invitationId ?? '');
+      const inv = await cancelInvitation(db, access.workspace.id, params.invitationId);
       audit({ resourceId: inv.id, details: { email: inv.email } });
     },
   }),

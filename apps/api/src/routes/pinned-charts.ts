@@ -16,7 +16,7 @@ import {
   unpinChart,
 } from '@wds/charts';
 import * as v from 'valibot';
-import { type HandlerCtx, defineRoute } from '../http/route.js';
+import { type MemberCtx, defineRoute } from '../http/route.js';
 import { PinnedChart } from '../http/views/index.js';
 import { boolQuery, pageEntries, withJsonSchema } from '../http/schemas.js';
 
@@ -62,8 +62,8 @@ const PatchChart = v.strictObject({
   is_visible: Fields.is_visible,
 });
 
-const chartDeps = (ctx: HandlerCtx<unknown, unknown>): ChartDeps => ({ db: ctx.db });
-const actor = (ctx: HandlerCtx<unknown, unknown>): ChartActor => ({ userId: ctx.principal.user.id, admin: ctx.access.role === 'admin' });
+const chartDeps = (ctx: MemberCtx): ChartDeps => ({ db: ctx.db });
+const actor = (ctx: MemberCtx): ChartActor => ({ userId: ctx.principal.user.id, admin: ctx.access.role === 'admin' });
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
 
@@ -101,7 +101,7 @@ export const pinnedChartRoutes = [
     operation: 'get_pinned_chart',
     response: PinnedChart,
     summary: 'A pinned chart (hidden ones too)',
-    handler: ({ db, access, params }) => getPinnedChart(db, access.workspace.id, params.chartId ?? ''),
+    handler: ({ db, access, params }) => getPinnedChart(db, access.workspace.id, params.chartId),
   }),
   defineRoute({
     ...common,
@@ -112,7 +112,7 @@ export const pinnedChartRoutes = [
     summary: "Change a chart's fields (its creator or an admin); null clears an optional field",
     body: PatchChart,
     handler: async (ctx) => {
-      const c = await changePinnedChart(chartDeps(ctx), ctx.access.workspace.id, ctx.params.chartId ?? '', ctx.body, actor(ctx));
+      const c = await changePinnedChart(chartDeps(ctx), ctx.access.workspace.id, ctx.params.chartId, ctx.body, actor(ctx));
       ctx.audit({ details: { title: c.title, changed: Object.keys(ctx.body) } });
       return c;
     },
@@ -125,7 +125,7 @@ export const pinnedChartRoutes = [
     summary: 'Unpin (soft-delete) a chart (its creator or an admin)',
     status: 204,
     handler: async (ctx) => {
-      const c = await unpinChart(ctx.db, ctx.access.workspace.id, ctx.params.chartId ?? '', actor(ctx));
+      const c = await unpinChart(ctx.db, ctx.access.workspace.id, ctx.params.chartId, actor(ctx));
       ctx.audit({ resourceId: c.id, details: { title: c.title } });
     },
   }),

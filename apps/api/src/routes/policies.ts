@@ -86,7 +86,7 @@ export const policyRoutes = [
     operation: 'get_policy',
     response: Policy,
     summary: 'A policy',
-    handler: ({ db, access, params }) => getPolicy(db, access.workspace.id, params.policyId ?? ''),
+    handler: ({ db, access, params }) => getPolicy(db, access.workspace.id, params.policyId),
   }),
   defineRoute({
     ...common,
@@ -98,7 +98,7 @@ export const policyRoutes = [
     body: PolicyPatch,
     handler: async (ctx) => {
       await assertPolicyEditor(ctx);
-      const p = await updatePolicy(ctx.db, ctx.access.workspace.id, ctx.params.policyId ?? '', ctx.body);
+      const p = await updatePolicy(ctx.db, ctx.access.workspace.id, ctx.params.policyId, ctx.body);
       ctx.audit({ details: { ...describe(p), condition: p.condition } });
       return p;
     },
@@ -112,7 +112,7 @@ export const policyRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertPolicyEditor(ctx);
-      const p = await deletePolicy(ctx.db, ctx.access.workspace.id, ctx.params.policyId ?? '');
+      const p = await deletePolicy(ctx.db, ctx.access.workspace.id, ctx.params.policyId);
       ctx.audit({ resourceId: p.id, details: describe(p) });
     },
   }),
@@ -149,7 +149,7 @@ export const policyRoutes = [
     operation: 'get_policy_group',
     response: PolicyGroup,
     summary: 'A policy group',
-    handler: ({ db, access, params }) => getPolicyGroup(db, access.workspace.id, params.groupId ?? ''),
+    handler: ({ db, access, params }) => getPolicyGroup(db, access.workspace.id, params.groupId),
   }),
   defineRoute({
     ...common,
@@ -161,7 +161,7 @@ export const policyRoutes = [
     body: GroupPatch,
     handler: async (ctx) => {
       await assertPolicyEditor(ctx);
-      const g = await updatePolicyGroup(ctx.db, ctx.access.workspace.id, ctx.params.groupId ?? '', ctx.body);
+      const g = await updatePolicyGroup(ctx.db, ctx.access.workspace.id, ctx.params.groupId, ctx.body);
       ctx.audit({ details: { name: g.name, user_ids: g.user_ids, stf_ids: g.stf_ids } });
       return g;
     },
@@ -175,7 +175,7 @@ export const policyRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertPolicyEditor(ctx);
-      const g = await deletePolicyGroup(ctx.db, ctx.access.workspace.id, ctx.params.groupId ?? '');
+      const g = await deletePolicyGroup(ctx.db, ctx.access.workspace.id, ctx.params.groupId);
       ctx.audit({ resourceId: g.id, details: { name: g.name } });
     },
   }),

@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import { checkFilename, getFile } from '@wds/storage';
 import { DOWNLOAD_MAX_BYTES, PROXY_MAX_BYTES, type ProviderClient, type ProviderRequest } from '@wds/providers';
-import { ServiceError, validationError } from '@wds/errors';
+import { parseUuid } from '@wds/db';
+import { ServiceError, notFound, validationError } from '@wds/errors';
 import * as v from 'valibot';
 import type { Services } from '../services.js';
 import { assertStorageEditor } from '../http/permissions.js';
-import { defineRoute, type HandlerCtx } from '../http/route.js';
+import { defineRoute, type MemberCtx } from '../http/route.js';
 import { Uuid } from '../http/schemas.js';
 import { SaasProxyDownload, SaasProxyResult } from '../http/views/index.js';
 
@@ -36,7 +37,7 @@ function client(s: Services): ProviderClient {
 }
 
 /** The provider request of a proxy body: query split off the path, a JSON body serialized, or a stored file streamed. */
-async function providerRequest(ctx: HandlerCtx<unknown, unknown>, b: ProxyBody): Promise<ProviderRequest> {
+async function providerRequest(ctx: MemberCtx, b: ProxyBody): Promise<ProviderRequest> {
   if (b.body != null && b.file_id != null) throw validationError('body and file_id: send one or the other');
   const q = b.path.indexOf('?');
   const headers: Record<string, string> = { ...(b.headers ?? {}) };
@@ -55,7 +56,8 @@ async function providerRequest(ctx: HandlerCtx<unknown, unknown>, b: ProxyBody):
     req.body = JSON.stringify(b.body);
     if (!hasType) headers['content-type'] = 'application/json';
   } else if (b.file_id != null) {
-    const file = await getFile(ctx.db, ctx.access.workspace.id, b.file_id);
+    // The body's schema checked it is a UUID.
+    const file = await getFile(ctx.db, ctx.access.workspace.id, parseUuid(b.file_id, () => notFound('File')));
     req.body = { stream: Readable.from((await ctx.services.blobs.get(file.blob_key)) as AsyncIterable<Uint8Array>), length: file.size };
     if (!hasType) headers['content-type'] = file.content_type;
   }

@@ -26,7 +26,7 @@ export const scheduleRoutes = [
     response: v.array(WorkflowSchedule),
     summary: 'Schedules of a workflow, oldest first',
     query: PageQuery,
-    handler: ({ db, access, params, query }) => listSchedules(db, access.workspace.id, params.workflowId ?? '', query),
+    handler: ({ db, access, params, query }) => listSchedules(db, access.workspace.id, params.workflowId, query),
   }),
   defineRoute({
     ...common,
@@ -40,7 +40,7 @@ export const scheduleRoutes = [
     body: CreateScheduleSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const schedule = await createSchedule(ctx.db, ctx.services.config, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.body, ctx.principal.user.id);
+      const schedule = await createSchedule(ctx.db, ctx.services.config, ctx.access.workspace.id, ctx.params.workflowId, ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: schedule.workflow_id, cron: schedule.cron, timezone: schedule.timezone } });
       return schedule;
     },
@@ -52,7 +52,7 @@ export const scheduleRoutes = [
     operation: 'get_workflow_schedule',
     response: WorkflowSchedule,
     summary: 'One schedule of a workflow',
-    handler: ({ db, access, params }) => getSchedule(db, access.workspace.id, params.workflowId ?? '', params.scheduleId ?? ''),
+    handler: ({ db, access, params }) => getSchedule(db, access.workspace.id, params.workflowId, params.scheduleId),
   }),
   defineRoute({
     ...common,
@@ -65,7 +65,7 @@ export const scheduleRoutes = [
     body: UpdateScheduleSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const schedule = await updateSchedule(ctx.db, ctx.services.config, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.scheduleId ?? '', ctx.body, ctx.principal.user.id);
+      const schedule = await updateSchedule(ctx.db, ctx.services.config, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.scheduleId, ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: schedule.workflow_id, changed: Object.keys(ctx.body) } });
       return schedule;
     },
@@ -79,7 +79,7 @@ export const scheduleRoutes = [
     summary: 'Delete a schedule (workflow editors); its runs stay in the run history',
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const schedule = await deleteSchedule(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.scheduleId ?? '');
+      const schedule = await deleteSchedule(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.scheduleId);
       ctx.audit({ resourceId: schedule.id, details: { workflow_id: schedule.workflow_id } });
     },
   }),

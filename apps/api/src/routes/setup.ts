@@ -88,7 +88,7 @@ export const setupRoutes = [
     body: v.strictObject({ content: v.optional(Text(MAX_PROMPT_RULE_CHARS)) }),
     response: PromptRule,
     handler: async ({ db, access, params, body, audit }) => {
-      const r = await updatePromptRule(db, access.workspace.id, params.ruleId ?? '', body);
+      const r = await updatePromptRule(db, access.workspace.id, params.ruleId, body);
       audit({ details: { length: charCount(r.content) } });
       return r;
     },
@@ -101,7 +101,7 @@ export const setupRoutes = [
     summary: 'Delete a prompt rule',
     status: 204,
     handler: async ({ db, access, params, audit }) => {
-      const r = await deletePromptRule(db, access.workspace.id, params.ruleId ?? '');
+      const r = await deletePromptRule(db, access.workspace.id, params.ruleId);
       audit({ resourceId: r.id });
     },
   }),
@@ -139,7 +139,7 @@ export const setupRoutes = [
     operation: 'get_skill',
     summary: 'A skill',
     response: Skill,
-    handler: ({ db, access, params }) => getSkill(db, access.workspace.id, params.skillId ?? ''),
+    handler: ({ db, access, params }) => getSkill(db, access.workspace.id, params.skillId),
   }),
   defineRoute({
     ...admin,
@@ -150,7 +150,7 @@ export const setupRoutes = [
     body: v.strictObject({ name: v.optional(Name), description: Description, content: v.optional(Text(MAX_SKILL_CHARS)) }),
     response: Skill,
     handler: async ({ db, access, params, body, audit }) => {
-      const s = await updateSkill(db, access.workspace.id, params.skillId ?? '', body);
+      const s = await updateSkill(db, access.workspace.id, params.skillId, body);
       audit({ details: { name: s.name, changed: Object.keys(body) } });
       return s;
     },
@@ -163,7 +163,7 @@ export const setupRoutes = [
     summary: 'Delete a skill',
     status: 204,
     handler: async ({ db, access, params, audit }) => {
-      const s = await deleteSkill(db, access.workspace.id, params.skillId ?? '');
+      const s = await deleteSkill(db, access.workspace.id, params.skillId);
       audit({ resourceId: s.id, details: { name: s.name } });
     },
   }),
@@ -251,7 +251,7 @@ export const setupRoutes = [
     operation: 'get_chat_template',
     summary: 'A chat template',
     response: ChatTemplate,
-    handler: ({ db, access, params }) => getChatTemplate(db, access.workspace.id, params.templateId ?? ''),
+    handler: ({ db, access, params }) => getChatTemplate(db, access.workspace.id, params.templateId),
   }),
   defineRoute({
     ...admin,
@@ -262,7 +262,7 @@ export const setupRoutes = [
     body: v.strictObject({ name: v.optional(Name), content: v.optional(Text(MAX_CHAT_TEMPLATE_CHARS)) }),
     response: ChatTemplate,
     handler: async ({ db, access, params, body, audit }) => {
-      const t = await updateChatTemplate(db, access.workspace.id, params.templateId ?? '', body);
+      const t = await updateChatTemplate(db, access.workspace.id, params.templateId, body);
       audit({ details: { name: t.name, changed: Object.keys(body) } });
       return t;
     },
@@ -275,7 +275,7 @@ export const setupRoutes = [
     summary: 'Delete a chat template (deleting the active one leaves none active)',
     status: 204,
     handler: async ({ db, access, params, audit }) => {
-      const t = await deleteChatTemplate(db, access.workspace.id, params.templateId ?? '');
+      const t = await deleteChatTemplate(db, access.workspace.id, params.templateId);
       audit({ resourceId: t.id, details: { name: t.name, was_active: t.is_active } });
     },
   }),
@@ -287,7 +287,7 @@ export const setupRoutes = [
     summary: 'Make this template the active one; the others are deactivated in the same transaction',
     response: ChatTemplate,
     handler: async ({ db, access, params, audit }) => {
-      const r = await activateChatTemplate(db, access.workspace.id, params.templateId ?? '');
+      const r = await activateChatTemplate(db, access.workspace.id, params.templateId);
       audit({ resourceId: r.template.id, details: { name: r.template.name, deactivated: r.deactivated } });
       return r.template;
     },

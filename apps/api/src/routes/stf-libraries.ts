@@ -36,7 +36,7 @@ export const stfLibraryRoutes = [
       'TypeScript declarations (.d.ts, text/plain) of a library, by either name (`docx`, or `@d6e-ai/docx` URL-encoded): `declare module "<name>"` blocks',
     auth: 'user',
     openapi: { responses: { '200': { description: 'The declarations', content: { 'text/plain': { schema: { type: 'string' } } } } } },
-    handler: async ({ params }) => typesResponse(params.name ?? ''),
+    handler: async ({ params }) => typesResponse(params.name),
   }),
   defineRoute({
     method: 'get',
@@ -49,6 +49,6 @@ export const stfLibraryRoutes = [
       operationId: 'get_stf_library_types_scoped',
       responses: { '200': { description: 'The declarations', content: { 'text/plain': { schema: { type: 'string' } } } } },
     },
-    handler: async ({ params }) => typesResponse(`@d6e-ai/${params.name ?? ''}`),
+    handler: async ({ params }) => typesResponse(`@d6e-ai/${params.name}`),
   }),
 ];

@@ -83,7 +83,7 @@ export const stfRoutes = [
     operation: 'get_stf',
     response: Stf,
     summary: 'An STF',
-    handler: ({ db, access, params }) => getStf(db, access.workspace.id, params.stfId ?? ''),
+    handler: ({ db, access, params }) => getStf(db, access.workspace.id, params.stfId),
   }),
   defineRoute({
     ...common,
@@ -95,7 +95,7 @@ export const stfRoutes = [
     body: PatchStf,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const stf = await updateStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '', ctx.body);
+      const stf = await updateStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId, ctx.body);
       ctx.audit({ details: { changed: Object.keys(ctx.body) } });
       return stf;
     },
@@ -109,7 +109,7 @@ export const stfRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const stf = await softDeleteStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '');
+      const stf = await softDeleteStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId);
       ctx.audit({ resourceId: stf.id, details: { name: stf.name } });
     },
   }),
@@ -121,7 +121,7 @@ export const stfRoutes = [
     response: v.array(StfVersion),
     summary: 'Versions of an STF, newest first',
     query: PageQuery,
-    handler: ({ db, access, params, query }) => listVersions(db, access.workspace.id, params.stfId ?? '', query),
+    handler: ({ db, access, params, query }) => listVersions(db, access.workspace.id, params.stfId, query),
   }),
   defineRoute({
     ...common,
@@ -139,7 +139,7 @@ export const stfRoutes = [
       const r = await addVersion(
         ctx.db,
         ctx.access.workspace.id,
-        ctx.params.stfId ?? '',
+        ctx.params.stfId,
         { version, runtime, code: bytes, input_schema, output_schema },
         ctx.principal.user.id,
       );
@@ -161,7 +161,7 @@ export const stfRoutes = [
       describeStf(ctx.services, {
         workspace: ctx.access.workspace,
         userId: ctx.principal.user.id,
-        stfId: ctx.params.stfId ?? '',
+        stfId: ctx.params.stfId,
         label: ctx.body.version,
       }),
   }),
@@ -173,7 +173,7 @@ export const stfRoutes = [
     response: v.array(StfSecretKey),
     summary: 'Secret key names of an STF (values are write-only)',
     handler: async ({ db, access, params }) => {
-      const stf = await getStf(db, access.workspace.id, params.stfId ?? '');
+      const stf = await getStf(db, access.workspace.id, params.stfId);
       return listSecretKeys(db, stf.id);
     },
   }),
@@ -187,7 +187,7 @@ export const stfRoutes = [
     body: v.object({ env_key: v.string(), value: v.string() }),
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const stf = await getStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '');
+      const stf = await getStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId);
       const r = await upsertSecret(ctx.db, secretBox(ctx), stf.id, ctx.body.env_key, ctx.body.value);
       ctx.audit({ resourceId: `${stf.id}:${r.env_key}`, details: { stf_id: stf.id, env_key: r.env_key } });
       return r;
@@ -202,8 +202,8 @@ export const stfRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const stf = await getStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId ?? '');
-      await deleteSecret(ctx.db, stf.id, ctx.params.envKey ?? '');
+      const stf = await getStf(ctx.db, ctx.access.workspace.id, ctx.params.stfId);
+      await deleteSecret(ctx.db, stf.id, ctx.params.envKey);
       ctx.audit({ resourceId: `${stf.id}:${ctx.params.envKey}`, details: { stf_id: stf.id, env_key: ctx.params.envKey } });
     },
   }),

@@ -28,7 +28,7 @@ export const triggerRoutes = [
     response: v.array(WorkflowTrigger),
     summary: 'Event triggers of a workflow',
     query: PageQuery,
-    handler: ({ db, access, params, query }) => listTriggers(db, access.workspace.id, params.workflowId ?? '', query),
+    handler: ({ db, access, params, query }) => listTriggers(db, access.workspace.id, params.workflowId, query),
   }),
   defineRoute({
     ...common,
@@ -42,7 +42,7 @@ export const triggerRoutes = [
     body: CreateTriggerSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const trigger = await createTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.body, ctx.principal.user.id);
+      const trigger = await createTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: trigger.workflow_id, event: trigger.event, ...(trigger.table_name ? { table_name: trigger.table_name } : {}) } });
       return trigger;
     },
@@ -54,7 +54,7 @@ export const triggerRoutes = [
     operation: 'get_workflow_trigger',
     response: WorkflowTrigger,
     summary: 'One event trigger of a workflow',
-    handler: ({ db, access, params }) => getTrigger(db, access.workspace.id, params.workflowId ?? '', params.triggerId ?? ''),
+    handler: ({ db, access, params }) => getTrigger(db, access.workspace.id, params.workflowId, params.triggerId),
   }),
   defineRoute({
     ...common,
@@ -66,7 +66,7 @@ export const triggerRoutes = [
     body: UpdateTriggerSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const trigger = await updateTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '', ctx.body, ctx.principal.user.id);
+      const trigger = await updateTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.triggerId, ctx.body, ctx.principal.user.id);
       ctx.audit({ details: { workflow_id: trigger.workflow_id, changed: Object.keys(ctx.body) } });
       return trigger;
     },
@@ -80,7 +80,7 @@ export const triggerRoutes = [
     summary: 'Delete a trigger and its events (workflow editors); their runs stay in the run history',
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const trigger = await deleteTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '');
+      const trigger = await deleteTrigger(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.triggerId);
       ctx.audit({ resourceId: trigger.id, details: { workflow_id: trigger.workflow_id } });
     },
   }),
@@ -93,7 +93,7 @@ export const triggerRoutes = [
     summary: 'Events of a trigger, newest first, with their delivery state; `status=dead` lists the dead letters',
     query: v.object({ ...pageEntries, status: v.optional(v.picklist(['pending', 'running', 'succeeded', 'dead'], 'must be pending, running, succeeded or dead')) }),
     handler: ({ db, access, params, query, principal }) =>
-      listEvents(db, access.workspace.id, params.workflowId ?? '', params.triggerId ?? '', query, principal.user.id),
+      listEvents(db, access.workspace.id, params.workflowId, params.triggerId, query, principal.user.id),
   }),
   defineRoute({
     ...common,
@@ -105,8 +105,8 @@ export const triggerRoutes = [
     openapi: { errors: [409] },
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const event = await replayEvent(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '', ctx.params.triggerId ?? '', ctx.params.eventId ?? '', ctx.principal.user.id);
-      ctx.audit({ resourceId: ctx.params.triggerId ?? null, details: { workflow_id: event.workflow_id, event_id: event.id } });
+      const event = await replayEvent(ctx.db, ctx.access.workspace.id, ctx.params.workflowId, ctx.params.triggerId, ctx.params.eventId, ctx.principal.user.id);
+      ctx.audit({ resourceId: ctx.params.triggerId, details: { workflow_id: event.workflow_id, event_id: event.id } });
       return event;
     },
   }),

@@ -60,7 +60,7 @@ export const workflowRoutes = [
     operation: 'get_workflow',
     response: Workflow,
     summary: 'A workflow',
-    handler: ({ db, access, params }) => getWorkflow(db, access.workspace.id, params.workflowId ?? ''),
+    handler: ({ db, access, params }) => getWorkflow(db, access.workspace.id, params.workflowId),
   }),
   defineRoute({
     ...common,
@@ -72,7 +72,7 @@ export const workflowRoutes = [
     body: UpdateWorkflowSchema,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const id = ctx.params.workflowId ?? '';
+      const id = ctx.params.workflowId;
       const current = await getWorkflow(ctx.db, ctx.access.workspace.id, id);
       const definition = patchedDefinition(current, ctx.body);
       await checkDefinition(ctx.db, ctx.access.workspace.id, definition);
@@ -90,7 +90,7 @@ export const workflowRoutes = [
     status: 204,
     handler: async (ctx) => {
       await assertWorkflowEditor(ctx);
-      const w = await softDeleteWorkflow(ctx.db, ctx.access.workspace.id, ctx.params.workflowId ?? '');
+      const w = await softDeleteWorkflow(ctx.db, ctx.access.workspace.id, ctx.params.workflowId);
       ctx.audit({ resourceId: w.id, details: { name: w.name } });
     },
   }),
@@ -138,7 +138,7 @@ export const workflowRoutes = [
       const member = principal
         ? { userId: principal.user.id, workspace: (await workspaceAccess(services, transport, principal, workspaceId)).workspace }
         : null;
-      const workflowId = ctx.params.workflowId ?? '';
+      const workflowId = ctx.params.workflowId;
       const request = {
         workspaceId,
         workflowId,
@@ -174,7 +174,7 @@ export const workflowRoutes = [
       trigger_id: v.optional(Uuid),
     }),
     handler: async ({ db, access, params, query, principal }) =>
-      listRuns(db, access.workspace.id, params.workflowId ?? '', query, principal.user.id),
+      listRuns(db, access.workspace.id, params.workflowId, query, principal.user.id),
   }),
   defineRoute({
     ...common,
@@ -184,7 +184,7 @@ export const workflowRoutes = [
     response: WorkflowRun,
     summary: "One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages",
     handler: async ({ db, access, params, principal }) =>
-      getRun(db, access.workspace.id, params.workflowId ?? '', params.runId ?? '', principal.user.id),
+      getRun(db, access.workspace.id, params.workflowId, params.runId, principal.user.id),
   }),
   defineRoute({
     ...common,
@@ -200,8 +200,8 @@ export const workflowRoutes = [
     openapi: { errors: [409] },
     handler: async (ctx) => {
       const { services, access, params, principal } = ctx;
-      const workflowId = params.workflowId ?? '';
-      const runId = params.runId ?? '';
+      const workflowId = params.workflowId;
+      const runId = params.runId;
       const run = await getRun(services.db, access.workspace.id, workflowId, runId);
       if (run.executed_by !== principal.user.id) await assertWorkflowEditor(ctx);
       ctx.audit({ resourceId: runId, details: { workflow_id: workflowId, status: run.status } });
