@@ -3,7 +3,7 @@ import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { Principal } from '@wds/identity';
 import type { WorkspaceAccess } from '@wds/workspaces';
-import type { StfRuntime } from '@wds/stf-runtime';
+import type { RuntimeName, StfRuntime } from '@wds/stf-runtime';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 import type { JwtVerifier } from '@wds/identity';
 import type { OutboundGuard } from '@wds/effect-runner';
@@ -33,7 +33,7 @@ export interface Services {
   /** The admin interface is disabled when undefined. */
   adminToken: string | undefined;
   /** STF runtimes by name; a missing one answers 503. */
-  runtimes: Partial<Record<'javascript' | 'wasm' | 'docker', StfRuntime>>;
+  runtimes: Partial<Record<RuntimeName, StfRuntime>>;
   /** Where file bytes live (filesystem under DATA_DIR, or S3). */
   blobs: BlobStore;
   /** The SSRF guard of every outbound call (effects, Fetch sources, providers); OUTBOUND_ALLOWLIST. */

@@ -1,11 +1,12 @@
-import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId, sql } from '@wds/db';
+import { type Db, type StfRow, type StfVersionRow, isUuid, newId, sql } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
+import type { RuntimeName } from '@wds/stf-runtime';
 
 export interface StfVersionView {
   id: string;
   stf_id: string;
   version: string;
-  runtime: StfRuntimeName;
+  runtime: RuntimeName;
   /** Base64, as it was uploaded. */
   code: string;
   input_schema: unknown;
@@ -19,14 +20,14 @@ export interface StfView {
   name: string;
   description: string | null;
   is_public: boolean;
-  latest_version: { id: string; version: string; runtime: StfRuntimeName } | null;
+  latest_version: { id: string; version: string; runtime: RuntimeName } | null;
   created_at: string;
   updated_at: string;
 }
 
 export interface NewVersion {
   version: string;
-  runtime: StfRuntimeName;
+  runtime: RuntimeName;
   code: Buffer;
   input_schema?: unknown;
   output_schema?: unknown;
@@ -65,7 +66,7 @@ function stfQuery(db: Db, workspaceId: string) {
     .where('s.deleted_at', 'is', null);
 }
 
-type StfWithLatest = StfRow & { version_id: string | null; version: string | null; runtime: StfRuntimeName | null };
+type StfWithLatest = StfRow & { version_id: string | null; version: string | null; runtime: RuntimeName | null };
 
 const toView = (s: StfWithLatest): StfView => ({
   id: s.id,
