@@ -7,7 +7,8 @@
 import type { Db } from '@wds/db';
 import { isUuid } from '@wds/db';
 import { validationError } from '@wds/errors';
-import { type FieldMapping, TABLE_NAME, type WorkflowDefinition } from './definition.js';
+import { isLogicalName } from '@wds/sql-rewriter';
+import type { FieldMapping, WorkflowDefinition } from './definition.js';
 import { bundledLibraryNames, isBundledLibrary } from './libraries.js';
 import { parseVariable, UNSAFE_KEYS } from './variables.js';
 
@@ -59,7 +60,7 @@ export async function checkDefinition(db: Db, workspaceId: string, def: Workflow
     if (src.type === 'Fetch' && !/^https?:\/\//i.test(src.url)) problems.push(`input_steps[${i}].source.url: must be http or https`);
     // A Library is a bundled library; a name that is none but a table name is the table (read as `Table`, noted in
     // the run record), so definitions saved when `Library` meant a table keep working.
-    if (src.type === 'Library' && !isBundledLibrary(src.name) && !TABLE_NAME.test(src.name)) {
+    if (src.type === 'Library' && !isBundledLibrary(src.name) && !isLogicalName(src.name)) {
       problems.push(
         `input_steps[${i}].source.name: ${JSON.stringify(src.name)} is not a bundled library (${bundledLibraryNames().join(', ')}, also as @d6e-ai/<name>); a workspace table is { "type": "Table", "name": … }`,
       );
