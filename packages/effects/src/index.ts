@@ -1,1 +1,2 @@
 export * from './effects.js';
+export * from './resolve.js';
