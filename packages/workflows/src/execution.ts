@@ -8,7 +8,6 @@
  * one workspace run at once.
  */
 import type { AuditEntry } from '@wds/audit';
-import { newId } from '@wds/db';
 import { workspacePrincipal } from '@wds/workspace-sql';
 import { ServiceError } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
@@ -275,22 +274,14 @@ export class WorkflowExecutions {
       // The run record and the audit entry (run id, status, failed step) are written together — unless another
       // attempt took the run over meanwhile (this one was only slow): its own end is the run's.
       await finishRun(db, runId, result, undefined, {
-        id: newId(),
-        workspace_id: audit.workspaceId,
-        user_id: audit.userId,
-        api_key_id: audit.apiKeyId,
-        action: audit.action,
-        resource_type: audit.resourceType,
-        resource_id: audit.resourceId,
-        details: JSON.stringify({
+        ...audit,
+        details: {
           run_id: runId,
           status: result.status,
           ...(result.error ? { failed_step: result.error.step } : {}),
           ...(claimed ? { queued: true } : {}),
           ...(attempt > 1 ? { attempt } : {}),
-        }),
-        request_id: audit.requestId ?? null,
-        transport: audit.transport ?? null,
+        },
       }, attempt);
       this.#deps.metrics?.workflowRun?.(result.status, (performance.now() - started) / 1000);
       return { runId, result };

@@ -6,7 +6,6 @@
  * keyed by run id, so a run is never queued twice at once, and a job for a run that is no longer queued does nothing.
  */
 import type { BackgroundJobs } from '@wds/jobs';
-import { newId } from '@wds/db';
 import { runCacheOf } from '@wds/stfs';
 import { requestedVersions } from './accepted.js';
 import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
@@ -44,16 +43,15 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
   const accepted = await requestedVersions(deps.db, workspace.id, workflow, workflow.accepted_versions, executedBy);
   // Its origin is itself (store.ts queueRun): a resumed attempt is the same run, and so the same delivery.
   const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async', accepted }, (id) => ({
-    id: newId(),
-    workspace_id: workspace.id,
-    user_id: executedBy,
-    api_key_id: req.audit.apiKeyId,
+    workspaceId: workspace.id,
+    userId: executedBy,
+    apiKeyId: req.audit.apiKeyId,
     action: req.audit.action,
-    resource_type: 'workflow',
-    resource_id: workflow.id,
-    details: JSON.stringify({ run_id: id, status: 'queued', trigger: 'async' }),
-    request_id: req.audit.requestId ?? null,
-    transport: req.audit.transport ?? null,
+    resourceType: 'workflow',
+    resourceId: workflow.id,
+    details: { run_id: id, status: 'queued', trigger: 'async' },
+    requestId: req.audit.requestId,
+    transport: req.audit.transport,
   }));
   await enqueueRun(deps, runId);
   return runId;
