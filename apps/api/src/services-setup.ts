@@ -153,7 +153,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
       await notifyOnCommit(db, CHANNEL, topic);
       bus.invalidate(topic);
     },
-    caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
+    caches: { principals: new TopicCache(bus, { ttlMs: ttl }), access: new TopicCache(bus, { ttlMs: ttl }) },
     config,
     logger,
     jwt: createJwtVerifier({

@@ -36,7 +36,7 @@ export interface StfRunnerDeps {
   config: StfRunnerConfig;
   /**
    * The invalidation bus of the process's caches: with it (and CACHE_TTL_MS), what a run reads of the platform
-   * tables is cached until a change of the workspace (@wds/cache WorkspaceCache). Without it, every run reads them.
+   * tables is cached until a change of the workspace (@wds/cache TopicCache). Without it, every run reads them.
    */
   bus?: CacheBus | undefined;
   /** Counts each run by runtime and outcome (@wds/metrics' Metrics fits); optional. */

@@ -6,7 +6,7 @@
 import type { Db } from '@wds/db';
 import { unauthorized } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
-import type { WorkspaceCache } from '@wds/cache';
+import type { TopicCache } from '@wds/cache';
 import { runCacheOf } from '@wds/stfs';
 import { findLiveWorkspace } from '@wds/workspaces';
 import { cachedWorkflow } from './cached.js';
@@ -21,7 +21,7 @@ export async function authorizeExecution(
   db: Db,
   req: { workspaceId: string; workflowId: string; member: ExecutingMember },
   /** The process's run cache, for the workflow (cached.ts); without it the workflow is read every time. */
-  cache?: WorkspaceCache,
+  cache?: TopicCache,
 ): Promise<{ workspace: RunWorkspace; workflow: WorkflowView }> {
   const { member } = req;
   const workspace = member ? member.workspace : await findLiveWorkspace(db, req.workspaceId);
