@@ -13,7 +13,7 @@ import {
   openSealedSecrets,
   openSecrets,
   resolveVersion,
-  runCacheOf,
+  createRunCache,
   runnableVersion,
   softDeleteStf,
   upsertSecret,
@@ -102,12 +102,13 @@ describe('TopicCache', () => {
     expect(await cache.throughWorkspace('a', 'k2', async () => 'reloaded', () => 100)).toBe('reloaded');
   });
 
-  it('runCacheOf: one cache per bus, none without a bus or a TTL', () => {
+  it('createRunCache: a cache with a TTL, none with a TTL of 0', async () => {
     const bus = new ManualBus();
-    expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } })).toBe(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } }));
-    expect(runCacheOf({ bus: undefined, config: { CACHE_TTL_MS: 1000 } })).toBeUndefined();
-    expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 0 } })).toBeUndefined();
-    expect(runCacheOf({ bus, config: {} })).toBeUndefined();
+    const cache = createRunCache(bus, 1000);
+    expect(cache).toBeInstanceOf(TopicCache);
+    expect(await cache?.throughWorkspace('a', 'k', async () => 1)).toBe(1);
+    expect(await cache?.throughWorkspace('a', 'k', async () => 2)).toBe(1);
+    expect(createRunCache(bus, 0)).toBeUndefined();
   });
 
   it('freezeDeep freezes objects and arrays all the way down, and leaves byte buffers usable', () => {

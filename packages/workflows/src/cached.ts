@@ -1,7 +1,7 @@
 /**
  * What an execution reads before it runs — the workflow, and the versions its steps run with their sealed secrets
  * — from the run cache of the process (@wds/cache TopicCache, by workspace: dropped by any change of the workspace, in every
- * process), else from the database. Without a cache (no bus, CACHE_TTL_MS 0) every execution reads them.
+ * process), else from the database. Without a cache (CACHE_TTL_MS 0) every execution reads them.
  */
 import type { Db } from '@wds/db';
 import { freezeDeep, type TopicCache } from '@wds/cache';

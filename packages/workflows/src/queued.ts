@@ -6,10 +6,9 @@
  * keyed by run id, so a run is never queued twice at once, and a job for a run that is no longer queued does nothing.
  */
 import type { BackgroundJobs } from '@wds/jobs';
-import { runCacheOf } from '@wds/stfs';
 import { requestedVersions } from './accepted.js';
 import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
-import { executionsOf } from './execution.js';
+import type { WithExecutions } from './execution.js';
 import { settleInterruptedRuns } from './liveness.js';
 import type { WorkflowExecutionDeps } from './runners.js';
 import { ServiceError } from '@wds/errors';
@@ -32,7 +31,7 @@ interface RunJob {
  * its audit entry) and queues it. Returns the run id at once; the run's record tells how it goes.
  */
 export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflowRequest): Promise<string> {
-  const { workspace, workflow } = await authorizeExecution(deps.db, req, runCacheOf(deps));
+  const { workspace, workflow } = await authorizeExecution(deps.db, req, deps.runCache);
   const executedBy = req.member?.userId ?? null;
   // Queued runs are taken in order across workspaces: one workspace may not fill the queue without bound.
   const max = deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX;
@@ -87,12 +86,12 @@ export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger' |
 }
 
 /** Attaches the workflow-runs job handler (before the queue starts). */
-export function handleWorkflowRunJobs(deps: WorkflowJobDeps): void {
+export function handleWorkflowRunJobs(deps: WorkflowJobDeps & WithExecutions): void {
   deps.jobs.handle(
     WORKFLOW_RUNS_QUEUE,
     async ({ data }) => {
       const { runId } = data as RunJob;
-      await executionsOf(deps).runQueued(runId, { action: 'execute_workflow', transport: null });
+      await deps.executions.runQueued(runId, { action: 'execute_workflow', transport: null });
     },
     // A retry of a run that was claimed does nothing (it is no longer queued); a run given back for want of a free
     // place in its workspace is tried again, and after the last try the sweep queues it again.
@@ -127,7 +126,7 @@ export async function requeueStaleRuns(deps: WorkflowJobDeps): Promise<number> {
  * it runs in this process, else when its process's next heartbeat reads the cancel.
  */
 export async function cancelWorkflowRun(
-  deps: WorkflowExecutionDeps,
+  deps: Pick<WorkflowExecutionDeps, 'db'> & WithExecutions,
   workspaceId: string,
   workflowId: string,
   runId: string,
@@ -135,6 +134,6 @@ export async function cancelWorkflowRun(
 ): Promise<WorkflowRunView> {
   const run = await cancelRun(deps.db, workspaceId, workflowId, runId, readerId);
   // Running here: stopped now (its record says `cancelled` once the step under way has ended).
-  if (run.status === 'running') executionsOf(deps).cancelLocal(runId);
+  if (run.status === 'running') deps.executions.cancelLocal(runId);
   return run;
 }
