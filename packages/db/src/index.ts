@@ -2,6 +2,7 @@ export * from './schema.js';
 export * from './connect.js';
 export * from './migrate.js';
 export * from './ids.js';
+export * from './versions.js';
 export * from './embedded.js';
 export * from './connection-errors.js';
 export { sql, type Transaction, type Kysely } from 'kysely';
