@@ -3,11 +3,10 @@ import {
   createDockerRuntime,
   createJavascriptRuntime,
   createWasmRuntime,
+  type RuntimeName,
   type StfRuntime,
 } from '@wds/stf-runtime';
 import type { Config } from './config.js';
-
-export type RuntimeName = 'javascript' | 'wasm' | 'docker';
 
 /**
  * The STF runtimes this server offers. `docker` exists only when DOCKER_HOST names a container engine; without

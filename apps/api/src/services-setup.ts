@@ -14,7 +14,8 @@ import { handleDriveSyncJobs } from '@wds/drive-sync';
 import { BackgroundJobs } from '@wds/jobs';
 import { Metrics } from '@wds/metrics';
 import { handleEmbeddingJobs } from '@wds/semantic-search';
-import { handleWorkflowRunJobs } from '@wds/workflows';
+import { createRunCache } from '@wds/stfs';
+import { handleWorkflowRunJobs, WorkflowExecutions } from '@wds/workflows';
 import { join, resolve } from 'node:path';
 import { loadOrCreateAdminToken } from './admin-token-file.js';
 import type { Config } from './config.js';
@@ -134,7 +135,7 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
   const blobs = createBlobStore(config, dataDir);
   // One registry per instance (docs/metrics.md): several harnesses in one test process keep their own counts.
   const metrics = new Metrics();
-  const services: Services = {
+  const base: Omit<Services, 'executions'> = {
     db,
     databaseUrl,
     pool,
@@ -153,7 +154,8 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
       await notifyOnCommit(db, CHANNEL, topic);
       bus.invalidate(topic);
     },
-    caches: { principals: new TopicCache(bus, ttl), access: new TopicCache(bus, ttl) },
+    caches: { principals: new TopicCache(bus, { ttlMs: ttl }), access: new TopicCache(bus, { ttlMs: ttl }) },
+    runCache: createRunCache(bus, ttl),
     config,
     logger,
     jwt: createJwtVerifier({
@@ -164,6 +166,8 @@ export async function openServices(config: Config, logger: Logger, opts: OpenOpt
     }),
     adminToken,
   };
+  // The executions read the services they are part of (runtimes, SQL, the run cache): one object, built once.
+  const services: Services = Object.assign(base, { executions: new WorkflowExecutions(base) });
 
   // The queues exist from here on in every process (declared, or worked when runJobs); jobs left by an earlier run
   // or another process are picked up by the processes that work them.

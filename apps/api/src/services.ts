@@ -3,8 +3,9 @@ import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { Principal } from '@wds/identity';
 import type { WorkspaceAccess } from '@wds/workspaces';
-import type { StfRuntime } from '@wds/stf-runtime';
+import type { RuntimeName, StfRuntime } from '@wds/stf-runtime';
 import type { WorkspaceSql } from '@wds/workspace-sql';
+import type { WorkflowExecutions } from '@wds/workflows';
 import type { JwtVerifier } from '@wds/identity';
 import type { OutboundGuard } from '@wds/effect-runner';
 import type { BlobStore } from '@wds/storage';
@@ -33,7 +34,7 @@ export interface Services {
   /** The admin interface is disabled when undefined. */
   adminToken: string | undefined;
   /** STF runtimes by name; a missing one answers 503. */
-  runtimes: Partial<Record<'javascript' | 'wasm' | 'docker', StfRuntime>>;
+  runtimes: Partial<Record<RuntimeName, StfRuntime>>;
   /** Where file bytes live (filesystem under DATA_DIR, or S3). */
   blobs: BlobStore;
   /** The SSRF guard of every outbound call (effects, Fetch sources, providers); OUTBOUND_ALLOWLIST. */
@@ -63,4 +64,11 @@ export interface Services {
     /** By user, scope and workspace; topic `ws:<id>`. */
     access: TopicCache<WorkspaceAccess>;
   };
+  /**
+   * What STF and workflow runs read of the platform tables (versions with their sealed secrets, workflows), by
+   * workspace (@wds/stfs createRunCache); undefined with CACHE_TTL_MS 0.
+   */
+  runCache: TopicCache | undefined;
+  /** The workflow executions of this process: one heartbeat for its runs, the per-workspace cap, its runs to cancel. */
+  executions: WorkflowExecutions;
 }

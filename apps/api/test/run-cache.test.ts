@@ -1,5 +1,5 @@
 /**
- * The run cache (@wds/cache WorkspaceCache, used by @wds/stfs runCacheOf): instant-run and workflow execution read the version, its secrets, the
+ * The run cache (a @wds/cache TopicCache by workspace, `services.runCache`): instant-run and workflow execution read the version, its secrets, the
  * workflow and its steps' versions from it. A change is seen by the very next request of the process that made it,
  * by another process once the change's message arrives (a second database connection committing with the NOTIFY
  * every change publishes, and a second API process on the same database), and nothing is served from it while the

@@ -7,7 +7,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dispatchWorkflowEvents, executionsOf, fireDueSchedules, queueRun } from '@wds/workflows';
+import { dispatchWorkflowEvents, fireDueSchedules, queueRun } from '@wds/workflows';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness, eventually } from './support.js';
 
@@ -259,7 +259,7 @@ describe("another editor's new version", () => {
     const schedule = (await call('POST', `/api/v1/workflows/${wf}/schedules`, { cron: '0 0 1 1 *' })).body;
     const runId = await queueRun(h.services.db, { workflow: { id: wf, workspace_id: ws.id }, input: null, executedBy: owner.id, trigger: 'schedule', triggerId: schedule.id });
     expect((await call('DELETE', `/api/v1/workflows/${wf}/schedules/${schedule.id}`)).status).toBe(204);
-    expect(await executionsOf(h.services).runQueued(runId, { action: 'execute_workflow', transport: null })).toBeUndefined();
+    expect(await h.services.executions.runQueued(runId, { action: 'execute_workflow', transport: null })).toBeUndefined();
     expect((await call('GET', `/api/v1/workflows/${wf}/runs/${runId}`)).body).toMatchObject({ status: 'failed', error: { step: 'run', kind: 'not_found' }, steps: [] });
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type AuditLog, type Db, newId } from '@wds/db';
+import { type AuditLog, type Database, type Db, newId, type NewAuditLog, sql } from '@wds/db';
+import type { QueryCreator, RawBuilder } from 'kysely';
 import type { AuditLogView } from './views.js';
 
 export interface AuditEntry {
@@ -16,26 +17,47 @@ export interface AuditEntry {
   transport?: 'http' | 'mcp' | null;
 }
 
+/** An entry as the row it is stored as, with a new id. */
+const auditRow = (e: AuditEntry): NewAuditLog => ({
+  id: newId(),
+  workspace_id: e.workspaceId,
+  user_id: e.userId,
+  api_key_id: e.apiKeyId,
+  action: e.action,
+  resource_type: e.resourceType,
+  resource_id: e.resourceId,
+  details: JSON.stringify(e.details ?? {}),
+  request_id: e.requestId ?? null,
+  transport: e.transport ?? null,
+});
+
 export async function recordAudit(db: Db, e: AuditEntry): Promise<void> {
-  await db
-    .insertInto('platform.audit_logs')
-    .values({
-      id: newId(),
-      workspace_id: e.workspaceId,
-      user_id: e.userId,
-      api_key_id: e.apiKeyId,
-      action: e.action,
-      resource_type: e.resourceType,
-      resource_id: e.resourceId,
-      details: JSON.stringify(e.details ?? {}),
-      request_id: e.requestId ?? null,
-      transport: e.transport ?? null,
-    })
-    .execute();
+  await auditInsert(db, e).execute();
 }
 
+/**
+ * The INSERT of an entry, not yet executed, on `q`: a Db or a transaction, or the query creator of a `with(…)`, so
+ * that the entry is written by the very statement of the work it records (a data-modifying CTE: one round trip,
+ * both rows or neither).
+ */
+export function auditInsert(q: QueryCreator<Database>, e: AuditEntry) {
+  return q.insertInto('platform.audit_logs').values(auditRow(e));
+}
+
+/** The columns of an audit entry, in the order AUDIT_INSERT and auditInsertSelect take them. */
+const AUDIT_COLUMNS = 'id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id, transport';
+
 /** The INSERT of audit entries, up to its VALUES: followed by one or more `auditValuesSql` rows, comma-separated. */
-export const AUDIT_INSERT = 'INSERT INTO platform.audit_logs (id, workspace_id, user_id, api_key_id, action, resource_type, resource_id, details, request_id, transport) VALUES';
+export const AUDIT_INSERT = `INSERT INTO platform.audit_logs (${AUDIT_COLUMNS}) VALUES`;
+
+/**
+ * The INSERT of the entries `rows` selects, for entries the database derives from other rows in the same statement
+ * (a sweep's): `rows` is a SELECT of the audit columns in their order (id, workspace_id, user_id, api_key_id, action,
+ * resource_type, resource_id, details, request_id, transport).
+ */
+export function auditInsertSelect(rows: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`INSERT INTO platform.audit_logs (${sql.raw(AUDIT_COLUMNS)}) ${rows}`;
+}
 
 /** One audit entry as a VALUES row of `AUDIT_INSERT`, with escaped literals. */
 export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): string {

@@ -1,4 +1,3 @@
 export { InvalidationBus, CHANNEL } from './bus.js';
-export { TopicCache } from './cache.js';
+export { TopicCache, workspaceTopic, freezeDeep, type CacheBus, type TopicCacheOptions } from './cache.js';
 export { ChannelListener, type ChannelListenerOptions } from './listener.js';
-export { WorkspaceCache, workspaceTopic, freezeDeep, type CacheBus, type WorkspaceCacheOptions } from './workspace-cache.js';

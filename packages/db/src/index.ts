@@ -3,6 +3,7 @@ export * from './connect.js';
 export * from './migrate.js';
 export * from './ids.js';
 export * as field from './view-fields.js';
+export * from './versions.js';
 export * from './embedded.js';
 export * from './connection-errors.js';
 export { sql, type Transaction, type Kysely } from 'kysely';

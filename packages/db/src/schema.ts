@@ -1,3 +1,4 @@
+import type { RuntimeName } from '@wds/stf-runtime';
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 /** Timestamps are written as Date or ISO text and always read back as Date. */
@@ -132,14 +133,12 @@ export interface StfsTable {
   deleted_at: Timestamp | null;
 }
 
-export type StfRuntimeName = 'javascript' | 'docker' | 'wasm';
-
 export interface StfVersionsTable {
   id: string;
   stf_id: string;
   workspace_id: string;
   version: string;
-  runtime: StfRuntimeName;
+  runtime: RuntimeName;
   code: Buffer;
   input_schema: ColumnType<unknown, string | null, string | null>;
   output_schema: ColumnType<unknown, string | null, string | null>;

@@ -1,2 +1,3 @@
 export * from './effects.js';
 export * from './views.js';
+export * from './resolve.js';

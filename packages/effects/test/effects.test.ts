@@ -9,7 +9,10 @@ import {
   getEffect,
   listEffectVersions,
   listEffects,
+  newestEffectVersions,
+  ownNewestEffectVersions,
   resolveEffectVersion,
+  resolveStepEffectVersions,
   softDeleteEffect,
   updateEffect,
 } from '../src/index.js';
@@ -140,5 +143,47 @@ describe('effects and versions', () => {
     await expect(resolveEffectVersion(db, B, { effectId: effect.id, label: '1' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await listEffects(db, B, page)).toEqual([]);
     expect((await getEffect(db, A, asUuid(effect.id))).name).toBe('private');
+  });
+});
+
+describe('the versions workflow steps run', () => {
+  it('pinned: exactly the one named; else the newest of its effect; gone or foreign: nothing', async () => {
+    const [ada, bob] = [newId(), newId()];
+    await db.insertInto('platform.users').values([{ id: ada, email: `${ada}@x.test`, name: 'Ada' }, { id: bob, email: `${bob}@x.test`, name: 'Bob' }]).execute();
+    const { effect, version: v1 } = await createEffect(db, A, { name: 'steps', createdBy: ada, version: call('1', { url: 'https://api.example.com/1' }) });
+    const v2 = await addEffectVersion(db, A, asUuid(effect.id), call('2', { url: 'https://api.example.com/2', timeout_secs: 7, retries: 1 }), bob);
+    const v3 = await addEffectVersion(db, A, asUuid(effect.id), call('3', { url: 'https://api.example.com/3' }), ada);
+    const { version: foreign } = await createEffect(db, B, { name: 'steps', createdBy: null, version: call('1') });
+
+    const got = await resolveStepEffectVersions(db, A, [
+      { id: v1.id, pin: false },
+      { id: v2.id, pin: true },
+      { id: foreign.id, pin: true },
+    ]);
+    expect(got.map((r) => r && [r.effect_id, r.effect_version_id, r.version, r.spec.url])).toEqual([
+      [effect.id, v3.id, '3', 'https://api.example.com/3'],
+      [effect.id, v2.id, '2', 'https://api.example.com/2'],
+      undefined,
+    ]);
+    expect(got[1]?.spec).toEqual({
+      url: 'https://api.example.com/2',
+      method: 'POST',
+      header_mappings: call('2').header_mappings,
+      body_mappings: call('2').body_mappings,
+      query_mappings: v2.query_mappings,
+      timeout_secs: 7,
+      retries: 1,
+    });
+    expect(await resolveStepEffectVersions(db, A, [])).toEqual([]);
+
+    expect(await newestEffectVersions(db, A, [v1.id, v2.id, foreign.id, 'not-a-uuid'])).toEqual({ [v1.id]: v3.id, [v2.id]: v3.id });
+    expect(await ownNewestEffectVersions(db, A, { [v1.id]: v1.id, [foreign.id]: foreign.id }, bob)).toEqual({ [v1.id]: v2.id });
+    expect(await ownNewestEffectVersions(db, A, { [v1.id]: v1.id }, ada)).toEqual({ [v1.id]: v3.id });
+    expect(await ownNewestEffectVersions(db, A, { [v2.id]: v1.id }, null)).toEqual({ [v2.id]: v1.id });
+
+    await softDeleteEffect(db, A, asUuid(effect.id));
+    expect(await resolveStepEffectVersions(db, A, [{ id: v1.id, pin: true }])).toEqual([undefined]);
+    expect(await newestEffectVersions(db, A, [v1.id])).toEqual({});
+    expect(await ownNewestEffectVersions(db, A, { [v1.id]: v1.id }, ada)).toEqual({});
   });
 });

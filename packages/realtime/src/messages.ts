@@ -1,3 +1,4 @@
+import { LOGICAL_NAME } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 
 /**
@@ -13,7 +14,7 @@ export type ServerMessage =
   | { type: 'error'; data: { code: string; error: string } };
 
 /** A table's logical name as the SQL endpoint spells it (sql-rewriter's names: lower case, at most 23 characters). */
-const Table = v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,22}$/, 'a table name'));
+const Table = v.pipe(v.string(), v.regex(LOGICAL_NAME, 'a table name'));
 /** How many tables one connection may name. */
 export const MAX_TABLES = 100;
 const Tables = v.pipe(v.array(Table), v.maxLength(MAX_TABLES));

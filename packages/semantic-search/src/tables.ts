@@ -4,9 +4,8 @@
  */
 import { type Db, sql } from '@wds/db';
 import { ServiceError } from '@wds/errors';
-import { physicalName } from '@wds/sql-rewriter';
+import { isLogicalName, physicalName } from '@wds/sql-rewriter';
 
-const LOGICAL = /^[a-z_][a-z0-9_]{0,22}$/;
 const TEXT_TYPES = new Set(['text', 'character varying', 'character', 'citext']);
 /** Suffix of the column that holds a text column's embedding. */
 export const EMBEDDING_SUFFIX = '_embedding';
@@ -24,7 +23,7 @@ export const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""
 
 /** The table, or 400 naming what is wrong (bad name, no such table, no `id` column). */
 export async function loadTable(db: Db, workspaceId: string, table: string): Promise<TableInfo> {
-  if (typeof table !== 'string' || !LOGICAL.test(table)) {
+  if (typeof table !== 'string' || !isLogicalName(table)) {
     throw new ServiceError('INVALID_TABLE', `Invalid table name: ${JSON.stringify(table)}`, 'lower-case letters, digits and _, at most 23 characters');
   }
   const physical = physicalName(workspaceId, table);

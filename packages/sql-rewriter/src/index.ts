@@ -16,6 +16,7 @@ export { assertRoundTrip, firstDifference, onRoundTripMismatch, type MismatchRep
 export {
   USER_SCHEMA,
   MAX_LOGICAL_LENGTH,
+  LOGICAL_NAME,
   isLogicalName,
   assertLogicalName,
   physicalName,

@@ -5,7 +5,8 @@ import { ServiceError } from '@wds/errors';
 export const USER_SCHEMA = 'user_data';
 /** What fits after the 40-character workspace prefix in PostgreSQL's 63-byte identifiers. */
 export const MAX_LOGICAL_LENGTH = 23;
-const LOGICAL = /^[a-z_][a-z0-9_]{0,22}$/;
+/** A table's logical name: a lower-case identifier of at most MAX_LOGICAL_LENGTH characters (isLogicalName). */
+export const LOGICAL_NAME = /^[a-z_][a-z0-9_]{0,22}$/;
 /**
  * Index and constraint names may be as long as PostgreSQL allows (63): nobody lists them by name, so a longer one
  * maps to a shortened physical name that ends in a digest of it (physicalName). Table names must read back as
@@ -17,7 +18,7 @@ const hashedKinds = new Set(['index', 'constraint']);
 
 /** Whether `name` is a valid logical name of a `what` (a table unless said otherwise). */
 export const isLogicalName = (name: string, what = 'table'): boolean =>
-  hashedKinds.has(what) ? OBJECT.test(name) && !PHYSICAL_LOOKING.test(name) : LOGICAL.test(name);
+  hashedKinds.has(what) ? OBJECT.test(name) && !PHYSICAL_LOOKING.test(name) : LOGICAL_NAME.test(name);
 
 /** A name that spells a workspace prefix: never a logical name (it reads like another workspace's physical one). */
 const PHYSICAL_LOOKING = /ws_[0-9a-f]{8}_[0-9a-f]{4}_/;

@@ -1,6 +1,6 @@
 import type { Node } from '@pgsql/types';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { analyze, isLogicalName, loadParser, physicalName, rewrite } from '../src/index.js';
+import { analyze, isLogicalName, LOGICAL_NAME, loadParser, MAX_LOGICAL_LENGTH, physicalName, rewrite } from '../src/index.js';
 import { checkCollationName, checkFunctionName, checkOpclassName, checkOperatorName, checkTypeName } from '../src/qualified-names.js';
 import { columns } from './catalog.js';
 
@@ -102,6 +102,13 @@ describe('physical names of workspace objects', () => {
     expect(physicalName(ws, 'reconciling_items')).toBe('ws_0190aaaa_bbbb_7ccc_8ddd_eeeeeeeeeeee_reconciling_items');
     expect(code(() => physicalName(ws, 'a'.repeat(24)))).toBe('INVALID_TABLE');
     expect(isLogicalName('a'.repeat(24))).toBe(false);
+  });
+
+  it('states the table-name rule once: LOGICAL_NAME (what valibot schemas use) is isLogicalName for tables', () => {
+    const good = ['a', '_', 'tickets', 'a1_b2', 'x'.repeat(MAX_LOGICAL_LENGTH)];
+    const bad = ['', '1a', 'A', 'Tickets', 'a-b', 'a b', 'a.b', 'é', 'x'.repeat(MAX_LOGICAL_LENGTH + 1), 'a\n'];
+    for (const name of good) expect([isLogicalName(name), LOGICAL_NAME.test(name)], name).toEqual([true, true]);
+    for (const name of bad) expect([isLogicalName(name), LOGICAL_NAME.test(name)], name).toEqual([false, false]);
   });
 
   it('lets index and constraint names be as long as PostgreSQL allows, mapped to a digest that fits', () => {

@@ -1,7 +1,7 @@
 import type { SecretBox } from '@wds/crypto';
 import type { Db } from '@wds/db';
 import type { RuntimeName, StfRuntime } from '@wds/stf-runtime';
-import type { CacheBus } from '@wds/cache';
+import type { TopicCache } from '@wds/cache';
 import type { WorkspaceSql } from '@wds/workspace-sql';
 
 /** The configuration a run reads, as plain numbers (the server's Config has each of them). */
@@ -16,8 +16,6 @@ export interface StfRunnerConfig {
   STF_DOCKER_MEMORY_MB: number;
   /** Largest version code after base64 decoding. */
   STF_MAX_CODE_BYTES: number;
-  /** How long a run's version and secrets may be served from the run cache (with `bus`); 0 or absent: not cached. */
-  CACHE_TTL_MS?: number;
 }
 
 /**
@@ -35,10 +33,10 @@ export interface StfRunnerDeps {
   secrets: SecretBox | undefined;
   config: StfRunnerConfig;
   /**
-   * The invalidation bus of the process's caches: with it (and CACHE_TTL_MS), what a run reads of the platform
-   * tables is cached until a change of the workspace (@wds/cache WorkspaceCache). Without it, every run reads them.
+   * The process's run cache (@wds/stfs createRunCache, built once with the services): what a run reads of the
+   * platform tables, kept until a change of the workspace. Without it, every run reads them.
    */
-  bus?: CacheBus | undefined;
+  runCache?: TopicCache | undefined;
   /** Counts each run by runtime and outcome (@wds/metrics' Metrics fits); optional. */
   metrics?: StfRunMetrics | undefined;
 }

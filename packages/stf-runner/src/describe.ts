@@ -1,4 +1,4 @@
-import { openSealedSecrets, runCacheOf, runnableVersion, type SealedSecret } from '@wds/stfs';
+import { openSealedSecrets, runnableVersion, type SealedSecret } from '@wds/stfs';
 import type { StfRunnerDeps } from './deps.js';
 import { type RunAnswer, type RunnableVersion, type RunWorkspace, runAsUser } from './run.js';
 
@@ -103,6 +103,6 @@ export async function describeStf(
   deps: StfRunnerDeps,
   req: { workspace: RunWorkspace; userId: string; stfId: string; label?: string | undefined },
 ): Promise<StfDescription> {
-  const { version, sealed_secrets } = await runnableVersion(deps.db, runCacheOf(deps), req.workspace.id, { stfId: req.stfId, label: req.label });
+  const { version, sealed_secrets } = await runnableVersion(deps.db, deps.runCache, req.workspace.id, { stfId: req.stfId, label: req.label });
   return describeVersion(deps, { workspace: req.workspace, userId: req.userId, version, sealedSecrets: sealed_secrets });
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { openSealedSecrets, runCacheOf, runnableVersion } from '@wds/stfs';
+import { openSealedSecrets, runnableVersion } from '@wds/stfs';
 import type { StfRunnerDeps } from './deps.js';
 import { type RunAnswer, type RunnableVersion, type RunWorkspace, runAsUser } from './run.js';
 
@@ -30,7 +30,7 @@ export async function instantRun(
     record?: (version: InstantRun['version']) => Promise<void>;
   },
 ): Promise<InstantRun> {
-  const { version, sealed_secrets } = await runnableVersion(deps.db, runCacheOf(deps), req.workspace.id, {
+  const { version, sealed_secrets } = await runnableVersion(deps.db, deps.runCache, req.workspace.id, {
     stfVersionId: req.stfVersionId,
     stfId: req.stfId,
   });

@@ -1,7 +1,7 @@
 export * from './types.js';
 export { FairQueue, type FairQueueOptions, type FairQueueStats, type Grant, type WorkspaceQueueStats } from './fair-queue.js';
 export { parseDockerConfig, type DockerConfig } from './docker-config.js';
-export { validateStfCode, type RuntimeName } from './validate.js';
+export { RUNTIME_NAMES, validateStfCode, type RuntimeName } from './validate.js';
 export {
   createJavascriptRuntime,
   BUNDLED_LIBRARIES,

@@ -3,7 +3,9 @@ import { checkJavascriptSyntax } from './javascript/syntax-check.js';
 import { DEFAULT_LIMITS, StfError, type StfLimits } from './types.js';
 import { validateWasmModule } from './wasm/validate.js';
 
-export type RuntimeName = 'javascript' | 'docker' | 'wasm';
+/** The STF runtimes, in the order the API lists them; a version's `runtime` column holds one of these. */
+export const RUNTIME_NAMES = ['javascript', 'docker', 'wasm'] as const;
+export type RuntimeName = (typeof RUNTIME_NAMES)[number];
 
 /**
  * Checks an STF version's code when it is saved, so a broken version is refused with a clear message instead of

@@ -1,20 +1,9 @@
-import { type CacheBus, WorkspaceCache } from '@wds/cache';
-
-/** One cache per bus (per process; each test harness has its own), made on first use. */
-const caches = new WeakMap<CacheBus, WorkspaceCache>();
+import { type CacheBus, TopicCache } from '@wds/cache';
 
 /**
- * The run cache of a process's services: undefined (nothing cached) without a bus or with a TTL of 0 — tests that
- * hand in bare dependencies read the database every time.
+ * The run cache of a process (what STF and workflow runs read of the platform tables: versions with their sealed
+ * secrets, workflows), built once with the process's services: none with a TTL of 0 — every run reads the database.
  */
-export function runCacheOf(deps: { bus?: CacheBus | undefined; config: { CACHE_TTL_MS?: number | undefined } }): WorkspaceCache | undefined {
-  const { bus } = deps;
-  const ttlMs = deps.config.CACHE_TTL_MS ?? 0;
-  if (!bus || !(ttlMs > 0)) return undefined;
-  let cache = caches.get(bus);
-  if (!cache) {
-    cache = new WorkspaceCache(bus, { ttlMs });
-    caches.set(bus, cache);
-  }
-  return cache;
+export function createRunCache(bus: CacheBus, ttlMs: number): TopicCache | undefined {
+  return ttlMs > 0 ? new TopicCache(bus, { ttlMs }) : undefined;
 }

@@ -1,5 +1,5 @@
 import type { Db } from '@wds/db';
-import { freezeDeep, type WorkspaceCache } from '@wds/cache';
+import { freezeDeep, type TopicCache } from '@wds/cache';
 import { type StfVersionWithSecrets, loadVersionWithSecrets, type VersionRef } from './stfs.js';
 
 const sizeOf = (v: StfVersionWithSecrets): number =>
@@ -10,7 +10,7 @@ const sizeOf = (v: StfVersionWithSecrets): number =>
  * workspace's topic drops it on any change of its STFs, versions or secrets), else in one query. The value is
  * shared by the runs that read it: frozen, and never to be changed.
  */
-export function runnableVersion(db: Db, cache: WorkspaceCache | undefined, workspaceId: string, ref: VersionRef): Promise<StfVersionWithSecrets> {
+export function runnableVersion(db: Db, cache: TopicCache | undefined, workspaceId: string, ref: VersionRef): Promise<StfVersionWithSecrets> {
   const load = async () => freezeDeep(await loadVersionWithSecrets(db, workspaceId, ref));
   if (!cache) return load();
   // What the query reads, exactly: a version by id, or an STF's version by label or the newest.
@@ -18,5 +18,5 @@ export function runnableVersion(db: Db, cache: WorkspaceCache | undefined, works
     ref.stfVersionId !== undefined
       ? `stf-version:${ref.stfVersionId}`
       : `stf:${ref.stfId ?? ''}:${ref.label === undefined ? 'newest' : `label:${JSON.stringify(ref.label)}`}`;
-  return cache.through(workspaceId, key, load, sizeOf);
+  return cache.throughWorkspace(workspaceId, key, load, sizeOf);
 }

@@ -1,10 +1,11 @@
-import { type Db, type StfRow, type StfRuntimeName, type StfVersionRow, isUuid, newId, sql, type Uuid } from '@wds/db';
+import { type Db, type StfRow, type StfVersionRow, isUuid, newId, sql, type Uuid } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
+import type { RuntimeName } from '@wds/stf-runtime';
 import type { StfVersionView, StfView } from './views.js';
 
 export interface NewVersion {
   version: string;
-  runtime: StfRuntimeName;
+  runtime: RuntimeName;
   code: Buffer;
   input_schema?: unknown;
   output_schema?: unknown;
@@ -43,7 +44,7 @@ function stfQuery(db: Db, workspaceId: string) {
     .where('s.deleted_at', 'is', null);
 }
 
-type StfWithLatest = StfRow & { version_id: string | null; version: string | null; runtime: StfRuntimeName | null };
+type StfWithLatest = StfRow & { version_id: string | null; version: string | null; runtime: RuntimeName | null };
 
 const toView = (s: StfWithLatest): StfView => ({
   id: s.id,

@@ -1,9 +1,10 @@
-import { type StfRuntimeName, field } from '@wds/db';
+import { field } from '@wds/db';
+import { RUNTIME_NAMES } from '@wds/stf-runtime';
 import * as v from 'valibot';
 
 /** The views of STFs, their versions and their secrets: what the API answers (apps/api re-exports them). */
 
-export const RuntimeNameView = v.picklist(['javascript', 'docker', 'wasm'] as const satisfies readonly StfRuntimeName[]);
+export const RuntimeNameView = v.picklist(RUNTIME_NAMES);
 
 export const StfVersionView = v.object({
   id: field.Uuid,

@@ -4,7 +4,7 @@ import { SecretBox } from '@wds/crypto';
 import { createDb, type Db, migrateToLatest, newId, asUuid } from '@wds/db';
 import { createDatabase, ManualBus } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { freezeDeep, WorkspaceCache } from '@wds/cache';
+import { freezeDeep, TopicCache } from '@wds/cache';
 import {
   addVersion,
   createStf,
@@ -13,7 +13,7 @@ import {
   openSealedSecrets,
   openSecrets,
   resolveVersion,
-  runCacheOf,
+  createRunCache,
   runnableVersion,
   softDeleteStf,
   upsertSecret,
@@ -35,86 +35,88 @@ const counting = () => {
   };
 };
 
-describe('WorkspaceCache', () => {
+describe('TopicCache', () => {
   it('serves a loaded value until its workspace topic is published; other workspaces keep theirs', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const c = counting();
     const size = () => 10;
-    expect(await cache.through('a', 'k', c.load('a1'), size)).toBe('a1');
-    expect(await cache.through('a', 'k', c.load('a2'), size)).toBe('a1');
-    expect(await cache.through('b', 'k', c.load('b1'), size)).toBe('b1');
+    expect(await cache.throughWorkspace('a', 'k', c.load('a1'), size)).toBe('a1');
+    expect(await cache.throughWorkspace('a', 'k', c.load('a2'), size)).toBe('a1');
+    expect(await cache.throughWorkspace('b', 'k', c.load('b1'), size)).toBe('b1');
     expect(c.loads).toBe(2);
     bus.invalidate('ws:a');
-    expect(await cache.through('a', 'k', c.load('a3'), size)).toBe('a3');
-    expect(await cache.through('b', 'k', c.load('b2'), size)).toBe('b1');
+    expect(await cache.throughWorkspace('a', 'k', c.load('a3'), size)).toBe('a3');
+    expect(await cache.throughWorkspace('b', 'k', c.load('b2'), size)).toBe('b1');
     bus.invalidate('user:someone');
-    expect(await cache.through('a', 'k', c.load('a4'), size)).toBe('a3');
+    expect(await cache.throughWorkspace('a', 'k', c.load('a4'), size)).toBe('a3');
     bus.invalidate('*');
-    expect(await cache.through('a', 'k', c.load('a5'), size)).toBe('a5');
-    expect(await cache.through('b', 'k', c.load('b3'), size)).toBe('b3');
+    expect(await cache.throughWorkspace('a', 'k', c.load('a5'), size)).toBe('a5');
+    expect(await cache.throughWorkspace('b', 'k', c.load('b3'), size)).toBe('b3');
   });
 
   it('keeps nothing loaded while an invalidation happened, and serves nothing while the bus is down', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     // The load read the state from before a change whose invalidation arrived meanwhile.
-    const racing = await cache.through('a', 'k', async () => {
+    const racing = await cache.throughWorkspace('a', 'k', async () => {
       bus.invalidate('ws:a');
       return 'old';
     }, () => 1);
     expect(racing).toBe('old');
-    expect(await cache.through('a', 'k', async () => 'new', () => 1)).toBe('new');
+    expect(await cache.throughWorkspace('a', 'k', async () => 'new', () => 1)).toBe('new');
     expect(cache.size).toBe(1);
 
     bus.healthy = false;
-    expect(await cache.through('a', 'k', async () => 'read while down', () => 1)).toBe('read while down');
-    expect(await cache.through('a', 'k', async () => 'again', () => 1)).toBe('again');
+    expect(await cache.throughWorkspace('a', 'k', async () => 'read while down', () => 1)).toBe('read while down');
+    expect(await cache.throughWorkspace('a', 'k', async () => 'again', () => 1)).toBe('again');
     bus.healthy = true;
-    expect(await cache.through('a', 'k', async () => 'later', () => 1)).toBe('new');
+    expect(await cache.throughWorkspace('a', 'k', async () => 'later', () => 1)).toBe('new');
   });
 
   it('expires entries after ttlMs, caches nothing with ttlMs 0, and never fails a load into the cache', async () => {
     const bus = new ManualBus();
-    const short = new WorkspaceCache(bus, { ttlMs: 20 });
+    const short = new TopicCache(bus, { ttlMs: 20 });
     vi.useFakeTimers({ toFake: ['Date'] }); // the TTL is measured with Date.now(): a frozen clock, moved by hand
     try {
-      await short.through('a', 'k', async () => 1, () => 1);
+      await short.throughWorkspace('a', 'k', async () => 1, () => 1);
       vi.setSystemTime(Date.now() + 19);
-      expect(await short.through('a', 'k', async () => 2, () => 1)).toBe(1);
+      expect(await short.throughWorkspace('a', 'k', async () => 2, () => 1)).toBe(1);
       vi.setSystemTime(Date.now() + 21);
-      expect(await short.through('a', 'k', async () => 2, () => 1)).toBe(2);
+      expect(await short.throughWorkspace('a', 'k', async () => 2, () => 1)).toBe(2);
     } finally {
       vi.useRealTimers();
     }
 
-    const none = new WorkspaceCache(bus, { ttlMs: 0 });
-    await none.through('a', 'k', async () => 1, () => 1);
+
+    const none = new TopicCache(bus, { ttlMs: 0 });
+    await none.throughWorkspace('a', 'k', async () => 1, () => 1);
     expect(none.size).toBe(0);
 
-    await expect(short.through('a', 'missing', async () => Promise.reject(new Error('nope')), () => 1)).rejects.toThrow('nope');
-    expect(await short.through('a', 'missing', async () => 'found', () => 1)).toBe('found');
+    await expect(short.throughWorkspace('a', 'missing', async () => Promise.reject(new Error('nope')), () => 1)).rejects.toThrow('nope');
+    expect(await short.throughWorkspace('a', 'missing', async () => 'found', () => 1)).toBe('found');
   });
 
   it('holds at most maxBytes, dropping the least recently used, and keeps no entry over an eighth of it', async () => {
-    const cache = new WorkspaceCache(new ManualBus(), { ttlMs: 60_000, maxBytes: 800 });
-    await cache.through('a', 'big', async () => 'big', () => 101);
+    const cache = new TopicCache(new ManualBus(), { ttlMs: 60_000, maxBytes: 800 });
+    await cache.throughWorkspace('a', 'big', async () => 'big', () => 101);
     expect(cache.size).toBe(0);
-    for (const k of ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8']) await cache.through('a', k, async () => k, () => 100);
+    for (const k of ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8']) await cache.throughWorkspace('a', k, async () => k, () => 100);
     expect(cache.bytes).toBe(800);
-    await cache.through('a', 'k1', async () => 'reloaded', () => 100); // a hit: k1 is now the most recent
-    await cache.through('a', 'k9', async () => 'k9', () => 100);
+    await cache.throughWorkspace('a', 'k1', async () => 'reloaded', () => 100); // a hit: k1 is now the most recent
+    await cache.throughWorkspace('a', 'k9', async () => 'k9', () => 100);
     expect(cache.bytes).toBe(800);
-    expect(await cache.through('a', 'k1', async () => 'reloaded', () => 100)).toBe('k1');
-    expect(await cache.through('a', 'k2', async () => 'reloaded', () => 100)).toBe('reloaded');
+    expect(await cache.throughWorkspace('a', 'k1', async () => 'reloaded', () => 100)).toBe('k1');
+    expect(await cache.throughWorkspace('a', 'k2', async () => 'reloaded', () => 100)).toBe('reloaded');
   });
 
-  it('runCacheOf: one cache per bus, none without a bus or a TTL', () => {
+  it('createRunCache: a cache with a TTL, none with a TTL of 0', async () => {
     const bus = new ManualBus();
-    expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } })).toBe(runCacheOf({ bus, config: { CACHE_TTL_MS: 1000 } }));
-    expect(runCacheOf({ bus: undefined, config: { CACHE_TTL_MS: 1000 } })).toBeUndefined();
-    expect(runCacheOf({ bus, config: { CACHE_TTL_MS: 0 } })).toBeUndefined();
-    expect(runCacheOf({ bus, config: {} })).toBeUndefined();
+    const cache = createRunCache(bus, 1000);
+    expect(cache).toBeInstanceOf(TopicCache);
+    expect(await cache?.throughWorkspace('a', 'k', async () => 1)).toBe(1);
+    expect(await cache?.throughWorkspace('a', 'k', async () => 2)).toBe(1);
+    expect(createRunCache(bus, 0)).toBeUndefined();
   });
 
   it('freezeDeep freezes objects and arrays all the way down, and leaves byte buffers usable', () => {
@@ -161,7 +163,7 @@ describe('the run cache on the platform tables', () => {
 
   it('a change made in this process is seen by the very next read', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const read = async (id: string) => {
       const v = await runnableVersion(db, cache, A, { stfId: id });
       return { version: v.version.version, env: openSealedSecrets(box, id, v.sealed_secrets) };
@@ -191,7 +193,7 @@ describe('the run cache on the platform tables', () => {
 
   it('a change committed by another process is seen once its message arrives; a change of another workspace drops nothing', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const { stf } = await createStf(db, A, { name: 'there', createdBy: null, version: js('1') });
     const { stf: inB } = await createStf(db, B, { name: 'b', createdBy: null, version: js('b1') });
     const newest = async (ws: string, id: string) => (await runnableVersion(db, cache, ws, { stfId: id })).version.version;
@@ -215,7 +217,7 @@ describe('the run cache on the platform tables', () => {
 
   it('with the listener down every read goes to the database', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const { stf } = await createStf(db, A, { name: 'down', createdBy: null, version: js('1') });
     expect((await runnableVersion(db, cache, A, { stfId: stf.id })).version.version).toBe('1');
     bus.healthy = false;
@@ -225,7 +227,7 @@ describe('the run cache on the platform tables', () => {
 
   it('keys: by version id, by label and the newest are different entries, and a workspace never reads another one\'s', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const { stf, version } = await createStf(db, A, { name: 'keys', createdBy: null, version: js('1') });
     await addVersion(db, A, asUuid(stf.id), js('2'), null);
     expect((await runnableVersion(db, cache, A, { stfVersionId: version.id })).version.version).toBe('1');

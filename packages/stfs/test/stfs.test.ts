@@ -12,7 +12,11 @@ import {
   listSecretKeys,
   listStfs,
   listVersions,
+  newestStfVersions,
+  openSealedSecrets,
   openSecrets,
+  ownNewestStfVersions,
+  resolveStepStfVersions,
   resolveVersion,
   softDeleteStf,
   updateStf,
@@ -104,5 +108,42 @@ describe('resolveVersion by label', () => {
     expect((await resolveVersion(db, A, { stfId: stf.id, label: '1.0' })).version).toBe('1.0');
     expect((await resolveVersion(db, A, { stfId: stf.id })).version).toBe('2.0');
     await expect(resolveVersion(db, A, { stfId: stf.id, label: '9' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+});
+
+describe('the versions workflow steps run', () => {
+  it('pinned: exactly the one named; else the newest of its STF, with its sealed secrets; gone or foreign: nothing', async () => {
+    const [ada, bob] = [newId(), newId()];
+    await db.insertInto('platform.users').values([{ id: ada, email: `${ada}@x.test`, name: 'Ada' }, { id: bob, email: `${bob}@x.test`, name: 'Bob' }]).execute();
+    const { stf, version: v1 } = await createStf(db, A, { name: 'steps', createdBy: ada, version: { version: '1', runtime: 'javascript', code: code('return 1') } });
+    const v2 = await addVersion(db, A, asUuid(stf.id), { version: '2', runtime: 'wasm', code: code('two') }, bob);
+    const v3 = await addVersion(db, A, asUuid(stf.id), { version: '3', runtime: 'javascript', code: code('return 3') }, ada);
+    await upsertSecret(db, box, stf.id, 'TOKEN', 's3cret');
+    const { version: foreign } = await createStf(db, B, { name: 'steps', createdBy: null, version: { version: '1', runtime: 'javascript', code: code('b') } });
+
+    const got = await resolveStepStfVersions(db, A, [
+      { id: v1.id, pin: false },
+      { id: v2.id, pin: true },
+      { id: foreign.id, pin: true },
+    ]);
+    expect(got.map((r) => r && [r.stf_id, r.stf_version_id, r.version, r.runtime, r.code.toString()])).toEqual([
+      [stf.id, v3.id, '3', 'javascript', 'return 3'],
+      [stf.id, v2.id, '2', 'wasm', 'two'],
+      undefined,
+    ]);
+    expect(got[0]?.sealed_secrets.map((k) => [k.env_key, openSealedSecrets(box, stf.id, [k]).TOKEN])).toEqual([['TOKEN', 's3cret']]);
+    expect(await resolveStepStfVersions(db, A, [])).toEqual([]);
+
+    expect(await newestStfVersions(db, A, [v1.id, v2.id, foreign.id, 'not-a-uuid'])).toEqual({ [v1.id]: v3.id, [v2.id]: v3.id });
+    // From v1: the newest that is v1 or newer and Bob's is v2 (v3 is Ada's); for Ada it is v3; anonymous keeps v1.
+    expect(await ownNewestStfVersions(db, A, { r: v1.id }, bob)).toEqual({});
+    expect(await ownNewestStfVersions(db, A, { [v1.id]: v1.id, [foreign.id]: foreign.id }, bob)).toEqual({ [v1.id]: v2.id });
+    expect(await ownNewestStfVersions(db, A, { [v1.id]: v1.id }, ada)).toEqual({ [v1.id]: v3.id });
+    expect(await ownNewestStfVersions(db, A, { [v2.id]: v1.id }, null)).toEqual({ [v2.id]: v1.id });
+
+    await softDeleteStf(db, A, asUuid(stf.id));
+    expect(await resolveStepStfVersions(db, A, [{ id: v1.id, pin: true }])).toEqual([undefined]);
+    expect(await newestStfVersions(db, A, [v1.id])).toEqual({});
+    expect(await ownNewestStfVersions(db, A, { [v1.id]: v1.id }, ada)).toEqual({});
   });
 });

@@ -6,11 +6,10 @@
 import type { Db, Uuid } from '@wds/db';
 import { unauthorized } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
-import type { WorkspaceCache } from '@wds/cache';
-import { runCacheOf } from '@wds/stfs';
+import type { TopicCache } from '@wds/cache';
 import { findLiveWorkspace } from '@wds/workspaces';
 import { cachedWorkflow } from './cached.js';
-import { executeAndRecord, type ExecutionAudit, type RecordedRun } from './execution.js';
+import type { ExecutionAudit, RecordedRun, WithExecutions } from './execution.js';
 import type { WorkflowExecutionDeps } from './runners.js';
 import type { WorkflowView } from './views.js';
 
@@ -21,7 +20,7 @@ export async function authorizeExecution(
   db: Db,
   req: { workspaceId: string; workflowId: Uuid; member: ExecutingMember },
   /** The process's run cache, for the workflow (cached.ts); without it the workflow is read every time. */
-  cache?: WorkspaceCache,
+  cache?: TopicCache,
 ): Promise<{ workspace: RunWorkspace; workflow: WorkflowView }> {
   const { member } = req;
   const workspace = member ? member.workspace : await findLiveWorkspace(db, req.workspaceId);
@@ -45,10 +44,13 @@ export interface ExecuteWorkflowRequest {
 }
 
 /** execute_workflow: authorize the caller, then run and record the execution (its audit entry with it). */
-export async function executeWorkflowAs(deps: WorkflowExecutionDeps, req: ExecuteWorkflowRequest): Promise<RecordedRun> {
-  const { workspace, workflow } = await authorizeExecution(deps.db, req, runCacheOf(deps));
+export async function executeWorkflowAs(
+  deps: Pick<WorkflowExecutionDeps, 'db' | 'runCache'> & WithExecutions,
+  req: ExecuteWorkflowRequest,
+): Promise<RecordedRun> {
+  const { workspace, workflow } = await authorizeExecution(deps.db, req, deps.runCache);
   const executedBy = req.member?.userId ?? null;
-  return executeAndRecord(deps, {
+  return deps.executions.execute({
     workspace,
     workflow,
     input: req.input,

@@ -1,10 +1,10 @@
 /**
  * What an execution reads before it runs — the workflow, and the versions its steps run with their sealed secrets
- * — from the run cache of the process (@wds/cache WorkspaceCache: dropped by any change of the workspace, in every
- * process), else from the database. Without a cache (no bus, CACHE_TTL_MS 0) every execution reads them.
+ * — from the run cache of the process (@wds/cache TopicCache, by workspace: dropped by any change of the workspace, in every
+ * process), else from the database. Without a cache (CACHE_TTL_MS 0) every execution reads them.
  */
 import type { Db, Uuid } from '@wds/db';
-import { freezeDeep, type WorkspaceCache } from '@wds/cache';
+import { freezeDeep, type TopicCache } from '@wds/cache';
 import type { WorkflowDefinition } from './definition.js';
 import type { ResolvedEffect, ResolvedStf } from './engine.js';
 import { resolveEffectSteps, resolveStfSteps } from './resolve.js';
@@ -17,16 +17,16 @@ export interface ResolvedSteps {
 }
 
 /** A live workflow of the workspace (NOT_FOUND otherwise, never cached). */
-export function cachedWorkflow(db: Db, cache: WorkspaceCache | undefined, workspaceId: string, workflowId: Uuid): Promise<WorkflowView> {
+export function cachedWorkflow(db: Db, cache: TopicCache | undefined, workspaceId: string, workflowId: Uuid): Promise<WorkflowView> {
   const load = async () => freezeDeep(await getWorkflow(db, workspaceId, workflowId));
   if (!cache) return load();
-  return cache.through(workspaceId, `workflow:${workflowId}`, load, (w) => 1024 + JSON.stringify(w).length);
+  return cache.throughWorkspace(workspaceId, `workflow:${workflowId}`, load, (w) => 1024 + JSON.stringify(w).length);
 }
 
 /** The versions the steps of `def` run (resolve.ts), keyed by exactly the references the query reads. */
 export function cachedSteps(
   db: Db,
-  cache: WorkspaceCache | undefined,
+  cache: TopicCache | undefined,
   workspaceId: string,
   def: Pick<WorkflowDefinition, 'stf_steps' | 'effect_steps'>,
 ): Promise<ResolvedSteps> {
@@ -39,7 +39,7 @@ export function cachedSteps(
     def.stf_steps.map((s) => [s.stf_version_id, s.pin_version === true]),
     def.effect_steps.map((s) => [s.effect_version_id, s.pin_version === true]),
   ])}`;
-  return cache.through(workspaceId, key, load, sizeOfSteps);
+  return cache.throughWorkspace(workspaceId, key, load, sizeOfSteps);
 }
 
 function sizeOfSteps(steps: ResolvedSteps): number {

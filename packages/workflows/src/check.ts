@@ -6,8 +6,11 @@
  */
 import type { Db } from '@wds/db';
 import { isUuid } from '@wds/db';
+import { newestEffectVersions } from '@wds/effects';
 import { validationError } from '@wds/errors';
-import { type FieldMapping, TABLE_NAME, type WorkflowDefinition } from './definition.js';
+import { isLogicalName } from '@wds/sql-rewriter';
+import { newestStfVersions } from '@wds/stfs';
+import type { FieldMapping, WorkflowDefinition } from './definition.js';
 import { bundledLibraryNames, isBundledLibrary } from './libraries.js';
 import { parseVariable, UNSAFE_KEYS } from './variables.js';
 
@@ -25,30 +28,6 @@ function checkMappings(where: string, mappings: FieldMapping[], sources: Set<str
   });
 }
 
-async function existing(db: Db, table: 'platform.stf_versions' | 'platform.effect_versions', workspaceId: string, ids: string[]): Promise<Set<string>> {
-  const wanted = [...new Set(ids.filter(isUuid))];
-  if (wanted.length === 0) return new Set();
-  const rows =
-    table === 'platform.stf_versions'
-      ? await db
-          .selectFrom('platform.stf_versions as v')
-          .innerJoin('platform.stfs as s', 's.id', 'v.stf_id')
-          .select('v.id')
-          .where('v.workspace_id', '=', workspaceId)
-          .where('s.deleted_at', 'is', null)
-          .where('v.id', 'in', wanted)
-          .execute()
-      : await db
-          .selectFrom('platform.effect_versions as v')
-          .innerJoin('platform.effects as e', 'e.id', 'v.effect_id')
-          .select('v.id')
-          .where('v.workspace_id', '=', workspaceId)
-          .where('e.deleted_at', 'is', null)
-          .where('v.id', 'in', wanted)
-          .execute();
-  return new Set(rows.map((r) => r.id));
-}
-
 export async function checkDefinition(db: Db, workspaceId: string, def: WorkflowDefinition): Promise<void> {
   const problems: string[] = [];
   const sources = new Set<string>();
@@ -59,7 +38,7 @@ export async function checkDefinition(db: Db, workspaceId: string, def: Workflow
     if (src.type === 'Fetch' && !/^https?:\/\//i.test(src.url)) problems.push(`input_steps[${i}].source.url: must be http or https`);
     // A Library is a bundled library; a name that is none but a table name is the table (read as `Table`, noted in
     // the run record), so definitions saved when `Library` meant a table keep working.
-    if (src.type === 'Library' && !isBundledLibrary(src.name) && !TABLE_NAME.test(src.name)) {
+    if (src.type === 'Library' && !isBundledLibrary(src.name) && !isLogicalName(src.name)) {
       problems.push(
         `input_steps[${i}].source.name: ${JSON.stringify(src.name)} is not a bundled library (${bundledLibraryNames().join(', ')}, also as @d6e-ai/<name>); a workspace table is { "type": "Table", "name": … }`,
       );
@@ -85,12 +64,13 @@ export async function checkDefinition(db: Db, workspaceId: string, def: Workflow
       if (step.source.type === 'File' && !found.has(step.source.id)) problems.push(`input_steps[${i}].source.id: no file ${step.source.id} in this workspace`);
     });
   }
-  const stfs = await existing(db, 'platform.stf_versions', workspaceId, def.stf_steps.map((s) => s.stf_version_id));
+  // A version of this workspace whose STF (or effect) lives is exactly one that has a newest version.
+  const stfs = new Set(Object.keys(await newestStfVersions(db, workspaceId, def.stf_steps.map((s) => s.stf_version_id))));
   def.stf_steps.forEach((step, i) => {
     if (!stfs.has(step.stf_version_id)) problems.push(`stf_steps[${i}].stf_version_id: no STF version ${step.stf_version_id} in this workspace`);
     checkMappings(`stf_steps[${i}]`, step.input_mappings, sources, i, problems);
   });
-  const effects = await existing(db, 'platform.effect_versions', workspaceId, def.effect_steps.map((s) => s.effect_version_id));
+  const effects = new Set(Object.keys(await newestEffectVersions(db, workspaceId, def.effect_steps.map((s) => s.effect_version_id))));
   def.effect_steps.forEach((step, i) => {
     if (!effects.has(step.effect_version_id)) {
       problems.push(`effect_steps[${i}].effect_version_id: no effect version ${step.effect_version_id} in this workspace`);

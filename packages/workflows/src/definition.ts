@@ -4,6 +4,7 @@
  * check.ts.
  */
 import { FieldMappingSchema } from '@wds/effect-runner';
+import { LOGICAL_NAME } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 
 export { FieldMappingSchema };
@@ -13,8 +14,6 @@ const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v
 
 const Mappings = v.optional(v.pipe(v.array(FieldMappingSchema), v.maxLength(200)), []);
 
-/** A workspace table's logical name. */
-export const TABLE_NAME = /^[a-z_][a-z0-9_]{0,22}$/;
 /** An input step's name (`$sources.<name>`): letters, digits, `_` and `-` (the origin platform writes `fetch-data`). */
 export const STEP_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
@@ -29,7 +28,7 @@ export const InputSourceSchema = v.variant('type', [
     name: v.pipe(v.string(), v.regex(/^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9_][a-z0-9._-]{0,213}$/, 'must be a library or table name')),
   }),
   /** The rows of a workspace table (by logical name), read with the executing user's policies. */
-  v.strictObject({ type: v.literal('Table'), name: v.pipe(v.string(), v.regex(TABLE_NAME, 'must be a table name')) }),
+  v.strictObject({ type: v.literal('Table'), name: v.pipe(v.string(), v.regex(LOGICAL_NAME, 'must be a table name')) }),
   v.strictObject({ type: v.literal('File'), id: Uuid }),
   v.strictObject({
     type: v.literal('Fetch'),

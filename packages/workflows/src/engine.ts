@@ -16,6 +16,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { type EffectResult, type EffectSpec, effectInputAliases } from '@wds/effect-runner';
+import type { RuntimeName } from '@wds/stf-runtime';
 import type { InputStep, WorkflowDefinition } from './definition.js';
 import { buildStepInput, type Deprecation, legacyMappings, type Scope } from './variables.js';
 
@@ -23,7 +24,7 @@ export interface ResolvedStf {
   stf_id: string;
   stf_version_id: string;
   version: string;
-  runtime: 'javascript' | 'wasm' | 'docker';
+  runtime: RuntimeName;
   code: Buffer;
   /** The STF's secrets as stored (sealed), loaded with the version so a step costs no extra query. */
   sealed_secrets: { env_key: string; sealed_value: Buffer }[];

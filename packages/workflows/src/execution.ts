@@ -14,7 +14,6 @@ import { ServiceError, notFound } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
 import { WorkflowConcurrency } from './concurrency.js';
 import { type ExecutionResult, executeWorkflow, type StepRecord } from './engine.js';
-import { runCacheOf } from '@wds/stfs';
 import { cachedSteps } from './cached.js';
 import { effectIdempotencyKey, originOf, runOrigin } from './keys.js';
 import { RunHeartbeat } from './liveness.js';
@@ -58,8 +57,8 @@ interface ClaimedRun {
 }
 
 /**
- * The executions of one set of services: one heartbeat for all their runs, and one per-workspace cap. Build one per
- * process (executeAndRecord keeps one per deps object); tests build their own.
+ * The executions of one set of services: one heartbeat for all their runs, and one per-workspace cap. One per
+ * process, built with its services (`services.executions`); tests build their own.
  */
 export class WorkflowExecutions {
   readonly #deps: WorkflowExecutionDeps;
@@ -229,7 +228,7 @@ export class WorkflowExecutions {
     // step pinned to one, which its step record names.
     const accepted = claimed?.accepted ?? (await requestedVersions(db, workspace.id, workflow, workflow.accepted_versions, executedBy));
     const def = { ...workflow, ...boundSteps(workflow, accepted) };
-    const { stfs, effects } = await cachedSteps(db, runCacheOf(this.#deps), workspace.id, def);
+    const { stfs, effects } = await cachedSteps(db, this.#deps.runCache, workspace.id, def);
     const runners = createStepRunners(this.#deps, workspace, executedBy);
     const attempt = claimed?.attempt ?? 1;
     const origin = claimed?.origin ?? runOrigin.run('request', runId);
@@ -277,22 +276,14 @@ export class WorkflowExecutions {
       // The run record and the audit entry (run id, status, failed step) are written together — unless another
       // attempt took the run over meanwhile (this one was only slow): its own end is the run's.
       await finishRun(db, runId, result, undefined, {
-        id: newId(),
-        workspace_id: audit.workspaceId,
-        user_id: audit.userId,
-        api_key_id: audit.apiKeyId,
-        action: audit.action,
-        resource_type: audit.resourceType,
-        resource_id: audit.resourceId,
-        details: JSON.stringify({
+        ...audit,
+        details: {
           run_id: runId,
           status: result.status,
           ...(result.error ? { failed_step: result.error.step } : {}),
           ...(claimed ? { queued: true } : {}),
           ...(attempt > 1 ? { attempt } : {}),
-        }),
-        request_id: audit.requestId ?? null,
-        transport: audit.transport ?? null,
+        },
       }, attempt);
       this.#deps.metrics?.workflowRun?.(result.status, (performance.now() - started) / 1000);
       return { runId, result };
@@ -304,22 +295,9 @@ export class WorkflowExecutions {
   }
 }
 
-/** One WorkflowExecutions per deps object: a process passes the same services each time; each test harness has its own. */
-const executions = new WeakMap<WorkflowExecutionDeps, WorkflowExecutions>();
-
-/** The executions of `deps` (one per services object: their heartbeat, per-workspace cap and runs in progress). */
-export function executionsOf(deps: WorkflowExecutionDeps): WorkflowExecutions {
-  let ex = executions.get(deps);
-  if (!ex) {
-    ex = new WorkflowExecutions(deps);
-    executions.set(deps, ex);
-  }
-  return ex;
-}
-
-/** Runs and records one execution with the executions of `deps` (their heartbeat and per-workspace cap). */
-export function executeAndRecord(deps: WorkflowExecutionDeps, req: ExecutionRequest): Promise<RecordedRun> {
-  return executionsOf(deps).execute(req);
+/** What carries the process's executions (apps/api's Services: built once, in openServices). */
+export interface WithExecutions {
+  executions: WorkflowExecutions;
 }
 
 /**

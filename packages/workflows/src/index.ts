@@ -20,7 +20,7 @@ export {
   type WorkflowExecutionConfig,
   type WorkflowExecutionDeps,
 } from './runners.js';
-export { executeAndRecord, executionsOf, type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, WorkflowExecutions } from './execution.js';
+export { type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, type WithExecutions, WorkflowExecutions } from './execution.js';
 export { cancelWorkflowRun, handleWorkflowRunJobs, queueWorkflowAs, requeueStaleRuns, resumeInterruptedRuns, WORKFLOW_RUNS_QUEUE, type WorkflowJobDeps } from './queued.js';
 export { authorizeExecution, type ExecuteWorkflowRequest, type ExecutingMember, executeWorkflowAs } from './authorize.js';
 export {

@@ -9,6 +9,7 @@
  * any process) and tells them.
  */
 import { randomUUID } from 'node:crypto';
+import { auditInsertSelect } from '@wds/audit';
 import { type Db, sql } from '@wds/db';
 import type { StepRecord } from './engine.js';
 
@@ -141,13 +142,13 @@ export async function settleInterruptedRuns(db: Db, opts: { staleAfterMs: number
     -- A waiting run's entry comes with its end (finishRun), which its process did not live to write: written here,
     -- so that what its STF steps committed is never without its run's entry. (Queued kinds have theirs from when
     -- they were queued.)
-    entries AS (
-      INSERT INTO platform.audit_logs (id, workspace_id, user_id, action, resource_type, resource_id, details)
-      SELECT user_data.uuidv7(), s.workspace_id, s.executed_by, 'execute_workflow', 'workflow', s.workflow_id::text,
+    entries AS (${auditInsertSelect(sql`
+      SELECT user_data.uuidv7(), s.workspace_id, s.executed_by, NULL::uuid, 'execute_workflow', 'workflow', s.workflow_id::text,
              jsonb_build_object('run_id', s.id, 'status', s.status, 'interrupted', true)
-               || CASE WHEN s.status = 'failed' THEN jsonb_build_object('failed_step', 'run') ELSE '{}'::jsonb END
+               || CASE WHEN s.status = 'failed' THEN jsonb_build_object('failed_step', 'run') ELSE '{}'::jsonb END,
+             NULL::text, NULL::text
         FROM settled s
-       WHERE s.trigger = 'request' AND s.status IN ('failed', 'cancelled'))
+       WHERE s.trigger = 'request' AND s.status IN ('failed', 'cancelled')`)})
     SELECT id, status FROM settled`.execute(db);
   return {
     resumed: rows.filter((r) => r.status === 'queued').map((r) => r.id),

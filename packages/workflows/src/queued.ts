@@ -7,10 +7,9 @@
  */
 import type { BackgroundJobs } from '@wds/jobs';
 import { newId, type Uuid } from '@wds/db';
-import { runCacheOf } from '@wds/stfs';
 import { requestedVersions } from './accepted.js';
 import { authorizeExecution, type ExecuteWorkflowRequest } from './authorize.js';
-import { executionsOf } from './execution.js';
+import type { WithExecutions } from './execution.js';
 import { settleInterruptedRuns } from './liveness.js';
 import type { WorkflowExecutionDeps } from './runners.js';
 import { ServiceError } from '@wds/errors';
@@ -34,7 +33,7 @@ interface RunJob {
  * its audit entry) and queues it. Returns the run id at once; the run's record tells how it goes.
  */
 export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflowRequest): Promise<string> {
-  const { workspace, workflow } = await authorizeExecution(deps.db, req, runCacheOf(deps));
+  const { workspace, workflow } = await authorizeExecution(deps.db, req, deps.runCache);
   const executedBy = req.member?.userId ?? null;
   // Queued runs are taken in order across workspaces: one workspace may not fill the queue without bound.
   const max = deps.config.WORKFLOW_WORKSPACE_QUEUED_MAX;
@@ -45,16 +44,15 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
   const accepted = await requestedVersions(deps.db, workspace.id, workflow, workflow.accepted_versions, executedBy);
   // Its origin is itself (store.ts queueRun): a resumed attempt is the same run, and so the same delivery.
   const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async', accepted }, (id) => ({
-    id: newId(),
-    workspace_id: workspace.id,
-    user_id: executedBy,
-    api_key_id: req.audit.apiKeyId,
+    workspaceId: workspace.id,
+    userId: executedBy,
+    apiKeyId: req.audit.apiKeyId,
     action: req.audit.action,
-    resource_type: 'workflow',
-    resource_id: workflow.id,
-    details: JSON.stringify({ run_id: id, status: 'queued', trigger: 'async' }),
-    request_id: req.audit.requestId ?? null,
-    transport: req.audit.transport ?? null,
+    resourceType: 'workflow',
+    resourceId: workflow.id,
+    details: { run_id: id, status: 'queued', trigger: 'async' },
+    requestId: req.audit.requestId,
+    transport: req.audit.transport,
   }));
   await enqueueRun(deps, runId);
   return runId;
@@ -90,12 +88,12 @@ export async function enqueueRun(deps: Pick<WorkflowJobDeps, 'jobs' | 'logger' |
 }
 
 /** Attaches the workflow-runs job handler (before the queue starts). */
-export function handleWorkflowRunJobs(deps: WorkflowJobDeps): void {
+export function handleWorkflowRunJobs(deps: WorkflowJobDeps & WithExecutions): void {
   deps.jobs.handle(
     WORKFLOW_RUNS_QUEUE,
     async ({ data }) => {
       const { runId } = data as RunJob;
-      await executionsOf(deps).runQueued(runId, { action: 'execute_workflow', transport: null });
+      await deps.executions.runQueued(runId, { action: 'execute_workflow', transport: null });
     },
     // A retry of a run that was claimed does nothing (it is no longer queued); a run given back for want of a free
     // place in its workspace is tried again, and after the last try the sweep queues it again.
@@ -130,7 +128,7 @@ export async function requeueStaleRuns(deps: WorkflowJobDeps): Promise<number> {
  * it runs in this process, else when its process's next heartbeat reads the cancel.
  */
 export async function cancelWorkflowRun(
-  deps: WorkflowExecutionDeps,
+  deps: Pick<WorkflowExecutionDeps, 'db'> & WithExecutions,
   workspaceId: string,
   workflowId: Uuid,
   runId: Uuid,
@@ -138,6 +136,6 @@ export async function cancelWorkflowRun(
 ): Promise<WorkflowRunView> {
   const run = await cancelRun(deps.db, workspaceId, workflowId, runId, readerId);
   // Running here: stopped now (its record says `cancelled` once the step under way has ended).
-  if (run.status === 'running') executionsOf(deps).cancelLocal(runId);
+  if (run.status === 'running') deps.executions.cancelLocal(runId);
   return run;
 }

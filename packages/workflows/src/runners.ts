@@ -8,12 +8,12 @@
 import { type Db, parseUuid, sql, type Uuid } from '@wds/db';
 import { EffectError, fetchSource, type OutboundGuard, runEffect } from '@wds/effect-runner';
 import { ServiceError, notFound } from '@wds/errors';
-import { physicalName } from '@wds/sql-rewriter';
+import { isLogicalName, physicalName } from '@wds/sql-rewriter';
 import { type RunWorkspace, runStf, StfDatabaseUnavailable, type StfRunMetrics, type StfRunnerConfig, type StfRunnerDeps } from '@wds/stf-runner';
 import { type BlobStore, getFile } from '@wds/storage';
 import { openSealedSecrets } from '@wds/stfs';
 import type { WorkspaceSql } from '@wds/workspace-sql';
-import { type InputStep, TABLE_NAME } from './definition.js';
+import type { InputStep } from './definition.js';
 import type { StepError, StepRunners } from './engine.js';
 import { libraryDocument } from './libraries.js';
 import type { Deprecation } from './variables.js';
@@ -152,10 +152,10 @@ async function loadSource(
       // Saved when `Library` meant a table (check.ts lets only a table name through): read it as one, and say so.
       // A name that is both a bundled library and a table of the workspace (`xlsx`, `docx`, …) stays the table it
       // was before bundled libraries had these names, so no saved definition changes what it reads.
-      const asTable = TABLE_NAME.test(src.name) && (await workspaceTableExists(deps.db, workspace.id, src.name));
+      const asTable = isLogicalName(src.name) && (await workspaceTableExists(deps.db, workspace.id, src.name));
       const library = asTable ? undefined : libraryDocument(src.name);
       if (library) return library;
-      if (!TABLE_NAME.test(src.name)) throw new EffectError('invalid', `Library ${src.name} is not a bundled library`);
+      if (!isLogicalName(src.name)) throw new EffectError('invalid', `Library ${src.name} is not a bundled library`);
       deprecated({ found: JSON.stringify({ type: 'Library', name: src.name }), use: JSON.stringify({ type: 'Table', name: src.name }) });
       readRows();
       return tableRows(deps, workspace, executedBy, src.name);

@@ -236,16 +236,13 @@ export async function fireDueSchedules(deps: WorkflowJobDeps & { config: Schedul
             origin: runOrigin.schedule(s.id, tick),
           },
           (id) => ({
-            id: newId(),
-            workspace_id: s.workspace_id,
-            user_id: s.created_by,
-            api_key_id: null,
+            workspaceId: s.workspace_id,
+            userId: s.created_by,
+            apiKeyId: null,
             action: 'execute_workflow',
-            resource_type: 'workflow',
-            resource_id: s.workflow_id,
-            details: JSON.stringify({ run_id: id, status: 'queued', trigger: 'schedule', schedule_id: s.id, tick: tick.toISOString(), late_ms: now.getTime() - tick.getTime() }),
-            request_id: null,
-            transport: null,
+            resourceType: 'workflow',
+            resourceId: s.workflow_id,
+            details: { run_id: id, status: 'queued', trigger: 'schedule', schedule_id: s.id, tick: tick.toISOString(), late_ms: now.getTime() - tick.getTime() },
           }),
         );
         queued.push(runId);

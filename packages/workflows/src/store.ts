@@ -1,5 +1,6 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
-import { type Db, isUuid, type NewAuditLog, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger, type WorkflowTriggerEvent, type Uuid } from '@wds/db';
+import { type AuditEntry, auditInsert } from '@wds/audit';
+import { type Db, isUuid, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger, type WorkflowTriggerEvent, type Uuid } from '@wds/db';
 import { conflict, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
@@ -269,7 +270,7 @@ export async function finishRun(
   runId: string,
   result: ExecutionResult,
   started?: { workflow: { id: string; workspace_id: string }; input: unknown; executedBy: string | null; at: Date },
-  audit?: NewAuditLog,
+  audit?: AuditEntry,
   attempt?: number,
 ): Promise<void> {
   const outcome = {
@@ -302,7 +303,7 @@ export async function finishRun(
   const withRun = started
     ? db.with('run', (q) => insert(q as unknown as Db).returning('id'))
     : db.with('run', (q) => update(q as unknown as Db).returning('id'));
-  await withRun.insertInto('platform.audit_logs').values(audit).execute();
+  await auditInsert(withRun, audit).execute();
 }
 
 /** Runs of a live workflow, newest first, without their input and output (the run itself has them). */
@@ -364,7 +365,7 @@ export interface QueuedRun {
  * Records a run as `queued` (its audit entry in the same statement, when given): a process of the job queue claims
  * it later (claimQueuedRun). Returns its id.
  */
-export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) => NewAuditLog): Promise<string> {
+export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) => AuditEntry): Promise<string> {
   const id = newRunId();
   const insert = (q: Db) =>
     q.insertInto('platform.workflow_runs').values({
@@ -382,7 +383,7 @@ export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) =
       origin: run.origin ?? `${run.trigger}:${id}`,
     });
   if (!audit) await insert(db).execute();
-  else await db.with('run', (q) => insert(q as unknown as Db).returning('id')).insertInto('platform.audit_logs').values(audit(id)).execute();
+  else await auditInsert(db.with('run', (q) => insert(q as unknown as Db).returning('id')), audit(id)).execute();
   return id;
 }
 

@@ -1,6 +1,6 @@
 import '@wds/testkit';
 import { createDb, type Db, migrateToLatest, newId, asUuid } from '@wds/db';
-import { WorkspaceCache } from '@wds/cache';
+import { TopicCache } from '@wds/cache';
 import { addVersion, createStf } from '@wds/stfs';
 import { createDatabase, ManualBus } from '@wds/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,7 +14,7 @@ let other: Db;
 const A = newId();
 const B = newId();
 const js = (s: string) => ({ version: s, runtime: 'javascript' as const, code: Buffer.from(s) });
-const codes = async (cache: WorkspaceCache, ws: string, def: Parameters<typeof cachedSteps>[3]) =>
+const codes = async (cache: TopicCache, ws: string, def: Parameters<typeof cachedSteps>[3]) =>
   (await cachedSteps(db, cache, ws, def)).stfs.map((s) => s?.code.toString() ?? null);
 
 beforeAll(async () => {
@@ -32,7 +32,7 @@ afterAll(async () => {
 describe('the cached steps of an execution', () => {
   it('pinned and unpinned references are different entries; a new version is seen after the change (here or elsewhere)', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const { stf, version } = await createStf(db, A, { name: 's', createdBy: null, version: js('one') });
     const unpinned = { stf_steps: [{ stf_version_id: version.id, pin_version: false, input_mappings: [] }], effect_steps: [] };
     const pinned = { stf_steps: [{ stf_version_id: version.id, pin_version: true, input_mappings: [] }], effect_steps: [] };
@@ -53,7 +53,7 @@ describe('the cached steps of an execution', () => {
   });
 
   it("another workspace resolves nothing of this one's, cached or not", async () => {
-    const cache = new WorkspaceCache(new ManualBus(), { ttlMs: 60_000 });
+    const cache = new TopicCache(new ManualBus(), { ttlMs: 60_000 });
     const { version } = await createStf(db, A, { name: 's', createdBy: null, version: js('mine') });
     const def = { stf_steps: [{ stf_version_id: version.id, pin_version: false, input_mappings: [] }], effect_steps: [] };
     expect(await codes(cache, A, def)).toEqual(['mine']);
@@ -64,7 +64,7 @@ describe('the cached steps of an execution', () => {
 describe('the cached workflow', () => {
   it('an update and a deletion are seen once published; a missing workflow is never cached', async () => {
     const bus = new ManualBus();
-    const cache = new WorkspaceCache(bus, { ttlMs: 60_000 });
+    const cache = new TopicCache(bus, { ttlMs: 60_000 });
     const w = await createWorkflow(db, A, { name: 'w', input_steps: [], stf_steps: [], effect_steps: [] }, null);
     expect((await cachedWorkflow(db, cache, A, asUuid(w.id))).name).toBe('w');
     await updateWorkflow(other, A, asUuid(w.id), { name: 'renamed' }, { input_schema: null, input_steps: [], stf_steps: [], effect_steps: [] }, newId());

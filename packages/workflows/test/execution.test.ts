@@ -9,13 +9,13 @@ import {
   authorizeExecution,
   createStepRunners,
   createWorkflow,
-  executeAndRecord,
   executeWorkflowAs,
   getRun,
   runOutput,
   StepFailure,
   type WorkflowExecutionDeps,
   type WorkflowView,
+  WorkflowExecutions,
 } from '../src/index.js';
 import { TEST_CONFIG } from './config.js';
 
@@ -106,7 +106,7 @@ describe('who may execute', () => {
 describe('executing and recording', () => {
   it('runs the STF steps under the STF subject and records the run with its audit entry', async () => {
     const deps = depsOf();
-    const run = await executeWorkflowAs(deps, {
+    const run = await executeWorkflowAs({ ...deps, executions: new WorkflowExecutions(deps) }, {
       workspaceId: A,
       workflowId: asUuid(withStf.id),
       member: null,
@@ -130,7 +130,7 @@ describe('executing and recording', () => {
   });
 
   it('a step without its runtime fails with that code, and the answer is 422 RUNTIME_ERROR naming step and run', async () => {
-    const run = await executeAndRecord(depsOf({ runtimes: {} }), {
+    const run = await new WorkflowExecutions(depsOf({ runtimes: {} })).execute({
       workspace: workspaceA(),
       workflow: withStf,
       input: { n: 1 },

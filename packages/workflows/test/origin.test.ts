@@ -16,7 +16,6 @@ import {
   checkDefinition,
   createWorkflow,
   CreateWorkflowSchema,
-  executeAndRecord,
   executeWorkflow,
   FieldMappingSchema,
   getRun,
@@ -27,6 +26,7 @@ import {
   type StepRunners,
   type WorkflowDefinition,
   type WorkflowExecutionDeps,
+  WorkflowExecutions,
 } from '../src/index.js';
 import { TEST_CONFIG } from './config.js';
 
@@ -341,7 +341,7 @@ describe('Library and Table sources, executed and recorded', () => {
       null,
     );
     tables.length = 0;
-    const run = await executeAndRecord(depsOf(), {
+    const run = await new WorkflowExecutions(depsOf()).execute({
       workspace: { id: W, ddl_policy_group_id: null, created_by: null },
       workflow: wf,
       input: {},
@@ -382,10 +382,10 @@ describe('Library and Table sources, executed and recorded', () => {
       executedBy: null,
       audit: { workspaceId: W, userId: null, apiKeyId: null, action: 'execute_workflow', resourceType: 'workflow', resourceId: workflow.id },
     });
-    expect((await executeAndRecord(depsOf(), request(wf))).result.error).toBeNull();
+    expect((await new WorkflowExecutions(depsOf()).execute(request(wf))).result.error).toBeNull();
     for (const source of [{ type: 'Table' as const, name: 'targets' }, { type: 'Library' as const, name: 'targets' }]) {
       const table = await createWorkflow(db, W, { name: 'anon-table', allow_anonymous_execute: true, input_steps: [{ name: 't', source }], stf_steps: [], effect_steps: [] }, null);
-      const run = await executeAndRecord(depsOf(), request(table));
+      const run = await new WorkflowExecutions(depsOf()).execute(request(table));
       expect(run.result.error, JSON.stringify(source)).toMatchObject({ step: 'input_steps[0]', kind: 'invalid', message: expect.stringContaining('authenticated') });
     }
   });

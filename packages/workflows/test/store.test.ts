@@ -193,7 +193,7 @@ describe('workflows and runs', () => {
 
     // With an audit entry, the run and the entry are written by one statement (insert and update forms).
     const audited = newRunId();
-    const entry = (action: string) => ({ id: newId(), workspace_id: A, user_id: null, api_key_id: null, action, resource_type: 'workflow', resource_id: w.id, details: '{}', request_id: null });
+    const entry = (action: string) => ({ workspaceId: A, userId: null, apiKeyId: null, action, resourceType: 'workflow', resourceId: w.id });
     await finishRun(db, audited, { status: 'succeeded', output: 1, error: null, steps: [], duration_ms: 1 }, { workflow: w, input: null, executedBy: null, at: new Date() }, entry('execute_a'));
     await finishRun(db, second, { status: 'succeeded', output: 2, error: null, steps: [], duration_ms: 1 }, undefined, entry('execute_b'));
     expect((await getRun(db, A, asUuid(w.id), asUuid(audited))).output).toBe(1);

@@ -202,7 +202,7 @@ export class WorkspaceSql {
     private readonly pool: pg.Pool,
     private readonly opts: WorkspaceSqlOptions,
   ) {
-    if (opts.bus) this.contexts = new TopicCache(opts.bus, opts.contextTtlMs ?? 30_000);
+    if (opts.bus) this.contexts = new TopicCache(opts.bus, { ttlMs: opts.contextTtlMs ?? 30_000 });
     this.sessionTimeoutMs = Math.max(1, Math.floor(opts.statementTimeoutMs ?? 10_000));
     this.readAudits = new AuditGroup(pool, AUDIT_INSERT);
     this.rewrites = new RewriteCache(opts.rewriteCache);

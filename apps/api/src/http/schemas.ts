@@ -1,4 +1,5 @@
 import { CONST_MAX_CHARS, FieldMappingSchema } from '@wds/effect-runner';
+import { RUNTIME_NAMES, type RuntimeName } from '@wds/stf-runtime';
 import * as v from 'valibot';
 
 /** A JSON Schema object, as the OpenAPI document states it. */
@@ -59,10 +60,11 @@ export const PageQuery = v.object(pageEntries);
 
 export const Uuid = v.pipe(v.string(), v.uuid('must be a UUID'));
 export const Email = v.pipe(v.string(), v.trim(), v.maxLength(320), v.email('must be an email address'));
+const [javascript, ...otherRuntimes] = RUNTIME_NAMES;
 /** An STF runtime; `js` is the origin platform's name for `javascript`: accepted wherever a runtime is named. */
 export const StfRuntime = v.pipe(
-  v.picklist(['javascript', 'js', 'docker', 'wasm'], 'must be javascript (or js), docker or wasm'),
-  v.transform((r): 'javascript' | 'docker' | 'wasm' => (r === 'js' ? 'javascript' : r)),
+  v.picklist([javascript, 'js', ...otherRuntimes], 'must be javascript (or js), docker or wasm'),
+  v.transform((r): RuntimeName => (r === 'js' ? 'javascript' : r)),
 );
 /** STF code as sent: base64 (decoded and checked by decodeStfCode). */
 export const StfCode = v.pipe(v.string(), v.regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, 'must be base64'));

@@ -11,6 +11,7 @@ import {
   updatePolicyGroup,
 } from '@wds/policies';
 import { CONDITION_JSON_SCHEMA } from '@wds/policy-engine';
+import { LOGICAL_NAME } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 import { assertPolicyEditor } from '../http/permissions.js';
 import { defineRoute } from '../http/route.js';
@@ -20,7 +21,7 @@ import { PageQuery, Uuid, withJsonSchema } from '../http/schemas.js';
 const Name = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(255));
 const Mode = v.picklist(['allow', 'deny'], 'must be allow or deny');
 const Operation = v.picklist(['select', 'insert', 'update', 'delete'], 'must be select, insert, update or delete');
-const TableName = v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,22}$/, 'must be a lower-case identifier of at most 23 characters'));
+const TableName = v.pipe(v.string(), v.regex(LOGICAL_NAME, 'must be a lower-case identifier of at most 23 characters'));
 /** A modql condition, checked by parseCondition (@wds/policy-engine) in the package; null or absent: none. */
 const Condition = withJsonSchema(v.nullable(v.unknown()), { anyOf: [CONDITION_JSON_SCHEMA, { type: 'null' }] });
 const Ids = v.pipe(v.array(Uuid), v.maxLength(10_000));
