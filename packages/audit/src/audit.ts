@@ -61,19 +61,13 @@ export function auditInsertSelect(rows: RawBuilder<unknown>): RawBuilder<unknown
 
 /** One audit entry as a VALUES row of `AUDIT_INSERT`, with escaped literals. */
 export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): string {
-  const v = (x: string | null | undefined) => (x === null || x === undefined ? 'NULL' : literal(x));
-  return `(${[
-    v(newId()),
-    v(e.workspaceId),
-    v(e.userId),
-    v(e.apiKeyId),
-    v(e.action),
-    v(e.resourceType),
-    v(e.resourceId),
-    v(JSON.stringify(e.details ?? {})),
-    v(e.requestId),
-    v(e.transport),
-  ].join(', ')})`;
+  const row: Record<string, unknown> = { ...auditRow(e) };
+  return `(${AUDIT_COLUMNS.split(', ')
+    .map((column) => {
+      const x = row[column];
+      return x === null || x === undefined ? 'NULL' : literal(String(x));
+    })
+    .join(', ')})`;
 }
 
 /**
@@ -83,19 +77,8 @@ export function auditValuesSql(e: AuditEntry, literal: (s: string) => string): s
  * backend of the connection the call goes to (pg's `client.processID`): the function writes the entry only there.
  */
 export function auditInTransactionSql(e: AuditEntry & { workspaceId: string }, pid: number, key: string, literal: (s: string) => string): string {
-  const entry = JSON.stringify({
-    id: newId(),
-    pid,
-    workspace_id: e.workspaceId,
-    user_id: e.userId,
-    api_key_id: e.apiKeyId,
-    action: e.action,
-    resource_type: e.resourceType,
-    resource_id: e.resourceId,
-    details: e.details ?? {},
-    request_id: e.requestId ?? null,
-    transport: e.transport ?? null,
-  });
+  // The row's columns, with `details` as JSON rather than its text, and the backend it is bound to.
+  const entry = JSON.stringify({ ...auditRow(e), details: e.details ?? {}, pid });
   const mac = createHash('sha256').update(`${key}:${entry}`, 'utf8').digest('hex');
   return `SELECT user_data.wds_audit(${literal(entry)}, ${literal(mac)})`;
 }
