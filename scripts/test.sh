@@ -33,7 +33,7 @@ trap stop_engine EXIT
 # Each stream is one turbo run of test tasks only (--only: the build above is done), one package at a time.
 HEAVY=(--filter=@wds/stf-runtime --filter=@wds/sql-rewriter --filter=@wds/db --filter=@wds/workspace-sql)
 REST=(--filter='!@wds/api' --filter='!@wds/stf-runtime' --filter='!@wds/sql-rewriter' --filter='!@wds/db' --filter='!@wds/workspace-sql')
-stream() { pnpm exec turbo run test --only --concurrency=1 "$@"; }
+stream() { pnpm exec turbo run test --only --continue --concurrency=1 "$@"; }
 stream --filter=@wds/api & api=$!
 stream "${HEAVY[@]}" & heavy=$!
 stream "${REST[@]}" & rest=$!

@@ -109,7 +109,8 @@ return ['abc', 123, null, fake, forged, [1, 2, 3]].flatMap((x) => [deflate, base
   });
 
   it('a huge input just fails: kind memory, catchable as out of memory, and the next run works', async () => {
-    const limits = { memoryBytes: 8 * 1024 * 1024 };
+    // A generous time limit: the noise is made in the guest, which on a busy machine takes seconds; what fails must be memory.
+    const limits = { memoryBytes: 8 * 1024 * 1024, timeoutMs: 60_000 };
     const input = `${NOISE}\nconst data = noise(Math.floor(7.9 * 1024 * 1024));`;
     const e = await failure(rt.run(request(`${input}\nreturn ${DEFLATE}(data).length;`, { limits })));
     expect(e.kind).toBe('memory');
