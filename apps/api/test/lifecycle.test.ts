@@ -162,7 +162,7 @@ async function waitingBackends(db: pg.Client, user: string, application: string)
   // Inside a transaction (the one holding the lock) the view would show the state of its first reading only.
   await db.query('SELECT pg_stat_clear_snapshot()');
   const { rows } = await db.query(
-    "SELECT pid FROM pg_stat_activity WHERE usename = $1 AND application_name = $2 AND wait_event_type = 'Lock'",
+    "SELECT pid FROM pg_stat_activity WHERE usename = $1 AND application_name = $2 AND wait_event_type = 'Lock' AND datname = current_database()",
     [user, application],
   );
   return rows.map((r) => r.pid);
