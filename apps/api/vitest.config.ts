@@ -9,6 +9,10 @@ export default defineConfig({
     // a worker-scoped harness fixture is built inside its first test.
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // Files share the worker's module graph instead of importing the service and compiling its WebAssembly (SQL
+    // parser, QuickJS) again for each: 12 min for the package instead of 16 (docs/performance.md, "The test suite").
+    // Every file builds its own services, database and servers; none may leave process state behind.
+    isolate: false,
     projects: [
       // PostgreSQL for every test file, each on its own copy of a database migrated once (test/global-setup.ts).
       { extends: true, test: { name: 'api', exclude: [...CONTAINERS, '**/node_modules/**'], globalSetup: ['test/global-setup.ts'] } },
