@@ -6,7 +6,7 @@ import type { AppEnv } from './http/env.js';
 import { renderError, renderNotFound } from './http/errors.js';
 import { MemoRouter } from './http/memo-router.js';
 import { mountMetrics } from './http/metrics.js';
-import { buildOpenApi } from './http/openapi.js';
+import { openApiOf } from './http/openapi.js';
 import { mountDocsPage } from './http/docs-page.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -96,7 +96,7 @@ export function createApp(services: Services): Hono<AppEnv> {
       ? c.json({ status: 'ok' })
       : c.json({ error: 'Database unreachable', code: 'SERVICE_UNAVAILABLE' }, 503),
   );
-  const openapi = buildOpenApi(routes);
+  const openapi = openApiOf(routes);
   app.get('/api/v1/openapi.json', (c) => c.json(openapi));
   mountDocsPage(app);
   // Prometheus text to the METRICS_TOKEN bearer; 404 without the setting (docs/metrics.md).

@@ -11,7 +11,7 @@ import * as v from 'valibot';
 import { test as base, inject } from 'vitest';
 import { createApp, routes } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { buildOpenApi } from '../src/http/openapi.js';
+import { openApiOf } from '../src/http/openapi.js';
 import type { AnyRoute } from '../src/http/route.js';
 import { createLogger } from '../src/logger.js';
 import { type OpenedServices, openServices } from '../src/services-setup.js';
@@ -227,7 +227,7 @@ function documentSchemaOf(route: AnyRoute): ValidateFunction {
   if (!documentSchemas) {
     const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
     addFormats.default(ajv);
-    ajv.addSchema(buildOpenApi(routes), 'openapi');
+    ajv.addSchema(openApiOf(routes), 'openapi');
     documentSchemas = { ajv, byRoute: new Map() };
   }
   let validate = documentSchemas.byRoute.get(route);

@@ -1,6 +1,7 @@
 import { OPERATIONS } from '@wds/audit';
 import { ERROR_STATUS, type ErrorCode } from '@wds/errors';
 import { toJsonSchema } from '@valibot/to-json-schema';
+import { freezeDeep } from '@wds/cache';
 import type * as v from 'valibot';
 import { isIdParam } from './input.js';
 import type { AnyRoute } from './route.js';
@@ -393,6 +394,21 @@ function servicePaths(): Record<string, Record<string, unknown>> {
       },
     },
   };
+}
+
+const documents = new WeakMap<readonly AnyRoute[], ReturnType<typeof buildOpenApi>>();
+
+/**
+ * The document of a route list, built once per list: the route table is a module constant, so every app of a process
+ * (and every test file of a worker) shares one, and converting its schemas costs a few CPU-seconds. Read-only.
+ */
+export function openApiOf(routes: readonly AnyRoute[]): ReturnType<typeof buildOpenApi> {
+  let document = documents.get(routes);
+  if (!document) {
+    document = freezeDeep(buildOpenApi(routes));
+    documents.set(routes, document);
+  }
+  return document;
 }
 
 /** OpenAPI 3.1, generated from the same route list and valibot schemas that validate requests. */

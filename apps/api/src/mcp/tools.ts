@@ -112,6 +112,18 @@ export function toolOf(route: AnyRoute): ToolShape {
   };
 }
 
+const toolsByRoute = new WeakMap<AnyRoute, ToolShape>();
+
+/** A route's tool, built once per route (as the OpenAPI document is: openApiOf); shared, so never changed. */
+function cachedToolOf(route: AnyRoute): ToolShape {
+  let tool = toolsByRoute.get(route);
+  if (!tool) {
+    tool = toolOf(route);
+    toolsByRoute.set(route, tool);
+  }
+  return tool;
+}
+
 /** The tools of a route list: every route a user can call, except those excluded with a reason. */
 export function toolsOf(routes: readonly AnyRoute[]): Map<string, ToolShape> {
   const tools = new Map<string, ToolShape>();
@@ -119,7 +131,7 @@ export function toolsOf(routes: readonly AnyRoute[]): Map<string, ToolShape> {
     if (exclusionOf(route) !== undefined) continue;
     if (tools.has(route.operation)) throw new Error(`two routes are the tool ${route.operation}: exclude one`);
     if (!(route.operation in OPERATIONS)) throw new Error(`unknown operation ${route.operation}`);
-    tools.set(route.operation, toolOf(route));
+    tools.set(route.operation, cachedToolOf(route));
   }
   return tools;
 }
