@@ -8,6 +8,10 @@
 # build and most other packages and then ran alone for four minutes with one core idle. The builds come first so that
 # both streams start at once and neither builds (`--only`: a stream runs its tests and no dependency task).
 # Every package runs even after one fails (--continue), so a red run names all that failed.
+#
+# The container engine (podman) is started here, beside the builds, when it is not running, and stopped at the end:
+# apps/api's and stf-runtime's docker tests run in different streams, and each package's own setup leaves an engine
+# it found running alone, so neither stops it under the other (testkit's startContainerEngine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1
@@ -16,8 +20,18 @@ started=$(date +%s)
 LONG=(--filter=@wds/api --filter=@wds/worker)
 REST=(--filter='!@wds/api' --filter='!@wds/worker')
 
+engine_started=
+if ! bash scripts/container-engine.sh status >/dev/null 2>&1; then
+  bash scripts/container-engine.sh start >/dev/null &
+  engine=$!
+fi
+stop_engine() { if [ -n "$engine_started" ]; then bash scripts/container-engine.sh stop >/dev/null 2>&1 || true; fi; }
+trap stop_engine EXIT
+
 pnpm exec turbo run build --output-logs=errors-only "$@"
 rc=$?
+# A failed start is not the suite's failure here: the docker tests report it themselves.
+if [ -n "${engine:-}" ]; then wait "$engine" && engine_started=1; fi
 if [ $rc -eq 0 ]; then
   pnpm exec turbo run test --only --concurrency=1 --continue "${LONG[@]}" "$@" &
   long=$!
