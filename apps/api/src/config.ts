@@ -48,6 +48,8 @@ export const ConfigSchema = v.object({
   METRICS_PORT: v.optional(v.pipe(v.string(), v.trim(), v.toNumber(), v.integer(), v.minValue(0), v.maxValue(65535))),
   SQL_STATEMENT_TIMEOUT_MS: int(10_000, 10, 3_600_000),
   SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
+  // Seconds a stored SQL proposal waits for a decision before it expires (docs/approvals.md).
+  SQL_PROPOSAL_TTL: int(24 * 3600, 60, 30 * 24 * 3600),
   SQL_MAX_ROW_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
   SQL_MAX_RESPONSE_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   SQL_POOL_MAX: int(20, 1, 1000),

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { recordAudit } from '@wds/audit';
 import { RealtimeHub, attachRealtime } from '@wds/realtime';
+import { parseNewProposalTopic, proposalNotice } from '@wds/sql-approval';
 import { checkCredential, upgradeAddress } from './http/rate-limit.js';
 import { authenticateBearer, cachedAccess, checkWorkspaceHeader } from './http/route.js';
 import type { Services } from './services.js';
@@ -77,11 +78,24 @@ export async function startRealtime(services: Services, server: Server): Promise
     },
     log: (msg, err) => logger.warn({ err }, msg),
   });
+  const stopNotices = services.bus.subscribe((topic) => {
+    const announced = parseNewProposalTopic(topic);
+    if (announced) tellApprovers(services, hub, announced.workspaceId, announced.id).catch((err) => logger.warn({ err }, 'approvers not told of a new SQL proposal'));
+  });
   return {
     hub,
     async close() {
+      stopNotices();
       attached.close();
       await hub.stop();
     },
   };
+}
+
+/** A new SQL proposal, to this process's subscribers of its workspace who may decide on it (docs/approvals.md). */
+async function tellApprovers(services: Services, hub: RealtimeHub, workspaceId: string, id: string): Promise<void> {
+  const users = hub.usersOf(workspaceId);
+  if (users.length === 0) return;
+  const found = await proposalNotice(services.db, workspaceId, id, users);
+  if (found) await hub.notice(workspaceId, found.recipients, { type: 'SqlProposalCreated', data: found.notice });
 }

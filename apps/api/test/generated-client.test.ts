@@ -61,8 +61,9 @@ export async function walkthrough(baseUrl: string, token: string, userId: string
   const selected = await client.POST('/api/v1/workspaces/{id}/sql', { params: { path }, body: { sql: 'SELECT title FROM tickets' } });
   if (!selected.data) throw new Error(\`select: \${selected.response.status}\`);
   const result = selected.data;
-  // SqlResult is a row set or a write count (whose rows are optional): a SELECT answers the first.
-  if ('affected_rows' in result) throw new Error('select: not a row set');
+  // SqlResult is a row set or a write count (whose rows are optional), or (202) a statement held for approval: a
+  // SELECT answers the first.
+  if ('affected_rows' in result || 'proposal' in result) throw new Error('select: not a row set');
   const count: number = result.rows.length;
   seen.push(\`rows \${count}\`);
 

@@ -62,6 +62,7 @@ beforeAll(async () => {
   real.groupId = await h.allowAll(t, ws.id, [owner.id, member.id], ['notes']);
   real.policyId = await h.policy(t, ws.id, { policy_group_id: real.groupId, table_name: 'notes', operation: 'select', condition: { n: 1 } });
   await h.sqlOk(t, ws.id, "INSERT INTO notes (body, n) VALUES ('hello', 1)");
+  real.proposalId = (await must('proposal', h.call('POST', `/api/v1/workspaces/${ws.id}/sql/proposals`, { token: t, body: { sql: "INSERT INTO notes (body, n) VALUES ('p', 2)" } }))).body.id;
   // Effects point at loopback, which the outbound guard refuses: nothing here reaches the network.
   real.effectId = (
     await must('effect', h.call('POST', '/api/v1/effects', { ...inWs, body: { name: 'e', version: '1', url: 'https://127.0.0.1/hook', method: 'POST', header_mappings: [], body_mappings: [] } }))

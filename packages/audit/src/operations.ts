@@ -35,6 +35,12 @@ export const OPERATIONS = {
   execute_sql_delete: { resource: 'table', mutates: true },
   execute_sql_ddl: { resource: 'table', mutates: true },
   preview_sql: { resource: 'table', mutates: false },
+  // SQL proposals (docs/approvals.md): each transition writes its own entry
+  propose_sql: { resource: 'sql_proposal', mutates: true },
+  list_sql_proposals: { resource: 'sql_proposal', mutates: false },
+  get_sql_proposal: { resource: 'sql_proposal', mutates: false },
+  approve_sql_proposal: { resource: 'sql_proposal', mutates: true },
+  reject_sql_proposal: { resource: 'sql_proposal', mutates: true },
   // policies
   list_policies: { resource: 'policy', mutates: false },
   get_policy: { resource: 'policy', mutates: false },

@@ -702,12 +702,106 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * The rewritten SQL without running it; policies are not evaluated unless with_policies is true
-         * @description The rewritten SQL without running it; policies are not evaluated unless with_policies is true
+         * The rewritten SQL without running it; policies are not evaluated unless with_policies is true. A statement that changes anything is stored as the proposal proposal_id names
+         * @description The rewritten SQL without running it; policies are not evaluated unless with_policies is true. A statement that changes anything is stored as the proposal proposal_id names
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
         post: operations["preview_sql"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{id}/sql/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's SQL proposals, newest first (approvers see all, other members their own)
+         * @description The workspace's SQL proposals, newest first (approvers see all, other members their own)
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["list_sql_proposals"];
+        put?: never;
+        /**
+         * Store a statement that changes something as a proposal for an approver; nothing runs (docs/approvals.md)
+         * @description Store a statement that changes something as a proposal for an approver; nothing runs (docs/approvals.md)
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["propose_sql"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{id}/sql/proposals/{proposalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One SQL proposal; with wait=<seconds ≤ 60>, answers once its status changes or the wait ends
+         * @description One SQL proposal; with wait=<seconds ≤ 60>, answers once its status changes or the wait ends
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        get: operations["get_sql_proposal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{id}/sql/proposals/{proposalId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending proposal: its statement runs once, as its proposer, under the policies in force now
+         * @description Approve a pending proposal: its statement runs once, as its proposer, under the policies in force now
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["approve_sql_proposal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{id}/sql/proposals/{proposalId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a pending proposal (approvers), or withdraw your own
+         * @description Reject a pending proposal (approvers), or withdraw your own
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["reject_sql_proposal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2508,6 +2602,12 @@ export interface components {
             custom_prompt: string;
             auto_embed_files: boolean;
             auto_embed_tables: boolean;
+            /** @enum {string} */
+            sql_approval_mode: "none" | "write_only" | "ddl_only" | "all";
+            /** @enum {string} */
+            sql_approval_applies_to: "agents" | "everyone";
+            sql_approver_policy_group_id: string | null;
+            sql_self_approval: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2530,6 +2630,12 @@ export interface components {
             custom_prompt: string;
             auto_embed_files: boolean;
             auto_embed_tables: boolean;
+            /** @enum {string} */
+            sql_approval_mode: "none" | "write_only" | "ddl_only" | "all";
+            /** @enum {string} */
+            sql_approval_applies_to: "agents" | "everyone";
+            sql_approver_policy_group_id: string | null;
+            sql_self_approval: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2560,6 +2666,60 @@ export interface components {
             requires_approval: boolean;
             policy_sql?: string | null;
             policy_denied?: string;
+        };
+        SqlProposal: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workspace_id: string;
+            /** @enum {string} */
+            status: "pending" | "approved" | "executed" | "failed" | "rejected" | "expired";
+            /** Format: uuid */
+            proposed_by: string;
+            credential: {
+                /** @enum {string} */
+                kind: "session" | "jwt" | "api_key";
+                api_key_id: string | null;
+                api_key_name: string | null;
+                via_mcp: boolean;
+            };
+            original_sql: string;
+            transformed_sql: string;
+            sql_sha256: string;
+            operation: string;
+            affected_tables: string[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            decided_by: string | null;
+            decided_at: string | null;
+            decision_comment: string | null;
+            affected_rows: number | null;
+            executed_sql: string | null;
+            error_code: string | null;
+            error_message: string | null;
+            finished_at: string | null;
+        };
+        SqlApprovalRequired: {
+            /** @constant */
+            code: "APPROVAL_REQUIRED";
+            message: string;
+            proposal: components["schemas"]["SqlProposal"];
+        };
+        SqlApproved: {
+            rows: {
+                [key: string]: unknown;
+            }[];
+            executed_sql: string;
+            proposal: components["schemas"]["SqlProposal"];
+        } | {
+            affected_rows: number;
+            executed_sql: string;
+            rows?: {
+                [key: string]: unknown;
+            }[];
+            proposal: components["schemas"]["SqlProposal"];
         };
         PolicyGroup: {
             /** Format: uuid */
@@ -4076,6 +4236,12 @@ export interface operations {
                     custom_prompt?: string;
                     auto_embed_files?: boolean;
                     auto_embed_tables?: boolean;
+                    /** @enum {string} */
+                    sql_approval_mode?: "none" | "write_only" | "ddl_only" | "all";
+                    /** @enum {string} */
+                    sql_approval_applies_to?: "agents" | "everyone";
+                    sql_approver_policy_group_id?: string | null;
+                    sql_self_approval?: boolean;
                 };
             };
         };
@@ -5345,6 +5511,15 @@ export interface operations {
                     "application/json": components["schemas"]["SqlResult"];
                 };
             };
+            /** @description Approval applies (sql_approval_mode): nothing ran, the statement waits as a stored proposal (docs/approvals.md) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlApprovalRequired"];
+                };
+            };
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
@@ -5390,6 +5565,199 @@ export interface operations {
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    list_sql_proposals: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                status?: "pending" | "approved" | "executed" | "failed" | "rejected" | "expired";
+            };
+            header?: {
+                /** @description When sent, must be the workspace of the path */
+                "X-Workspace-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlProposal"][];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    propose_sql: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description When sent, must be the workspace of the path */
+                "X-Workspace-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    sql: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlProposal"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    get_sql_proposal: {
+        parameters: {
+            query?: {
+                wait?: number;
+            };
+            header?: {
+                /** @description When sent, must be the workspace of the path */
+                "X-Workspace-ID"?: string;
+            };
+            path: {
+                id: string;
+                proposalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlProposal"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    approve_sql_proposal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description When sent, must be the workspace of the path */
+                "X-Workspace-ID"?: string;
+            };
+            path: {
+                id: string;
+                proposalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    comment?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlApproved"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    reject_sql_proposal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description When sent, must be the workspace of the path */
+                "X-Workspace-ID"?: string;
+            };
+            path: {
+                id: string;
+                proposalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    comment?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlProposal"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];

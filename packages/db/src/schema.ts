@@ -50,11 +50,22 @@ export interface WorkspacesTable {
   auto_embed_files: Generated<boolean>;
   auto_embed_tables: Generated<boolean>;
   dashboard_enabled: Generated<boolean>;
+  sql_approval_mode: Generated<SqlApprovalMode>;
+  sql_approval_applies_to: Generated<SqlApprovalAppliesTo>;
+  sql_approver_policy_group_id: string | null;
+  sql_self_approval: Generated<boolean>;
   created_by: string | null;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
   deleted_at: Timestamp | null;
 }
+
+/** Which statements wait for approval (docs/approvals.md#modes). */
+export const SQL_APPROVAL_MODES = ['none', 'write_only', 'ddl_only', 'all'] as const;
+export type SqlApprovalMode = (typeof SQL_APPROVAL_MODES)[number];
+/** Whose statements wait: `agents` (API keys and MCP sessions) or `everyone`. */
+export const SQL_APPROVAL_APPLIES_TO = ['agents', 'everyone'] as const;
+export type SqlApprovalAppliesTo = (typeof SQL_APPROVAL_APPLIES_TO)[number];
 
 export interface MembershipsTable {
   id: string;
@@ -518,6 +529,36 @@ export interface DriveSyncRootsTable {
   created_at: CreatedAt;
 }
 
+/** What a proposal's row stores: `expired` is not stored but read (a pending proposal past `expires_at`). */
+export type StoredProposalStatus = 'pending' | 'approved' | 'executed' | 'failed' | 'rejected';
+
+export interface SqlProposalsTable {
+  id: string;
+  workspace_id: string;
+  proposed_by: string;
+  credential_kind: 'session' | 'jwt' | 'api_key';
+  api_key_id: string | null;
+  api_key_name: string | null;
+  via_mcp: boolean;
+  original_sql: string;
+  transformed_sql: string;
+  sql_sha256: string;
+  operation: string;
+  affected_tables: string[];
+  status: Generated<StoredProposalStatus>;
+  decided_by: string | null;
+  decided_at: Timestamp | null;
+  decision_comment: string | null;
+  /** bigint: read back as a number (the int8 parser of connect.ts). */
+  affected_rows: ColumnType<number | null, number | null, number | null>;
+  executed_sql: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  finished_at: Timestamp | null;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+}
+
 export interface DriveNodesTable {
   workspace_id: string;
   root_id: string;
@@ -572,12 +613,14 @@ export interface Database {
   'platform.drive_sync_roots': DriveSyncRootsTable;
   'platform.drive_nodes': DriveNodesTable;
   'platform.audit_logs': AuditLogsTable;
+  'platform.sql_proposals': SqlProposalsTable;
 }
 
 export type User = Selectable<UsersTable>;
 export type Workspace = Selectable<WorkspacesTable>;
 export type WorkspaceUpdate = Updateable<WorkspacesTable>;
 export type Membership = Selectable<MembershipsTable>;
+export type SqlProposalRow = Selectable<SqlProposalsTable>;
 export type Invitation = Selectable<InvitationsTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type PolicyRow = Selectable<PoliciesTable>;

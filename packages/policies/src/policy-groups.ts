@@ -95,7 +95,7 @@ export async function deletePolicyGroup(db: Db, workspaceId: string, id: Uuid): 
     .executeTakeFirstOrThrow();
   if (used.n > 0) throw conflict('The policy group is used by policies', `${used.n} policies; delete or move them first`);
   const ws = await db.selectFrom('platform.workspaces').selectAll().where('id', '=', workspaceId).executeTakeFirstOrThrow();
-  const settings = (['ddl_policy_group_id', 'workflow_editor_policy_group_id', 'policy_editor_policy_group_id'] as const).filter(
+  const settings = (['ddl_policy_group_id', 'workflow_editor_policy_group_id', 'policy_editor_policy_group_id', 'sql_approver_policy_group_id'] as const).filter(
     (f) => ws[f] === id,
   );
   if (settings.length) throw conflict('The policy group is used by workspace settings', settings.join(', '));

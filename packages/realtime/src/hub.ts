@@ -223,6 +223,25 @@ export class RealtimeHub {
     this.closeAll(CLOSE.goingAway, 'server shutting down');
   }
 
+  /** The users subscribed to a workspace in this process (none: nothing to tell them). */
+  usersOf(workspaceId: string): string[] {
+    return [...new Set([...(this.subscribers.get(workspaceId) ?? [])].map((s) => s.userId))];
+  }
+
+  /**
+   * A message that is no row change (a new SQL proposal) for the workspace's subscribers among `userIds`, each asked
+   * `allowed()` first like before a row delivery. Serialised once.
+   */
+  async notice(workspaceId: string, userIds: ReadonlySet<string>, message: ServerMessage): Promise<void> {
+    const text = JSON.stringify(message);
+    const targets = [...(this.subscribers.get(workspaceId) ?? [])].filter((s) => userIds.has(s.userId));
+    await Promise.all(
+      targets.map(async (s) => {
+        if (await s.allowed().catch(() => false)) s.send(text);
+      }),
+    );
+  }
+
   /** Adds a subscriber; the returned function removes it. */
   add(sub: RealtimeSubscriber): () => void {
     const set = this.subscribers.get(sub.workspaceId) ?? new Set<RealtimeSubscriber>();

@@ -11,6 +11,11 @@ export type ServerMessage =
   | { type: 'RowDeleted'; data: { table_name: string; id: unknown } }
   | { type: 'subscribed'; data: { tables: string[] | null } }
   | { type: 'pong' }
+  /** To those who may approve it (docs/approvals.md#waiting): a statement waits for approval. */
+  | {
+      type: 'SqlProposalCreated';
+      data: { proposal_id: string; operation: string; affected_tables: string[]; proposed_by: string; created_at: string; expires_at: string };
+    }
   | { type: 'error'; data: { code: string; error: string } };
 
 /** A table's logical name as the SQL endpoint spells it (sql-rewriter's names: lower case, at most 23 characters). */

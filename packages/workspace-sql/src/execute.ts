@@ -64,6 +64,8 @@ export interface SqlAuditActor {
   requestId: string | null;
   /** The interface the statement came through. */
   transport?: 'http' | 'mcp';
+  /** Recorded with the entry besides the tables and counts (an approved proposal's id). */
+  details?: Record<string, unknown>;
 }
 
 export interface SqlResult {
@@ -395,7 +397,7 @@ export class WorkspaceSql {
       action: `execute_sql_${a.kind}`,
       resourceType: 'table',
       resourceId: a.tables.join(',') || null,
-      details: { tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }) },
+      details: { ...actor.details, tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }) },
     });
     // Every statement but a one-round-trip read writes its entry in its own transaction, just before COMMIT and in
     // COMMIT's round trip: the statement and its entry commit together or not at all (migrations 0022, 0023). The

@@ -1,4 +1,4 @@
-import { type Invitation, type Role, type Workspace, field } from '@wds/db';
+import { type Invitation, type Role, SQL_APPROVAL_APPLIES_TO, SQL_APPROVAL_MODES, type Workspace, field } from '@wds/db';
 import * as v from 'valibot';
 
 /** The views of workspaces, their members and invitations, and redirect URIs: what the API answers (apps/api re-exports them). */
@@ -15,6 +15,11 @@ export const WorkspaceView = v.object({
   custom_prompt: v.string(),
   auto_embed_files: v.boolean(),
   auto_embed_tables: v.boolean(),
+  /** SQL approval (docs/approvals.md#modes): which statements wait, whose, who approves, and whether one's own. */
+  sql_approval_mode: v.picklist(SQL_APPROVAL_MODES),
+  sql_approval_applies_to: v.picklist(SQL_APPROVAL_APPLIES_TO),
+  sql_approver_policy_group_id: v.nullable(field.Uuid),
+  sql_self_approval: v.boolean(),
   created_at: field.Timestamp,
   updated_at: field.Timestamp,
 });
@@ -34,6 +39,10 @@ export const toWorkspaceView = (w: Workspace): WorkspaceView => ({
   custom_prompt: w.custom_prompt,
   auto_embed_files: w.auto_embed_files,
   auto_embed_tables: w.auto_embed_tables,
+  sql_approval_mode: w.sql_approval_mode,
+  sql_approval_applies_to: w.sql_approval_applies_to,
+  sql_approver_policy_group_id: w.sql_approver_policy_group_id,
+  sql_self_approval: w.sql_self_approval,
   created_at: iso(w.created_at),
   updated_at: iso(w.updated_at),
 });

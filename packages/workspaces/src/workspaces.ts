@@ -1,4 +1,4 @@
-import { type Db, type Role, type Workspace, isUuid, newId } from '@wds/db';
+import { type Db, type Role, type SqlApprovalAppliesTo, type SqlApprovalMode, type Workspace, isUuid, newId } from '@wds/db';
 import { forbidden, notFound, validationError } from '@wds/errors';
 import { type WorkspaceView, type WorkspaceWithRoleView, toWorkspaceView } from './views.js';
 
@@ -118,9 +118,13 @@ export interface WorkspacePatch {
   custom_prompt?: string | undefined;
   auto_embed_files?: boolean | undefined;
   auto_embed_tables?: boolean | undefined;
+  sql_approval_mode?: SqlApprovalMode | undefined;
+  sql_approval_applies_to?: SqlApprovalAppliesTo | undefined;
+  sql_approver_policy_group_id?: string | null | undefined;
+  sql_self_approval?: boolean | undefined;
 }
 
-const GROUP_FIELDS = ['ddl_policy_group_id', 'workflow_editor_policy_group_id', 'policy_editor_policy_group_id'] as const;
+const GROUP_FIELDS = ['ddl_policy_group_id', 'workflow_editor_policy_group_id', 'policy_editor_policy_group_id', 'sql_approver_policy_group_id'] as const;
 
 export async function updateWorkspace(db: Db, workspaceId: string, patch: WorkspacePatch): Promise<WorkspaceView> {
   for (const field of GROUP_FIELDS) {

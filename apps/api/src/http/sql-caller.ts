@@ -1,3 +1,4 @@
+import type { Member } from '@wds/sql-approval';
 import type { SqlCaller } from '@wds/workspace-sql';
 import type { MemberCtx } from './route.js';
 
@@ -8,5 +9,20 @@ export function sqlCallerOf(ctx: MemberCtx): SqlCaller {
     ddlGroupId: ctx.access.workspace.ddl_policy_group_id,
     isAdmin: ctx.access.role === 'admin',
     subject: { kind: 'user', userId: ctx.principal.user.id },
+  };
+}
+
+/** The member as SQL approval sees them: workspace settings, role, credential and interface (docs/approvals.md). */
+export function sqlMemberOf(ctx: MemberCtx): Member {
+  return {
+    workspace: ctx.access.workspace,
+    role: ctx.access.role,
+    proposer: {
+      userId: ctx.principal.user.id,
+      credential: ctx.principal.kind,
+      apiKeyId: ctx.principal.apiKeyId,
+      viaMcp: ctx.transport.name === 'mcp',
+    },
+    request: { requestId: ctx.requestId, transport: ctx.transport.name },
   };
 }

@@ -1,12 +1,58 @@
 import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
 import * as v from 'valibot';
 import { autoEmbedRows } from '@wds/semantic-search';
-import { defineRoute } from '../http/route.js';
-import { SqlPreview, SqlResult } from '../http/views/index.js';
-import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
+import {
+  MAX_WAIT_SECONDS,
+  PROPOSAL_STATUSES,
+  type ApprovalDeps,
+  approveProposal,
+  executeOrHold,
+  findProposal,
+  listVisibleProposals,
+  previewAndPropose,
+  proposeSql,
+  rejectSqlProposal,
+  toProposalView,
+  visibleProposal,
+  waitForChange,
+} from '@wds/sql-approval';
+import type { SqlLimits, SqlResult as Result } from '@wds/workspace-sql';
+import { defineRoute, type MemberCtx } from '../http/route.js';
+import { intQuery, pageEntries } from '../http/schemas.js';
+import { SqlApproved, SqlPreview, SqlProposal, SqlResult } from '../http/views/index.js';
+import { sqlCallerOf as callerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
 
 // Characters here; the parser's own limit counts UTF-8 bytes (MAX_SQL_BYTES) and holds for every entry point.
 const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(MAX_SQL_BYTES));
+
+const approvalOf = (ctx: MemberCtx): ApprovalDeps => ({
+  db: ctx.db,
+  sql: ctx.services.sql,
+  ttlMs: ctx.services.config.SQL_PROPOSAL_TTL * 1000,
+});
+
+/** A statement's limits: the configured ones, and over MCP at most the call's time left (PostgreSQL cancels it then). */
+function limitsOf(ctx: MemberCtx): SqlLimits {
+  const { config } = ctx.services;
+  const left = ctx.transport.remainingMs();
+  const statementTimeoutMs = left === undefined ? config.SQL_STATEMENT_TIMEOUT_MS : Math.min(config.SQL_STATEMENT_TIMEOUT_MS, left);
+  return { statementTimeoutMs, maxRows: config.SQL_MAX_ROWS };
+}
+
+/** What execute answers for a statement that ran: rows of a read, the count (and RETURNING rows) of anything else. */
+function rendered(r: Result) {
+  if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows ?? [], executed_sql: r.executed_sql };
+  return { affected_rows: r.affected_rows ?? 0, executed_sql: r.executed_sql, ...(r.rows ? { rows: r.rows } : {}) };
+}
+
+/** After a write: the rows it changed are embedded where the workspace embeds its tables. */
+async function afterWrite(ctx: MemberCtx, r: Result): Promise<void> {
+  if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.services, ctx.access.workspace, r.tables);
+}
+
+const Comment = v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000, 'must have at most 10000 characters'))));
+const proposalBase = '/api/v1/workspaces/:id/sql/proposals';
+const proposalCommon = { auth: 'user', workspace: 'path', role: 'member' } as const;
 
 export const sqlRoutes = [
   defineRoute({
@@ -25,24 +71,22 @@ export const sqlRoutes = [
     invalidates: 'none',
     // Over MCP the statement's timeout is the call's time left: PostgreSQL cancels and rolls it back (audit included).
     mcp: { selfBounded: true },
+    openapi: {
+      responses: {
+        '202': {
+          description: 'Approval applies (sql_approval_mode): nothing ran, the statement waits as a stored proposal (docs/approvals.md)',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/SqlApprovalRequired' } } },
+        },
+      },
+    },
     handler: async (ctx) => {
-      const { config } = ctx.services;
-      // An MCP call's statement ends with the call's time (mcp_timeout_ms): it never runs on after the answer.
-      const left = ctx.transport.remainingMs();
-      const statementTimeoutMs = left === undefined ? config.SQL_STATEMENT_TIMEOUT_MS : Math.min(config.SQL_STATEMENT_TIMEOUT_MS, left);
-      const r = await ctx.services.sql.execute(
-        callerOf(ctx),
-        ctx.body.sql,
-        { statementTimeoutMs, maxRows: config.SQL_MAX_ROWS },
-        { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name },
-      );
-      if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.services, ctx.access.workspace, r.tables);
-      if (r.kind === 'select' && r.affected_rows === undefined) return { rows: r.rows ?? [], executed_sql: r.executed_sql };
-      return {
-        affected_rows: r.affected_rows ?? 0,
-        executed_sql: r.executed_sql,
-        ...(r.rows ? { rows: r.rows } : {}),
-      };
+      const outcome = await executeOrHold(approvalOf(ctx), callerOf(ctx), memberOf(ctx), ctx.body.sql, limitsOf(ctx));
+      if ('held' in outcome) {
+        const body = { code: 'APPROVAL_REQUIRED', message: 'This statement waits for approval; nothing ran', proposal: outcome.held };
+        return new Response(JSON.stringify(body), { status: 202, headers: { 'content-type': 'application/json' } });
+      }
+      await afterWrite(ctx, outcome.result);
+      return rendered(outcome.result);
     },
   }),
   defineRoute({
@@ -50,11 +94,83 @@ export const sqlRoutes = [
     path: '/api/v1/workspaces/:id/sql/preview',
     operation: 'preview_sql',
     response: SqlPreview,
-    summary: 'The rewritten SQL without running it; policies are not evaluated unless with_policies is true',
+    summary:
+      'The rewritten SQL without running it; policies are not evaluated unless with_policies is true. A statement that changes anything is stored as the proposal proposal_id names',
     auth: 'user',
     workspace: 'path',
     role: 'member',
     body: v.object({ sql: Sql, with_policies: v.optional(v.boolean()) }),
-    handler: (ctx) => ctx.services.sql.preview(callerOf(ctx), ctx.body.sql, ctx.body.with_policies ?? false),
+    handler: (ctx) => previewAndPropose(approvalOf(ctx), callerOf(ctx), memberOf(ctx), ctx.body.sql, ctx.body.with_policies ?? false),
+  }),
+  defineRoute({
+    ...proposalCommon,
+    method: 'post',
+    path: proposalBase,
+    operation: 'propose_sql',
+    response: SqlProposal,
+    status: 201,
+    summary: 'Store a statement that changes something as a proposal for an approver; nothing runs (docs/approvals.md)',
+    body: v.object({ sql: Sql }),
+    transaction: false,
+    auditsItself: true,
+    invalidates: 'none',
+    handler: (ctx) => proposeSql(approvalOf(ctx), callerOf(ctx), memberOf(ctx), ctx.body.sql),
+  }),
+  defineRoute({
+    ...proposalCommon,
+    method: 'get',
+    path: proposalBase,
+    operation: 'list_sql_proposals',
+    response: v.array(SqlProposal),
+    summary: "The workspace's SQL proposals, newest first (approvers see all, other members their own)",
+    query: v.object({ ...pageEntries, status: v.optional(v.picklist(PROPOSAL_STATUSES)) }),
+    handler: (ctx) => listVisibleProposals(ctx.db, memberOf(ctx), ctx.query),
+  }),
+  defineRoute({
+    ...proposalCommon,
+    method: 'get',
+    path: `${proposalBase}/:proposalId`,
+    operation: 'get_sql_proposal',
+    response: SqlProposal,
+    summary: 'One SQL proposal; with wait=<seconds ≤ 60>, answers once its status changes or the wait ends',
+    query: v.object({ wait: intQuery(0, 0, MAX_WAIT_SECONDS, 'wait') }),
+    handler: async (ctx) => {
+      const member = memberOf(ctx);
+      const first = await visibleProposal(ctx.db, member, ctx.params.proposalId);
+      if (!ctx.query.wait) return toProposalView(first);
+      const read = async () => (await findProposal(ctx.db, member.workspace.id, first.id)) ?? first;
+      return toProposalView(await waitForChange(read, ctx.services.bus, first, ctx.query.wait, ctx.transport.signal));
+    },
+  }),
+  defineRoute({
+    ...proposalCommon,
+    method: 'post',
+    path: `${proposalBase}/:proposalId/approve`,
+    operation: 'approve_sql_proposal',
+    response: SqlApproved,
+    summary: 'Approve a pending proposal: its statement runs once, as its proposer, under the policies in force now',
+    body: v.object({ comment: Comment }),
+    transaction: false,
+    auditsItself: true,
+    invalidates: 'none',
+    mcp: { selfBounded: true },
+    handler: async (ctx) => {
+      const { result, proposal } = await approveProposal(approvalOf(ctx), memberOf(ctx), ctx.params.proposalId, ctx.body.comment ?? null, limitsOf(ctx));
+      await afterWrite(ctx, result);
+      return { ...rendered(result), proposal };
+    },
+  }),
+  defineRoute({
+    ...proposalCommon,
+    method: 'post',
+    path: `${proposalBase}/:proposalId/reject`,
+    operation: 'reject_sql_proposal',
+    response: SqlProposal,
+    summary: 'Reject a pending proposal (approvers), or withdraw your own',
+    body: v.object({ comment: Comment }),
+    transaction: false,
+    auditsItself: true,
+    invalidates: 'none',
+    handler: (ctx) => rejectSqlProposal(ctx.db, memberOf(ctx), ctx.params.proposalId, ctx.body.comment ?? null),
   }),
 ];

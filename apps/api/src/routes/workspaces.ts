@@ -5,6 +5,7 @@ import {
   toWorkspaceView,
   updateWorkspace,
 } from '@wds/workspaces';
+import { SQL_APPROVAL_APPLIES_TO, SQL_APPROVAL_MODES } from '@wds/db';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 import { Workspace, WorkspaceWithRole } from '../http/views/index.js';
@@ -25,6 +26,10 @@ const PatchWorkspace = v.strictObject({
   custom_prompt: v.optional(v.pipe(v.string(), v.maxLength(100_000))),
   auto_embed_files: v.optional(v.boolean()),
   auto_embed_tables: v.optional(v.boolean()),
+  sql_approval_mode: v.optional(v.picklist(SQL_APPROVAL_MODES)),
+  sql_approval_applies_to: v.optional(v.picklist(SQL_APPROVAL_APPLIES_TO)),
+  sql_approver_policy_group_id: v.optional(GroupId),
+  sql_self_approval: v.optional(v.boolean()),
 });
 
 export const workspaceRoutes = [

@@ -1,5 +1,6 @@
 import { CONDITION_JSON_SCHEMA } from '@wds/policy-engine';
 import { PolicyView } from '@wds/policies';
+import { SqlProposalView } from '@wds/sql-approval';
 import { WorkflowRunSummaryView } from '@wds/workflows';
 import * as v from 'valibot';
 import { withJsonSchema } from '../schemas.js';
@@ -32,6 +33,21 @@ export const SqlPreview = v.object({
   policy_sql: v.optional(v.nullable(v.string())),
   policy_denied: v.optional(v.string()),
 });
+
+export { SqlProposalView as SqlProposal } from '@wds/sql-approval';
+
+/** execute_sql where approval applies (docs/approvals.md): 202, nothing ran, the statement waits as this proposal. */
+export const SqlApprovalRequired = v.object({
+  code: v.literal('APPROVAL_REQUIRED'),
+  message: v.string(),
+  proposal: SqlProposalView,
+});
+
+/** approve_sql_proposal: what execute answered for the statement, and the proposal as it ended. */
+export const SqlApproved = v.union([
+  v.object({ rows: SqlRows, executed_sql: v.string(), proposal: SqlProposalView }),
+  v.object({ affected_rows: NonNegative, executed_sql: v.string(), rows: v.optional(SqlRows), proposal: SqlProposalView }),
+]);
 
 export { PolicyGroupView as PolicyGroup } from '@wds/policies';
 
