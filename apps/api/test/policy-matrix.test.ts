@@ -288,6 +288,26 @@ describe.each(cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
     }
     expect(status, JSON.stringify(body)).toBe(c.status);
     if (c.code) expect(body.code).toBe(c.code);
+    if ((c.as === 'alice' || c.as === 'bob') && (status === 200 || body.code === 'POLICY_DENIED')) {
+      // The explanation (docs/sql-and-policies.md#explain) names exactly the policies the rewriter weighed, and the
+      // statement it describes is the one that ran, or its denial the one answered.
+      const user = c.as === 'alice' ? alice : bob;
+      const ex = await h.call('POST', `/api/v1/workspaces/${ws.id}/sql/explain`, { token: owner.token, body: { sql, as_user_id: user.id } });
+      expect(ex.status, JSON.stringify(ex.body)).toBe(200);
+      for (const access of ex.body.access) {
+        const applying = c.policies.filter((p) => p.op === access.operation && (p.who === c.as || p.who === 'both'));
+        expect(access.policies.map((p: any) => p.mode).sort(), `${access.table}:${access.operation}`).toEqual(applying.map((p) => p.mode ?? 'allow').sort());
+      }
+      if (status === 200) expect(ex.body.transformed_sql).toBe(body.executed_sql);
+      else if (/would be outside your/.test(body.details)) {
+        // Denied by the row check at run time (a written row outside the policy): the policies allowed the statement.
+        expect(ex.body.denied).toBeNull();
+        expect(ex.body.transformed_sql).toContain('wds_row_check');
+      } else {
+        expect(ex.body.transformed_sql).toBeNull();
+        expect(ex.body.denied).toBe(body.details);
+      }
+    }
     if (c.rows) expect(body.rows.map((r: any) => r.title).sort()).toEqual(c.rows);
     if (c.after) {
       const state = await h.sqlOk(owner.token, ws.id, 'SELECT title, status, n FROM docs ORDER BY title');

@@ -35,6 +35,7 @@ export const OPERATIONS = {
   execute_sql_delete: { resource: 'table', mutates: true },
   execute_sql_ddl: { resource: 'table', mutates: true },
   preview_sql: { resource: 'table', mutates: false },
+  explain_sql: { resource: 'table', mutates: false },
   // SQL proposals (docs/approvals.md): each transition writes its own entry
   propose_sql: { resource: 'sql_proposal', mutates: true },
   list_sql_proposals: { resource: 'sql_proposal', mutates: false },

@@ -714,6 +714,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workspaces/{id}/sql/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Why a statement runs as it does, or is denied: per table the decision, the policies that apply and the predicate put in; with row_id, which conditions one readable row matches. Nothing runs
+         * @description Why a statement runs as it does, or is denied: per table the decision, the policies that apply and the predicate put in; with row_id, which conditions one readable row matches. Nothing runs
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["explain_sql"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{id}/sql/proposals": {
         parameters: {
             query?: never;
@@ -2666,6 +2688,64 @@ export interface components {
             requires_approval: boolean;
             policy_sql?: string | null;
             policy_denied?: string;
+        };
+        SqlRowExplanation: {
+            table: string;
+            /** Format: uuid */
+            user_id: string;
+            /** @enum {string} */
+            decision: "allow" | "deny" | "default_deny";
+            visible: boolean;
+            policies: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                /** Format: uuid */
+                policy_group_id: string;
+                /** @enum {string} */
+                mode: "allow" | "deny";
+                matches: boolean;
+                conditions: {
+                    column: string;
+                    condition: {
+                        [key: string]: unknown;
+                    };
+                    matches: boolean;
+                }[];
+            }[];
+        };
+        SqlExplanation: {
+            /** Format: uuid */
+            user_id: string;
+            /** @enum {string} */
+            operation: "select" | "insert" | "update" | "delete" | "ddl";
+            ddl_allowed: boolean | null;
+            access: {
+                table: string;
+                /** @enum {string} */
+                operation: "select" | "insert" | "update" | "delete";
+                /** @enum {string} */
+                decision: "allow" | "deny" | "default_deny";
+                policies: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                    /** Format: uuid */
+                    policy_group_id: string;
+                    /** @enum {string} */
+                    mode: "allow" | "deny";
+                    condition: {
+                        [key: string]: unknown;
+                    } | null;
+                    predicate: string | null;
+                }[];
+                denied_by: string | null;
+                predicate: string | null;
+                denial: string | null;
+            }[];
+            transformed_sql: string | null;
+            denied: string | null;
+            row?: components["schemas"]["SqlRowExplanation"];
         };
         SqlProposal: {
             /** Format: uuid */
@@ -5498,6 +5578,8 @@ export interface operations {
             content: {
                 "application/json": {
                     sql: string;
+                    /** Format: uuid */
+                    as_user_id?: string;
                 };
             };
         };
@@ -5559,6 +5641,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SqlPreview"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    explain_sql: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description When sent, must be the workspace of the path */
+                "X-Workspace-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    sql: string;
+                    /** Format: uuid */
+                    as_user_id?: string;
+                    row_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlExplanation"];
                 };
             };
             400: components["responses"]["Error400"];

@@ -59,6 +59,16 @@ export function decide({ policies, groups, subject, table, operation }: DecideIn
   return { allowed: true, filter: parts.length === 0 ? null : join('and', parts) };
 }
 
+/**
+ * The policies `decide` weighs for the subject on (table, operation), in the order it weighs them: those whose table
+ * and operation are the request's and whose group holds the subject (docs/approvals.md's explain, and
+ * docs/sql-and-policies.md#explain). What `decide` concludes from them is its own answer; this only names them.
+ */
+export function matchingPolicies({ policies, groups, subject, table, operation }: DecideInput): Policy[] {
+  const byId = new Map(groups.map((g) => [g.id, g]));
+  return policies.filter((p) => p.table_name === table && p.operation === operation && inGroup(byId.get(p.policy_group_id), subject));
+}
+
 /** The `details` of a POLICY_DENIED answer: table, operation and why. Never row data. */
 export function describeDenial(d: Denial, table: string, operation: Operation): string {
   return d.reason === 'deny_matched'

@@ -11,6 +11,7 @@ export {
   type ParserStatus,
 } from './parse.js';
 export { analyze, analyzeParsed, type Analysis, type Operation, type StatementKind, type TableRef, type RefRole } from './analyze.js';
+export { printExpression } from './expression.js';
 export { rewrite, rewriteTree, printVerified, type Catalog, type Columns, type FilterFn, type RewriteOptions, ROW_CHECK_FUNCTION, ROW_CHECK_COLUMN } from './rewrite.js';
 export { assertRoundTrip, firstDifference, onRoundTripMismatch, type MismatchReporter } from './verify.js';
 export {

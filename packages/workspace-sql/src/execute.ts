@@ -37,6 +37,8 @@ import { AuditGroup } from './audit-group.js';
 import { forgetPrepared, runCappedRead } from './capped-read.js';
 import { installRowCapture, visibleRowsForStatement, visibleRowsStatement } from './row-capture.js';
 import { type ReadScope, mayRunDdlOf, readScopeOf } from './read-scope.js';
+import { type StatementExplanation, bindUser, both, decisionsOf, explainAccess, viewAsDecisions } from './explain.js';
+import { type RowExplanation, explainRowOf } from './explain-row.js';
 
 /** Users one visibleRowsFor statement checks at most (the rest in the next). */
 export const VISIBLE_ROWS_USERS = 200;
@@ -364,16 +366,105 @@ export class WorkspaceSql {
   }
 
   /**
+   * A read as the caller and `member` at once (view as, docs/sql-and-policies.md#view-as): each table filtered by both
+   * select policies, so the caller sees only rows they could read themselves that the member could read too. Reads
+   * only; never a template (templates are one subject's).
+   */
+  private async prepareViewAs(caller: SqlCaller, member: Subject, sql: string): Promise<Prepared> {
+    const a = await analyseStatement(sql, caller.workspaceId, this.worker);
+    try {
+      if (a.kind !== 'select' || a.writes) throw new ServiceError('VALIDATION_ERROR', 'Viewing as another member runs reads only', 'as_user_id takes a SELECT that writes nothing');
+      const ctx = await this.context(caller, a.tables);
+      const decisions = viewAsDecisions(a.access, ctx, caller.subject, member);
+      const executed = await a.rewrite({ workspaceId: caller.workspaceId, catalog: ctx.catalog, decisions, userId: caller.subject.userId });
+      return { a, executed };
+    } finally {
+      a.release();
+    }
+  }
+
+  /**
+   * Why a statement would run as it would for `caller.subject`, or be denied (docs/sql-and-policies.md#explain):
+   * for each (table, operation) the decision, the policies behind it and the predicate put in, and the statement as
+   * it would run. Nothing runs.
+   */
+  async explain(caller: SqlCaller, sql: string): Promise<StatementExplanation> {
+    const a = await analyseStatement(sql, caller.workspaceId, this.worker);
+    try {
+      const ctx = await this.context(caller, a.tables);
+      const access = explainAccess(a.access, ctx, caller.subject);
+      const decisions = decisionsOf(a.access, ctx, caller.subject);
+      const denial = access.find((x) => x.decision !== 'allow')?.denial ?? null;
+      const input = { workspaceId: caller.workspaceId, catalog: ctx.catalog, userId: caller.subject.userId };
+      return {
+        user_id: caller.subject.userId ?? '',
+        operation: a.kind,
+        ddl_allowed: a.kind === 'ddl' ? mayRunDdlOf(ctx, caller) : null,
+        access,
+        transformed_sql: decisions ? await a.rewrite({ ...input, decisions }) : null,
+        denied: denial,
+      };
+    } finally {
+      a.release();
+    }
+  }
+
+  /**
+   * For one row of a SELECT's one table that `viewer` can read: whether it passes each condition of each select
+   * policy of `caller.subject`, and their whole filter. A row the viewer cannot read is not found (404), exactly as
+   * one that does not exist: nothing of it is told. Each check is a read of the row through the rewriter, as the
+   * viewer, with the condition added to the viewer's own filter.
+   */
+  async explainRow(caller: SqlCaller, viewer: Subject, sql: string, rowId: string, limits: SqlLimits): Promise<RowExplanation> {
+    const a = await analyseStatement(sql, caller.workspaceId, this.worker);
+    let table: string;
+    try {
+      if (a.kind !== 'select' || a.writes || a.tables.length !== 1) {
+        throw new ServiceError('VALIDATION_ERROR', 'A row is explained for a SELECT of one table', 'row_id names a row of the one table the statement reads');
+      }
+      table = a.tables[0] as string;
+    } finally {
+      a.release();
+    }
+    const probe = await analyseStatement(`SELECT 1 AS found FROM ${table} WHERE id = ${pg.escapeLiteral(rowId)}`, caller.workspaceId, this.worker);
+    try {
+      const ctx = await this.context(caller, [table]);
+      if (!ctx.catalog.get(table)?.has('id')) throw new ServiceError('VALIDATION_ERROR', `Table ${table} has no id column`, 'row_id names a row by its id');
+      const mine = decide({ policies: ctx.policies, groups: ctx.groups, subject: viewer, table, operation: 'select' });
+      const viewerFilter = mine.allowed && viewer.userId ? bindUser(mine.filter, viewer.userId) : undefined;
+      const passes = async (extra: Filter | null): Promise<boolean> => {
+        if (viewerFilter === undefined) return false;
+        const decisions = { [`${table}:select`]: both(viewerFilter, extra) };
+        const text = await probe.rewrite({ workspaceId: caller.workspaceId, catalog: ctx.catalog, decisions, userId: viewer.userId });
+        const lease = await this.pools.acquire(caller.workspaceId);
+        let broken = false;
+        try {
+          return (await runCappedRead(lease.client, text, 1, userValueTypes)).rows.length > 0;
+        } catch (err) {
+          broken = isConnectionError(err);
+          throw mapDatabaseError(err, limits);
+        } finally {
+          lease.release(broken);
+        }
+      };
+      if (!(await passes(null))) throw new ServiceError('NOT_FOUND', 'Row not found');
+      return explainRowOf(table, ctx, caller.subject, passes);
+    } finally {
+      probe.release();
+    }
+  }
+
+  /**
    * Runs one statement; with `audit`, its `execute_sql_<kind>` entry: a write's (and a read's in a transaction of its
    * own) in the statement's transaction, committed with it or not at all; a one-round-trip read's by group commit
    * once it has answered (audit-group.ts). An entry that cannot be written rolls its statement back (503).
    */
-  async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
+  async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor, viewAs?: Subject): Promise<SqlResult> {
     const metrics = this.opts.metrics;
-    if (!metrics) return this.executeOnce(caller, sql, limits, audit);
+    if (!metrics) return this.executeOnce(caller, sql, limits, audit, viewAs);
     const t = performance.now();
     try {
-      const r = await this.executeOnce(caller, sql, limits, audit);
+      const r = await this.executeOnce(caller, sql, limits, audit, viewAs);
       metrics.sqlStatement(r.kind === 'ddl' ? 'ddl' : r.kind === 'select' && r.affected_rows === undefined ? 'read' : 'write', (performance.now() - t) / 1000);
       return r;
     } catch (err) {
@@ -383,8 +474,8 @@ export class WorkspaceSql {
     }
   }
 
-  private async executeOnce(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor): Promise<SqlResult> {
-    const { a, executed, template, constants } = await this.prepare(caller, sql, true);
+  private async executeOnce(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor, viewAs?: Subject): Promise<SqlResult> {
+    const { a, executed, template, constants } = viewAs ? await this.prepareViewAs(caller, viewAs, sql) : await this.prepare(caller, sql, true);
     // A read under the connections' own time limits takes one round trip; other limits (an MCP call's time left)
     // take the transaction that sets them.
     const read = a.kind === 'select' && !a.writes && Math.floor(limits.statementTimeoutMs) === this.sessionTimeoutMs;
@@ -397,7 +488,12 @@ export class WorkspaceSql {
       action: `execute_sql_${a.kind}`,
       resourceType: 'table',
       resourceId: a.tables.join(',') || null,
-      details: { ...actor.details, tables: a.tables, ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }) },
+      details: {
+        ...actor.details,
+        tables: a.tables,
+        ...(a.kind === 'ddl' || a.kind === 'select' ? {} : { affected_rows: affected ?? 0 }),
+        ...(viewAs ? { as_user_id: viewAs.userId } : {}),
+      },
     });
     // Every statement but a one-round-trip read writes its entry in its own transaction, just before COMMIT and in
     // COMMIT's round trip: the statement and its entry commit together or not at all (migrations 0022, 0023). The

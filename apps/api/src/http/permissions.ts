@@ -42,3 +42,14 @@ export async function assertDdlAllowed(ctx: MemberCtx): Promise<void> {
   if (group && (await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) return;
   throw new ServiceError('DDL_FORBIDDEN', 'This needs the admin role or membership of the DDL policy group', 'see ddl_policy_group_id');
 }
+
+/**
+ * Explaining or reading as another member (`as_user_id`, docs/sql-and-policies.md#view-as) is for those who shape
+ * access: admins, and members of `policy_editor_policy_group_id` when the workspace sets one.
+ */
+export async function assertMayViewAs(ctx: MemberCtx): Promise<void> {
+  if (ctx.access.role === 'admin') return;
+  const group = ctx.access.workspace.policy_editor_policy_group_id;
+  if (group && (await isInGroup(ctx.db, ctx.access.workspace.id, group, ctx.principal.user.id))) return;
+  throw forbidden('Only admins and policy editors may act as another member', 'as_user_id: workspace admins and members of policy_editor_policy_group_id');
+}

@@ -1,4 +1,6 @@
+import { validationError } from '@wds/errors';
 import type { Member } from '@wds/sql-approval';
+import { resolveAccess } from '@wds/workspaces';
 import type { SqlCaller } from '@wds/workspace-sql';
 import type { MemberCtx } from './route.js';
 
@@ -24,5 +26,18 @@ export function sqlMemberOf(ctx: MemberCtx): Member {
       viaMcp: ctx.transport.name === 'mcp',
     },
     request: { requestId: ctx.requestId, transport: ctx.transport.name },
+  };
+}
+
+/** The SQL caller of another member of the caller's workspace (`as_user_id`): their role, their policies. */
+export async function memberCallerOf(ctx: MemberCtx, userId: string): Promise<SqlCaller> {
+  const access = await resolveAccess(ctx.db, { userId, scopedWorkspaceId: null }, ctx.access.workspace.id).catch(() => {
+    throw validationError('as_user_id: not a member of this workspace');
+  });
+  return {
+    workspaceId: access.workspace.id,
+    ddlGroupId: access.workspace.ddl_policy_group_id,
+    isAdmin: access.role === 'admin',
+    subject: { kind: 'user', userId },
   };
 }

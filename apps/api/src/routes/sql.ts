@@ -18,9 +18,10 @@ import {
 } from '@wds/sql-approval';
 import type { SqlLimits, SqlResult as Result } from '@wds/workspace-sql';
 import { defineRoute, type MemberCtx } from '../http/route.js';
-import { intQuery, pageEntries } from '../http/schemas.js';
-import { SqlApproved, SqlPreview, SqlProposal, SqlResult } from '../http/views/index.js';
-import { sqlCallerOf as callerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
+import { Uuid, intQuery, pageEntries } from '../http/schemas.js';
+import { SqlApproved, SqlExplanation, SqlPreview, SqlProposal, SqlResult } from '../http/views/index.js';
+import { sqlCallerOf as callerOf, memberCallerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
+import { assertMayViewAs } from '../http/permissions.js';
 
 // Characters here; the parser's own limit counts UTF-8 bytes (MAX_SQL_BYTES) and holds for every entry point.
 const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(MAX_SQL_BYTES));
@@ -50,6 +51,17 @@ async function afterWrite(ctx: MemberCtx, r: Result): Promise<void> {
   if (r.kind !== 'select' && r.kind !== 'ddl') await autoEmbedRows(ctx.services, ctx.access.workspace, r.tables);
 }
 
+/**
+ * A read as the caller and another member at once (docs/sql-and-policies.md#view-as): only rows both may read, so
+ * the caller learns which of their own rows the member would see, and nothing the caller could not read.
+ */
+async function viewAs(ctx: MemberCtx, sql: string, userId: string): Promise<Result> {
+  await assertMayViewAs(ctx);
+  const member = await memberCallerOf(ctx, userId);
+  const audit = { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name };
+  return ctx.services.sql.execute(callerOf(ctx), sql, limitsOf(ctx), audit, member.subject);
+}
+
 const Comment = v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000, 'must have at most 10000 characters'))));
 const proposalBase = '/api/v1/workspaces/:id/sql/proposals';
 const proposalCommon = { auth: 'user', workspace: 'path', role: 'member' } as const;
@@ -64,7 +76,7 @@ export const sqlRoutes = [
     auth: 'user',
     workspace: 'path',
     role: 'member',
-    body: v.object({ sql: Sql }),
+    body: v.object({ sql: Sql, as_user_id: v.optional(Uuid) }),
     transaction: false,
     auditsItself: true,
     // Only DDL changes what is cached about the workspace; WorkspaceSql publishes that itself.
@@ -80,6 +92,7 @@ export const sqlRoutes = [
       },
     },
     handler: async (ctx) => {
+      if (ctx.body.as_user_id !== undefined) return rendered(await viewAs(ctx, ctx.body.sql, ctx.body.as_user_id));
       const outcome = await executeOrHold(approvalOf(ctx), callerOf(ctx), memberOf(ctx), ctx.body.sql, limitsOf(ctx));
       if ('held' in outcome) {
         const body = { code: 'APPROVAL_REQUIRED', message: 'This statement waits for approval; nothing ran', proposal: outcome.held };
@@ -101,6 +114,26 @@ export const sqlRoutes = [
     role: 'member',
     body: v.object({ sql: Sql, with_policies: v.optional(v.boolean()) }),
     handler: (ctx) => previewAndPropose(approvalOf(ctx), callerOf(ctx), memberOf(ctx), ctx.body.sql, ctx.body.with_policies ?? false),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/workspaces/:id/sql/explain',
+    operation: 'explain_sql',
+    response: SqlExplanation,
+    summary:
+      'Why a statement runs as it does, or is denied: per table the decision, the policies that apply and the predicate put in; with row_id, which conditions one readable row matches. Nothing runs',
+    auth: 'user',
+    workspace: 'path',
+    role: 'member',
+    body: v.object({ sql: Sql, as_user_id: v.optional(Uuid), row_id: v.optional(v.pipe(v.string(), v.nonEmpty(), v.maxLength(200))) }),
+    handler: async (ctx) => {
+      if (ctx.body.as_user_id !== undefined) await assertMayViewAs(ctx);
+      const caller = ctx.body.as_user_id === undefined ? callerOf(ctx) : await memberCallerOf(ctx, ctx.body.as_user_id);
+      const explanation = await ctx.services.sql.explain(caller, ctx.body.sql);
+      if (ctx.body.row_id === undefined) return explanation;
+      const viewer = callerOf(ctx).subject;
+      return { ...explanation, row: await ctx.services.sql.explainRow(caller, viewer, ctx.body.sql, ctx.body.row_id, limitsOf(ctx)) };
+    },
   }),
   defineRoute({
     ...proposalCommon,

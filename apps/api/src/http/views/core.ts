@@ -34,6 +34,58 @@ export const SqlPreview = v.object({
   policy_denied: v.optional(v.string()),
 });
 
+const PolicyMode = v.picklist(['allow', 'deny']);
+const Decision = v.picklist(['allow', 'deny', 'default_deny']);
+const PolicyOperation = v.picklist(['select', 'insert', 'update', 'delete']);
+
+/** explain_sql with row_id: one row the caller can read, checked against each select policy of the user explained. */
+export const SqlRowExplanation = v.object({
+  table: v.string(),
+  user_id: Uuid,
+  decision: Decision,
+  visible: v.boolean(),
+  policies: v.array(
+    v.object({
+      id: Uuid,
+      name: v.string(),
+      policy_group_id: Uuid,
+      mode: PolicyMode,
+      matches: v.boolean(),
+      conditions: v.array(v.object({ column: v.string(), condition: JsonObject, matches: v.boolean() })),
+    }),
+  ),
+});
+
+/** explain_sql: why a statement runs as it does for a user, or is denied (docs/sql-and-policies.md#explain). */
+export const SqlExplanation = v.object({
+  user_id: Uuid,
+  operation: StatementKind,
+  ddl_allowed: v.nullable(v.boolean()),
+  access: v.array(
+    v.object({
+      table: v.string(),
+      operation: PolicyOperation,
+      decision: Decision,
+      policies: v.array(
+        v.object({
+          id: Uuid,
+          name: v.string(),
+          policy_group_id: Uuid,
+          mode: PolicyMode,
+          condition: v.nullable(JsonObject),
+          predicate: v.nullable(v.string()),
+        }),
+      ),
+      denied_by: v.nullable(v.string()),
+      predicate: v.nullable(v.string()),
+      denial: v.nullable(v.string()),
+    }),
+  ),
+  transformed_sql: v.nullable(v.string()),
+  denied: v.nullable(v.string()),
+  row: v.optional(SqlRowExplanation),
+});
+
 export { SqlProposalView as SqlProposal } from '@wds/sql-approval';
 
 /** execute_sql where approval applies (docs/approvals.md): 202, nothing ran, the statement waits as this proposal. */
