@@ -50,6 +50,8 @@ export const ConfigSchema = v.object({
   SQL_MAX_ROWS: int(10_000, 1, 1_000_000),
   // Seconds a stored SQL proposal waits for a decision before it expires (docs/approvals.md).
   SQL_PROPOSAL_TTL: int(24 * 3600, 60, 30 * 24 * 3600),
+  // Days a decided or expired proposal is kept before the maintenance sweep forgets it.
+  SQL_PROPOSAL_RETENTION_DAYS: int(90, 1, 3650),
   SQL_MAX_ROW_BYTES: int(16 * 1024 * 1024, 1024, 256 * 1024 * 1024),
   SQL_MAX_RESPONSE_BYTES: int(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   SQL_POOL_MAX: int(20, 1, 1000),

@@ -8,6 +8,7 @@
 import { embeddingSweeps } from '@wds/semantic-search';
 import { Maintenance, type MaintenanceTask } from '@wds/jobs';
 import type { DockerRuntime } from '@wds/stf-runtime';
+import { pruneProposals } from '@wds/sql-approval';
 import { sweepOrphanBlobs } from '@wds/storage';
 import { dispatchWorkflowEvents, fireDueSchedules, pruneHookDeliveries, pruneRowChanges, requeueStaleRuns, resumeInterruptedRuns } from '@wds/workflows';
 import type { Config } from './config.js';
@@ -58,6 +59,12 @@ export function maintenanceTasks(s: Services): MaintenanceTask[] {
       name: 'row changes',
       intervalMs: c.MAINTENANCE_INTERVAL_MS,
       run: () => pruneRowChanges(s.db, c.ROW_CHANGE_RETENTION_MS),
+    },
+    {
+      // Decided and expired SQL proposals past their retention (their audit entries stay).
+      name: 'SQL proposals',
+      intervalMs: c.MAINTENANCE_INTERVAL_MS,
+      run: () => pruneProposals(s.db, c.SQL_PROPOSAL_RETENTION_DAYS * 86_400_000),
     },
     ...embeddingSweeps(s, c.MAINTENANCE_INTERVAL_MS),
   ];

@@ -1,6 +1,7 @@
 // Issue 31, part 1: stored SQL proposals and their approval (docs/approvals.md), through the real endpoints.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { pruneProposals } from '@wds/sql-approval';
 import WebSocket from 'ws';
 import { Harness, describe, eventually, expect, test } from './support.js';
 
@@ -194,6 +195,14 @@ describe('SQL proposals', () => {
     expect(pending.body.map((x: any) => x.id)).not.toContain(old.body.id);
     expect(await count(h, owner.token, ws.id)).toBe(0);
     expect((await h.call('GET', `${proposals(ws.id)}?status=nonsense`, { token: owner.token })).status).toBe(400);
+
+    // The sweep forgets what ended longer ago than the retention, and nothing younger or still pending.
+    const live = await h.call('POST', proposals(ws.id), { token: member.token, body: { sql: "INSERT INTO notes (body) VALUES ('live')" } });
+    await h.services.db.updateTable('platform.sql_proposals').set({ finished_at: new Date(Date.now() - 91 * 86_400_000) }).where('id', '=', p.body.id).execute();
+    await h.services.db.updateTable('platform.sql_proposals').set({ expires_at: new Date(Date.now() - 91 * 86_400_000) }).where('id', '=', old.body.id).execute();
+    expect(await pruneProposals(h.services.db, 90 * 86_400_000)).toBe(2);
+    const left = await h.call('GET', proposals(ws.id), { token: owner.token });
+    expect(left.body.map((x: any) => x.id).sort()).toEqual([mine.body.id, live.body.id].sort());
   });
 
   test('write_only for agents: an API key\'s INSERT answers 202 APPROVAL_REQUIRED and writes nothing until approved; a session\'s runs at once', async ({ h }) => {

@@ -212,3 +212,16 @@ export async function rejectProposal(db: Db, workspaceId: string, id: Uuid, d: D
     return toProposalView(row);
   });
 }
+
+/**
+ * Forgets proposals that ended (or expired) more than `retentionMs` ago, SQL_PROPOSAL_RETENTION_DAYS; their audit
+ * entries stay. A proposal that never finished (`approved` when its process died) goes with its expiry's age. Returns
+ * how many went.
+ */
+export async function pruneProposals(db: Db, retentionMs: number): Promise<number> {
+  const r = await db
+    .deleteFrom('platform.sql_proposals')
+    .where(sql<boolean>`coalesce(finished_at, expires_at) < now() - make_interval(secs => ${retentionMs / 1000})`)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
