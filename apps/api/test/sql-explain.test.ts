@@ -226,7 +226,7 @@ describe('row explain', () => {
     const { owner, ws } = await setUp(h);
     await h.sqlOk(owner.token, ws.id, 'CREATE TABLE labels (id text PRIMARY KEY, name text)');
     await h.allowAll(owner.token, ws.id, [owner.id], ['labels']);
-    const hostile = "x' OR true; DROP TABLE docs; -- $$ /*";
+    const hostile = "x' OR true; DROP TABLE docs; -- $$ /* \\ $t$";
     await h.sqlOk(owner.token, ws.id, `INSERT INTO labels VALUES ('${hostile.replace(/'/g, "''")}', 'odd'), ('plain', 'p')`);
     const r = await explain(h, owner.token, ws.id, { sql: 'SELECT * FROM labels', row_id: hostile });
     expect(r.status, JSON.stringify(r.body)).toBe(200);

@@ -426,7 +426,7 @@ export class WorkspaceSql {
     } finally {
       a.release();
     }
-    const probe = await analyseStatement(`SELECT 1 AS found FROM ${table} WHERE id = ${pg.escapeLiteral(rowId)}`, caller.workspaceId, this.worker);
+    const probe = await analyseStatement(`SELECT 1 AS found FROM ${pg.escapeIdentifier(table)} WHERE id = ${pg.escapeLiteral(rowId)}`, caller.workspaceId, this.worker);
     try {
       const ctx = await this.context(caller, [table]);
       if (!ctx.catalog.get(table)?.has('id')) throw new ServiceError('VALIDATION_ERROR', `Table ${table} has no id column`, 'row_id names a row by its id');
