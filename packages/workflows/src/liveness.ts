@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { auditInsertSelect } from '@wds/audit';
 import { type Db, sql } from '@wds/db';
 import type { StepRecord } from './engine.js';
-import { splitStepData } from './step-data.js';
+import { boundedStepData, splitStepData } from './step-data.js';
 
 /** This process's id as the owner of the runs it executes; a new one at every start. */
 export const INSTANCE_ID: string = randomUUID();
@@ -68,7 +68,7 @@ export class RunHeartbeat {
     // Each step's input and output go to step_data, apart from the records run lists answer (step-data.ts).
     const runs = [...this.#live].map(([id, { steps, attempt }]) => {
       const split = splitStepData(steps);
-      return { id, steps: split.steps, step_data: split.data.length > 0 ? split.data : null, attempt: attempt ?? null };
+      return { id, steps: split.steps, step_data: boundedStepData(split.data)?.data ?? null, attempt: attempt ?? null };
     });
     this.#inFlight = sql<{ id: string }>`
       UPDATE platform.workflow_runs r SET heartbeat_at = now(), steps = v.steps, step_data = v.step_data

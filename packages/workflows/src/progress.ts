@@ -8,7 +8,7 @@
  */
 import { type Db, sql } from '@wds/db';
 import type { RunProgress, StepRecord } from './engine.js';
-import { splitStepData } from './step-data.js';
+import { boundedStepData, splitStepData } from './step-data.js';
 
 /** A checkpoint larger than this keeps only the effects delivered: a resumed attempt runs the other steps again. */
 export const CHECKPOINT_MAX_BYTES = 16 * 1024 * 1024;
@@ -84,7 +84,7 @@ export class ProgressWriter {
     // The steps' input and output go to step_data, apart from the records run lists answer (step-data.ts).
     const split = splitStepData(this.#steps);
     const steps = JSON.stringify(split.steps);
-    const stepData = split.data.length > 0 ? JSON.stringify(split.data) : null;
+    const stepData = boundedStepData(split.data)?.text ?? null;
     const checkpoint = this.#checkpoint ? checkpointText(progress, this.#definition) : undefined;
     this.#chain = this.#chain.then(() =>
       this.#db

@@ -225,6 +225,33 @@ export interface StoredStepData {
   output?: unknown;
 }
 
+/**
+ * What all the step data of one run may add up to (a run of many steps at a large cap): past it, the later values are
+ * stored as markers without a preview, so the run's record can always be written (a jsonb value is at most 255 MiB).
+ */
+export const STEP_DATA_RUN_MAX_BYTES = 64 * 1024 * 1024;
+
+/** The step data to store, within STEP_DATA_RUN_MAX_BYTES in all: as it is, or its later values as bare markers. */
+export function boundedStepData(data: readonly StoredStepData[], maxBytes = STEP_DATA_RUN_MAX_BYTES): { data: StoredStepData[]; text: string } | null {
+  if (data.length === 0) return null;
+  const whole = JSON.stringify(data);
+  if (Buffer.byteLength(whole) <= maxBytes) return { data: [...data], text: whole };
+  let used = 0;
+  const keep = (value: unknown): unknown => {
+    const bytes = Buffer.byteLength(JSON.stringify(value ?? null));
+    if (used + bytes > maxBytes) return { truncated: true, bytes, preview: '' } satisfies TruncatedStepValue;
+    used += bytes;
+    return value;
+  };
+  const bounded = data.map((d) => ({
+    kind: d.kind,
+    index: d.index,
+    ...('input' in d ? { input: keep(d.input) } : {}),
+    ...('output' in d ? { output: keep(d.output) } : {}),
+  }));
+  return { data: bounded, text: JSON.stringify(bounded) };
+}
+
 /** Step records without their data (for `steps`), and the data (for `step_data`). */
 export function splitStepData(records: readonly StepRecord[]): { steps: StepRecord[]; data: StoredStepData[] } {
   const steps: StepRecord[] = [];

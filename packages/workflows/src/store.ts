@@ -7,7 +7,7 @@ import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.
 import { type AcceptedVersions, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
 import { runOrigin } from './keys.js';
 import { INSTANCE_ID } from './liveness.js';
-import { joinStepData, splitStepData } from './step-data.js';
+import { boundedStepData, joinStepData, splitStepData } from './step-data.js';
 import type * as v from 'valibot';
 import type { WorkflowRunSummaryView, WorkflowRunView, WorkflowView } from './views.js';
 
@@ -337,7 +337,7 @@ export async function finishRun(
     output: JSON.stringify(result.output ?? null),
     error: result.error ? JSON.stringify(result.error) : null,
     steps: JSON.stringify(steps),
-    step_data: data.length > 0 ? JSON.stringify(data) : null,
+    step_data: boundedStepData(data)?.text ?? null,
     finished_at: new Date(),
     duration_ms: result.duration_ms,
     checkpoint: null,

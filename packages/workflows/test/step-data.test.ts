@@ -3,6 +3,7 @@
 import type { EffectResult } from '@wds/effect-runner';
 import { describe, expect, it } from 'vitest';
 import {
+  boundedStepData,
   executeWorkflow,
   joinStepData,
   type ResolvedEffect,
@@ -88,6 +89,19 @@ describe('split and join', () => {
       [null, null],
     ]);
     expect(joinStepData(steps, null, true).every((s) => s.input === null && s.output === null)).toBe(true);
+  });
+
+  it("a run's step data in all stays within its bound: later values become bare markers, so the record can be written", () => {
+    const data = [0, 1, 2].map((index) => ({ kind: 'stf' as const, index, input: 'x'.repeat(40), output: 'y'.repeat(40) }));
+    expect(boundedStepData([])).toBeNull();
+    expect(boundedStepData(data, 10_000)?.data).toEqual(data);
+    const bounded = boundedStepData(data, 130) as { data: { input?: unknown; output?: unknown }[]; text: string };
+    expect(bounded.data.map((d) => [d.input, d.output])).toEqual([
+      ['x'.repeat(40), 'y'.repeat(40)],
+      ['x'.repeat(40), { truncated: true, bytes: 42, preview: '' }],
+      [{ truncated: true, bytes: 42, preview: '' }, { truncated: true, bytes: 42, preview: '' }],
+    ]);
+    expect(JSON.parse(bounded.text)).toEqual(bounded.data);
   });
 });
 
