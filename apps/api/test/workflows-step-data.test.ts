@@ -234,6 +234,10 @@ describe('secrets and credentials (canaries)', () => {
     expect(done).toMatchObject({ status: 'succeeded', trigger: 'async', rerun_of: runIdOf(r), output: { n: 2 } });
     noCanary('the queued rerun run', done);
     noCanary('the audit log', (await as(owner, 'GET', '/api/v1/audit-logs?limit=1000')).body);
+    // Nor a credential of the callers.
+    for (const answer of [view, (await runOf(wf, runIdOf(again))).body, done, again.body, queued.body]) {
+      for (const t of [owner.token, peer.token]) expect(JSON.stringify(answer)).not.toContain(t);
+    }
   });
 
   it("the run's own record masks a secret its last STF returns, as its steps do", async () => {
