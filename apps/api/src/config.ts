@@ -107,6 +107,9 @@ export const ConfigSchema = v.object({
   WORKFLOW_JOB_CONCURRENCY: int(4, 1, 1000),
   // Runs one workspace may have queued at once; one more is 429.
   WORKFLOW_WORKSPACE_QUEUED_MAX: int(1000, 1, 1_000_000),
+  // What each step of a recorded run keeps of its input and of its output (UTF-8 bytes of JSON, each; beyond: a
+  // truncation marker). 0 keeps nothing (docs/workflows.md#step-data).
+  WORKFLOW_STEP_DATA_MAX_BYTES: int(64 * 1024, 0, 16 * 1024 * 1024),
   // Workspaces one user may have created and not deleted; one more is 403. 0: no limit. Fair sharing is by the
   // workspaces' creator either way; this bounds what else one person multiplies.
   MAX_WORKSPACES_PER_USER: int(100, 0, 1_000_000),

@@ -216,8 +216,14 @@ describe('OpenAPI document', () => {
     expect(view('WorkflowRunSummary').required).not.toContain('input');
     expect(view('WorkflowRun').required).toEqual(expect.arrayContaining(['input', 'output', 'steps']));
     const step = view('WorkflowRun').properties.steps.items;
-    expect(step.required).toEqual(['kind', 'index', 'status']);
+    // The run view's steps carry their input and output (issue 31); the list's never do.
+    expect(step.required).toEqual(['kind', 'index', 'status', 'input', 'output']);
     expect(step.properties.deprecations.items.required).toEqual(['at', 'found', 'use']);
+    const listed = view('WorkflowRunSummary').properties.steps.items;
+    expect(listed.required).toEqual(['kind', 'index', 'status']);
+    expect(Object.keys(listed.properties)).not.toEqual(expect.arrayContaining(['input']));
+    expect(Object.keys(listed.properties)).not.toEqual(expect.arrayContaining(['output']));
+    expect(body('post', '/api/v1/workflows/{workflowId}/runs/{runId}/rerun').description).toMatch(/Any JSON/);
     // Effects.
     expect(body('post', '/api/v1/effects', '201')).toEqual(ref('EffectCreated'));
     expect(view('EffectCreated').properties.version).toEqual(ref('EffectVersion'));

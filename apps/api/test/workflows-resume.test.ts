@@ -132,13 +132,15 @@ describe('the run view says which effects were delivered, with which key', () =>
     // A run asked for by hand is its own delivery: the key is derived from it and the step, nothing else.
     expect(sent('/ok')).toBe(effectIdempotencyKey({ workspaceId: ws.id, workflowId: wf.id, origin: runOrigin.run('request', runId), step: 0, effectId: wf.effects[0] as string }));
     expect(sent('/ok')).not.toBe(sent('/fail'));
-    expect(JSON.stringify(view.steps)).not.toContain('4711');
+    // The records say nothing of the input but in the step data the run view keeps of each step (issue 31).
+    expect(JSON.stringify(view.steps.map(({ input: _i, output: _o, ...record }: any) => record))).not.toContain('4711');
+    expect(view.steps[1].input).toMatchObject({ body: { tag: 'secret-tag-4711' } });
     // A second execution is another delivery: other keys.
     await call('POST', `/api/v1/workflows/${wf.id}/execute`, { tag: 'again' });
     expect(new Set(target.requests.map((q) => q.key)).size).toBe(4);
     // The same record over MCP's run list and the run list; nothing of it for another workspace.
     const list = (await call('GET', `/api/v1/workflows/${wf.id}/runs`)).body as any[];
-    expect(list.find((x) => x.id === runId)).toMatchObject({ attempts: 1, steps: view.steps });
+    expect(list.find((x) => x.id === runId)).toMatchObject({ attempts: 1, steps: view.steps.map(({ input: _i, output: _o, ...record }: any) => record) });
     expect((await call('GET', `/api/v1/workflows/${wf.id}/runs/${runId}`, undefined, stranger.token, other.id)).status).toBe(404);
     expect((await call('GET', `/api/v1/workflows/${wf.id}/runs/${runId}`, undefined, stranger.token, ws.id)).status).toBe(403);
   });

@@ -132,6 +132,7 @@ export const OPERATIONS = {
   list_workflow_runs: { resource: 'workflow_run', mutates: false },
   get_workflow_run: { resource: 'workflow_run', mutates: false },
   cancel_workflow_run: { resource: 'workflow_run', mutates: true },
+  rerun_workflow_run: { resource: 'workflow_run', mutates: true },
   list_workflow_schedules: { resource: 'workflow_schedule', mutates: false },
   get_workflow_schedule: { resource: 'workflow_schedule', mutates: false },
   create_workflow_schedule: { resource: 'workflow_schedule', mutates: true },
@@ -190,7 +191,7 @@ export type Operation = keyof typeof OPERATIONS;
 /** Mutations that only add something (nothing existing is changed or lost): not destructive for a tool host. */
 const ADDITIVE = /^(create|add|upload|invite|embed|generate|start|materialize|pin|duplicate)_/;
 /** Mutations whose effect reaches beyond the workspace's data (outbound calls, user code with side effects). */
-const OPEN_WORLD = new Set<Operation>(['execute_workflow', 'instant_run_stf', 'saas_proxy', 'saas_proxy_download', 'start_drive_sync', 'materialize_drive_file', 'read_drive_file', 'drive_picker']);
+const OPEN_WORLD = new Set<Operation>(['execute_workflow', 'rerun_workflow_run', 'instant_run_stf', 'saas_proxy', 'saas_proxy_download', 'start_drive_sync', 'materialize_drive_file', 'read_drive_file', 'drive_picker']);
 
 /**
  * How a tool host should treat an operation (MCP tool annotations): whether it only reads, whether it may change or

@@ -1408,8 +1408,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages
-         * @description One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages
+         * One run of a workflow, with its input, output, error and per-step records, each with the step's input and output (secrets masked; over WORKFLOW_STEP_DATA_MAX_BYTES a `{ truncated, bytes, preview }` marker). A run made of rows only the user it ran as may read (a row trigger's, or one whose Table step read with their policies) is whole only for that user: others get its input without the rows (`redacted: true`), no output, no step input or output (null), and errors without their messages
+         * @description One run of a workflow, with its input, output, error and per-step records, each with the step's input and output (secrets masked; over WORKFLOW_STEP_DATA_MAX_BYTES a `{ truncated, bytes, preview }` marker). A run made of rows only the user it ran as may read (a row trigger's, or one whose Table step read with their policies) is whole only for that user: others get its input without the rows (`redacted: true`), no output, no step input or output (null), and errors without their messages
          *
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
@@ -1438,6 +1438,28 @@ export interface paths {
          *     Credential: a Bearer token: a session token, an API key or a JWT.
          */
         post: operations["cancel_workflow_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{workflowId}/runs/{runId}/rerun": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a workflow again with a recorded run's $input, as the caller now (their right to execute it, their policies, the versions they would run), never as the user the run ran as; answers as execute does (the result, or 202 with `Prefer: respond-async` or `async=true`). 403 for a run whose input is rows only the user it ran as may read, 409 for a run that has not ended
+         * @description Run a workflow again with a recorded run's $input, as the caller now (their right to execute it, their policies, the versions they would run), never as the user the run ran as; answers as execute does (the result, or 202 with `Prefer: respond-async` or `async=true`). 403 for a run whose input is rows only the user it ran as may read, 409 for a run that has not ended
+         *
+         *     Credential: a Bearer token: a session token, an API key or a JWT.
+         */
+        post: operations["rerun_workflow_run"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3128,6 +3150,7 @@ export interface components {
             queued_at: string | null;
             cancel_requested_at: string | null;
             attempts: number;
+            rerun_of: string | null;
             error: {
                 kind: string;
                 message: string;
@@ -3305,6 +3328,7 @@ export interface components {
             queued_at: string | null;
             cancel_requested_at: string | null;
             attempts: number;
+            rerun_of: string | null;
             error: {
                 kind: string;
                 message: string;
@@ -3345,6 +3369,8 @@ export interface components {
                 }[];
                 /** @constant */
                 caller_rows?: true;
+                input: unknown;
+                output: unknown;
             }[];
             /** Format: date-time */
             started_at: string;
@@ -7721,6 +7747,62 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    rerun_workflow_run: {
+        parameters: {
+            query?: {
+                async?: boolean;
+            };
+            header: {
+                /** @description The workspace of the call */
+                "X-Workspace-ID": string;
+                /** @description `respond-async`: answer 202 at once and run in the background */
+                Prefer?: string;
+            };
+            path: {
+                workflowId: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The last STF step's output */
+            200: {
+                headers: {
+                    /** @description The new run (GET …/runs lists it) */
+                    "X-Workflow-Run-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Queued (Prefer: respond-async, or async=true): the run starts on a process of the job queue */
+            202: {
+                headers: {
+                    /** @description The new run */
+                    "X-Workflow-Run-Id"?: string;
+                    /** @description The run: GET it for its state and result */
+                    Location?: string;
+                    /** @description `respond-async` when asked with Prefer */
+                    "Preference-Applied"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunQueued"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

@@ -346,6 +346,10 @@ export interface WorkflowRunsTable {
   origin: string | null;
   /** The finished steps' outputs while it is in progress, so a resumed attempt does not run them again. */
   checkpoint: ColumnType<unknown, string | null | undefined, string | null>;
+  /** Each step's input and output, masked and capped (migration 0026); apart from `steps`, which lists answer. */
+  step_data: ColumnType<unknown, string | null | undefined, string | null>;
+  /** The run a rerun repeats (migration 0026). */
+  rerun_of: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface FilesTable {

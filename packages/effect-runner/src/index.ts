@@ -9,6 +9,8 @@ export {
   type EffectSpec,
   MAX_RETRIES,
   MAX_TIMEOUT_SECS,
+  type PreparedRequest,
+  prepareEffectRequest,
   RESERVED_HEADERS,
   validateEffectSpec,
 } from './effect-spec.js';

@@ -41,6 +41,8 @@ export interface ExecuteWorkflowRequest {
   input: unknown;
   /** Who else and through what, for the audit entry; its workspace, user and resource are the execution's. */
   audit: Pick<ExecutionAudit, 'apiKeyId' | 'action' | 'requestId' | 'transport'>;
+  /** The recorded run this execution runs again (rerun.ts), kept with the new run. */
+  rerunOf?: string | undefined;
 }
 
 /** execute_workflow: authorize the caller, then run and record the execution (its audit entry with it). */
@@ -56,5 +58,6 @@ export async function executeWorkflowAs(
     input: req.input,
     executedBy,
     audit: { ...req.audit, workspaceId: workspace.id, userId: executedBy, resourceType: 'workflow', resourceId: workflow.id },
+    rerunOf: req.rerunOf,
   });
 }

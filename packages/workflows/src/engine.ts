@@ -13,11 +13,15 @@
  * STF step's output, each effect answered 2xx), and given what an earlier attempt of the same run finished
  * (`resume`), does not run those steps again: their records and outputs are reused, and only the step under way at
  * the crash runs again — an effect with the same Idempotency-Key (`effectKey`).
+ *
+ * Step data (issue 31): given a keeper (`stepData`), each record carries what its step was given and made, as the
+ * keeper keeps them (step-data.ts: secrets masked, capped); a reused record keeps the data of the attempt that ran it.
  */
 import { performance } from 'node:perf_hooks';
 import { type EffectResult, type EffectSpec, effectInputAliases } from '@wds/effect-runner';
 import type { RuntimeName } from '@wds/stf-runtime';
 import type { InputStep, WorkflowDefinition } from './definition.js';
+import { effectRequest, sourceInput, type StepDataKeeper } from './step-data.js';
 import { buildStepInput, type Deprecation, legacyMappings, type Scope } from './variables.js';
 
 export interface ResolvedStf {
@@ -91,6 +95,14 @@ export interface StepRecord {
    * is then whole only for that user (@wds/workflows store: rowsHiddenFrom).
    */
   caller_rows?: true;
+  /**
+   * What the step was given and what it made, as the run keeps them (step-data.ts: secrets masked, each value capped;
+   * absent when nothing is kept): an input step its source and value, an STF step its input and output, an effect
+   * step the request it made and `{ status, body }` of the answer. On the record in memory only — a resumed attempt
+   * reuses them with it —, stored apart from `steps` (`step_data`) and answered by the run view alone.
+   */
+  input?: unknown;
+  output?: unknown;
 }
 
 /**
@@ -106,6 +118,16 @@ export interface RunProgress {
 
 /** `record` with its deprecations, when there are any. */
 const noted = (record: StepRecord, deprecations: Deprecation[]): StepRecord => (deprecations.length > 0 ? { ...record, deprecations } : record);
+
+/**
+ * A step's `input` and `output` as `keep` keeps them (nothing without a keeper, or what it does not keep); `output`
+ * only for a step that made one, `sent` the credentials it sent (masked in what it got back).
+ */
+function dataOf(keep: StepDataKeeper | undefined, input: unknown, output?: { value: unknown; sent?: readonly string[] | undefined }): Pick<StepRecord, 'input' | 'output'> {
+  if (!keep) return {};
+  const kept = { input: keep(input), output: output ? keep(output.value, output.sent) : undefined };
+  return { ...(kept.input !== undefined ? { input: kept.input } : {}), ...(kept.output !== undefined ? { output: kept.output } : {}) };
+}
 
 export interface RunError extends StepError {
   /** Which step failed: `input_steps[0]`, `stf_steps[2]`, `effect_steps[1]`. */
@@ -160,6 +182,8 @@ export async function executeWorkflow(
     resume?: RunProgress;
     /** Called (and awaited) after each step that adds to the progress, and after each effect step; must not throw. */
     onProgress?: (progress: RunProgress) => Promise<void>;
+    /** What each step record keeps of the step's input and output (step-data.ts); without it, nothing. */
+    stepData?: StepDataKeeper;
   },
 ): Promise<ExecutionResult> {
   const started = performance.now();
@@ -171,6 +195,7 @@ export async function executeWorkflow(
   /** A record of this attempt (or, reused, of the attempt that ran it), stamped when the run was resumed. */
   const stamp = (record: StepRecord, ranIn = attempt): StepRecord => (attempt > 1 ? { ...record, attempt: record.attempt ?? ranIn } : record);
   const effectKey = opts.effectKey ?? ((index: number) => `${opts.runId}:${index}`);
+  const keep = opts.stepData;
   let error: RunError | null = null;
   const finish = (output: unknown): ExecutionResult => ({
     status: error ? 'failed' : 'succeeded',
@@ -220,11 +245,14 @@ export async function executeWorkflow(
           rows = true;
         };
         const marked = (r: StepRecord): StepRecord => stamp(rows ? { ...r, caller_rows: true } : r);
+        const source = keep ? sourceInput(step.source) : undefined;
         try {
           const value = await runners.loadSource(step, deprecated, readRows);
-          return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t) }, notes)), value };
+          const data = dataOf(keep, source?.input, { value, sent: source?.sent });
+          return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t), ...data }, notes)), value };
         } catch (err) {
-          return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err) }, notes)) };
+          const data = dataOf(keep, source?.input);
+          return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'failed', duration_ms: ms(t), error: errorOf(err), ...data }, notes)) };
         }
       }),
     );
@@ -270,16 +298,15 @@ export async function executeWorkflow(
       return finish(null);
     }
     Object.assign(base, { stf_id: stf.stf_id, version: stf.version });
-    const outcome = await runners.runStf(stf, buildStepInput(step.input_mappings, scope, last), scope.sources).catch(
-      (err): StfOutcome => ({ ok: false, error: errorOf(err) }),
-    );
+    const stepInput = buildStepInput(step.input_mappings, scope, last);
+    const outcome = await runners.runStf(stf, stepInput, scope.sources).catch((err): StfOutcome => ({ ok: false, error: errorOf(err) }));
     if (!outcome.ok) {
       error = { step: `stf_steps[${index}]`, ...outcome.error };
-      steps.push(stamp({ ...base, duration_ms: ms(t), error: outcome.error }));
+      steps.push(stamp({ ...base, duration_ms: ms(t), error: outcome.error, ...dataOf(keep, stepInput) }));
       skipRest(index + 1);
       return finish(null);
     }
-    const record = stamp({ ...base, status: 'succeeded', duration_ms: ms(t) });
+    const record = stamp({ ...base, status: 'succeeded', duration_ms: ms(t), ...dataOf(keep, stepInput, { value: outcome.output }) });
     steps.push(record);
     scope.steps.push(outcome.output);
     last = outcome.output;
@@ -330,10 +357,21 @@ export async function executeWorkflow(
     // The effect's own mappings that read this input as `$.input.…` (effect-runner mappings.ts) are noted too.
     for (const a of effectInputAliases(effect.spec, effectInput)) notes.push({ ...a, at: `effect_steps[${index}].effect.${a.at}` });
     if (notes.length > 0) base.deprecations = notes;
+    // Kept: the request as the runner builds it (credentials redacted), else the input its mappings could not build one of.
+    const request = keep ? effectRequest(effect.spec, effectInput) : undefined;
+    const kept = (answer?: unknown) => dataOf(keep, request ? request.request : effectInput, answer === undefined ? undefined : { value: answer, sent: request?.sent });
     try {
       const res = await runners.runEffect(effect, effectInput, key);
       const ok = res.status >= 200 && res.status < 300;
-      const record: StepRecord = { ...base, duration_ms: ms(t), status_code: res.status, attempts: res.attempts, idempotency_key: key, delivered: ok };
+      const record: StepRecord = {
+        ...base,
+        duration_ms: ms(t),
+        status_code: res.status,
+        attempts: res.attempts,
+        idempotency_key: key,
+        delivered: ok,
+        ...kept({ status: res.status, body: res.body ?? null }),
+      };
       if (res.status >= 400) {
         return { ...record, error: { kind: 'http_status', message: `the endpoint answered HTTP ${res.status}` } };
       }
@@ -348,6 +386,7 @@ export async function executeWorkflow(
         ...(typeof e.attempts === 'number' ? { attempts: e.attempts } : {}),
         idempotency_key: key,
         delivered: false,
+        ...kept(),
       };
     }
   }

@@ -13,12 +13,14 @@ import { workspacePrincipal } from '@wds/workspace-sql';
 import { ServiceError, notFound } from '@wds/errors';
 import type { RunWorkspace } from '@wds/stf-runner';
 import { WorkflowConcurrency } from './concurrency.js';
-import { type ExecutionResult, executeWorkflow, type StepRecord } from './engine.js';
+import { type ExecutionResult, executeWorkflow, type ResolvedStf, type StepRecord } from './engine.js';
 import { cachedSteps } from './cached.js';
 import { effectIdempotencyKey, originOf, runOrigin } from './keys.js';
 import { RunHeartbeat } from './liveness.js';
 import { ProgressWriter, storedProgress } from './progress.js';
 import { createStepRunners, DATABASE_UNAVAILABLE, type WorkflowExecutionDeps } from './runners.js';
+import { DEFAULT_STEP_DATA_MAX_BYTES, maskedJson, secretMasker, stepDataKeeper } from './step-data.js';
+import { openSealedSecrets } from '@wds/stfs';
 import { isInGroup } from '@wds/policies';
 import { resolveAccess, findLiveWorkspace } from '@wds/workspaces';
 import { AUTOMATION_OF, claimQueuedRun, failQueuedRun, finishRun, getWorkflow, newRunId, requeueRun, startRun } from './store.js';
@@ -35,6 +37,8 @@ export interface ExecutionRequest {
   /** The executing user, or null when anonymous. */
   executedBy: string | null;
   audit: ExecutionAudit;
+  /** The run it runs again with the same `$input` (rerun_workflow_run), recorded with it. */
+  rerunOf?: string | undefined;
 }
 
 export interface RecordedRun {
@@ -130,6 +134,7 @@ export class WorkflowExecutions {
           workflow,
           input: row.input,
           executedBy: row.executed_by,
+          rerunOf: row.rerun_of ?? undefined,
           audit: {
             ...audit,
             workspaceId: workspace.id,
@@ -212,6 +217,25 @@ export class WorkflowExecutions {
     return { workspace, workflow, accepted };
   }
 
+  /**
+   * The secret values of the run's STFs, to mask in what the run keeps. One that cannot be opened (a key changed) is
+   * left out: its step cannot run with it either.
+   */
+  #secretsOf(stfs: readonly (ResolvedStf | undefined)[]): string[] {
+    const box = this.#deps.secrets;
+    if (!box) return [];
+    const values: string[] = [];
+    for (const stf of stfs) {
+      if (!stf || stf.sealed_secrets.length === 0) continue;
+      try {
+        values.push(...Object.values(openSealedSecrets(box, stf.stf_id, stf.sealed_secrets)));
+      } catch {
+        // not openable: not usable
+      }
+    }
+    return values;
+  }
+
   /** Stops a run in progress in this process before its next step (a cancel asked here); false when none is. */
   cancelLocal(runId: string): boolean {
     const controller = this.#running.get(runId);
@@ -237,7 +261,10 @@ export class WorkflowExecutions {
     const resume = claimed && attempt > 1 ? storedProgress(claimed.checkpoint, digest) : undefined;
 
     // Visible as `running` from its start, and never left so: a heartbeat while it runs, a sweep if it stops.
-    if (!claimed) await startRun(db, runId, workflow, input, executedBy, this.#beats.owner);
+    if (!claimed) await startRun(db, runId, workflow, input, executedBy, this.#beats.owner, req.rerunOf ?? null);
+    // What the run keeps of each step (step-data.ts), the secrets of its STFs masked; and in the run's own record.
+    const secrets = this.#secretsOf(stfs);
+    const stepData = stepDataKeeper({ maxBytes: this.#deps.config.WORKFLOW_STEP_DATA_MAX_BYTES ?? DEFAULT_STEP_DATA_MAX_BYTES, secrets });
     const progress: StepRecord[] = [];
     const writer = new ProgressWriter({
       db,
@@ -268,6 +295,7 @@ export class WorkflowExecutions {
           attempt,
           ...(resume ? { resume } : {}),
           onProgress: writer.write,
+          ...(stepData ? { stepData } : {}),
         });
       } catch (err) {
         logger.error({ err, run_id: runId }, 'workflow engine failed');
@@ -275,7 +303,9 @@ export class WorkflowExecutions {
       }
       // The run record and the audit entry (run id, status, failed step) are written together — unless another
       // attempt took the run over meanwhile (this one was only slow): its own end is the run's.
-      await finishRun(db, runId, result, undefined, {
+      // The record masks the STFs' secrets in the output and errors too (the last STF step's output is the run's); the
+      // caller of a waiting execution gets the result as the steps made it.
+      await finishRun(db, runId, recordedResult(result, secrets), undefined, {
         ...audit,
         details: {
           run_id: runId,
@@ -283,6 +313,7 @@ export class WorkflowExecutions {
           ...(result.error ? { failed_step: result.error.step } : {}),
           ...(claimed ? { queued: true } : {}),
           ...(attempt > 1 ? { attempt } : {}),
+          ...(req.rerunOf ? { rerun_of: req.rerunOf } : {}),
         },
       }, attempt);
       this.#deps.metrics?.workflowRun?.(result.status, (performance.now() - started) / 1000);
@@ -293,6 +324,14 @@ export class WorkflowExecutions {
       this.#running.delete(runId);
     }
   }
+}
+
+/** A result as the run records it: the secrets of its STFs masked in its output and errors (its steps' data is already). */
+function recordedResult(result: ExecutionResult, secrets: readonly string[]): ExecutionResult {
+  const mask = secretMasker(secrets);
+  if (!mask) return result;
+  const masked = <T>(value: T): T => JSON.parse(maskedJson(value, mask)) as T;
+  return { ...result, output: masked(result.output ?? null), error: result.error ? masked(result.error) : null, steps: result.steps.map((s) => (s.error ? { ...s, error: masked(s.error) } : s)) };
 }
 
 /** What carries the process's executions (apps/api's Services: built once, in openServices). */

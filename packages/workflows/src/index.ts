@@ -23,6 +23,22 @@ export {
 export { type ExecutionAudit, type ExecutionRequest, type RecordedRun, runOutput, type WithExecutions, WorkflowExecutions } from './execution.js';
 export { cancelWorkflowRun, handleWorkflowRunJobs, queueWorkflowAs, requeueStaleRuns, resumeInterruptedRuns, WORKFLOW_RUNS_QUEUE, type WorkflowJobDeps } from './queued.js';
 export { authorizeExecution, type ExecuteWorkflowRequest, type ExecutingMember, executeWorkflowAs } from './authorize.js';
+export { type RerunOutcome, type RerunRequest, rerunWorkflowRunAs } from './rerun.js';
+export {
+  DEFAULT_STEP_DATA_MAX_BYTES,
+  isCredentialName,
+  joinStepData,
+  REDACTED,
+  boundedStepData,
+  splitStepData,
+  STEP_DATA_RUN_MAX_BYTES,
+  type StepDataKeeper,
+  stepDataKeeper,
+  type StepRecordWithData,
+  type StoredStepData,
+  type TruncatedStepValue,
+  truncatedValue,
+} from './step-data.js';
 export {
   checkSchedule,
   createSchedule,

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { auditInsertSelect } from '@wds/audit';
 import { type Db, sql } from '@wds/db';
 import type { StepRecord } from './engine.js';
+import { boundedStepData, splitStepData } from './step-data.js';
 
 /** This process's id as the owner of the runs it executes; a new one at every start. */
 export const INSTANCE_ID: string = randomUUID();
@@ -64,10 +65,14 @@ export class RunHeartbeat {
   beat(): Promise<void> {
     if (this.#inFlight) return this.#inFlight;
     if (this.#live.size === 0) return Promise.resolve();
-    const runs = [...this.#live].map(([id, { steps, attempt }]) => ({ id, steps, attempt: attempt ?? null }));
+    // Each step's input and output go to step_data, apart from the records run lists answer (step-data.ts).
+    const runs = [...this.#live].map(([id, { steps, attempt }]) => {
+      const split = splitStepData(steps);
+      return { id, steps: split.steps, step_data: boundedStepData(split.data)?.data ?? null, attempt: attempt ?? null };
+    });
     this.#inFlight = sql<{ id: string }>`
-      UPDATE platform.workflow_runs r SET heartbeat_at = now(), steps = v.steps
-        FROM jsonb_to_recordset(${JSON.stringify(runs)}::jsonb) AS v(id uuid, steps jsonb, attempt integer)
+      UPDATE platform.workflow_runs r SET heartbeat_at = now(), steps = v.steps, step_data = v.step_data
+        FROM jsonb_to_recordset(${JSON.stringify(runs)}::jsonb) AS v(id uuid, steps jsonb, step_data jsonb, attempt integer)
        WHERE r.id = v.id AND r.status = 'running' AND (v.attempt IS NULL OR r.attempts = v.attempt)
       RETURNING r.id, r.cancel_requested_at IS NOT NULL AS cancel`
       .execute(this.#db)

@@ -8,6 +8,7 @@
  */
 import { type Db, sql } from '@wds/db';
 import type { RunProgress, StepRecord } from './engine.js';
+import { boundedStepData, splitStepData } from './step-data.js';
 
 /** A checkpoint larger than this keeps only the effects delivered: a resumed attempt runs the other steps again. */
 export const CHECKPOINT_MAX_BYTES = 16 * 1024 * 1024;
@@ -80,12 +81,15 @@ export class ProgressWriter {
     const effects = this.#steps.filter((s) => s.kind === 'effect').length;
     if (!this.#checkpoint && effects === this.#effectsWritten) return this.#chain;
     this.#effectsWritten = effects;
-    const steps = JSON.stringify(this.#steps);
+    // The steps' input and output go to step_data, apart from the records run lists answer (step-data.ts).
+    const split = splitStepData(this.#steps);
+    const steps = JSON.stringify(split.steps);
+    const stepData = boundedStepData(split.data)?.text ?? null;
     const checkpoint = this.#checkpoint ? checkpointText(progress, this.#definition) : undefined;
     this.#chain = this.#chain.then(() =>
       this.#db
         .updateTable('platform.workflow_runs')
-        .set({ steps, heartbeat_at: sql<Date>`now()`, ...(checkpoint !== undefined ? { checkpoint } : {}) })
+        .set({ steps, step_data: stepData, heartbeat_at: sql<Date>`now()`, ...(checkpoint !== undefined ? { checkpoint } : {}) })
         .where('id', '=', this.#runId)
         .where('status', '=', 'running')
         .where('attempts', '=', this.#attempt)

@@ -43,14 +43,14 @@ export async function queueWorkflowAs(deps: WorkflowJobDeps, req: ExecuteWorkflo
   // It runs what was asked for now: these versions and these steps, whatever another editor adds or changes meanwhile.
   const accepted = await requestedVersions(deps.db, workspace.id, workflow, workflow.accepted_versions, executedBy);
   // Its origin is itself (store.ts queueRun): a resumed attempt is the same run, and so the same delivery.
-  const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async', accepted }, (id) => ({
+  const runId = await queueRun(deps.db, { workflow, input: req.input, executedBy, trigger: 'async', accepted, rerunOf: req.rerunOf }, (id) => ({
     workspaceId: workspace.id,
     userId: executedBy,
     apiKeyId: req.audit.apiKeyId,
     action: req.audit.action,
     resourceType: 'workflow',
     resourceId: workflow.id,
-    details: { run_id: id, status: 'queued', trigger: 'async' },
+    details: { run_id: id, status: 'queued', trigger: 'async', ...(req.rerunOf ? { rerun_of: req.rerunOf } : {}) },
     requestId: req.audit.requestId,
     transport: req.audit.transport,
   }));

@@ -37,6 +37,8 @@ export interface WorkflowExecutionConfig extends StfRunnerConfig {
   RUN_STALE_AFTER_MS: number;
   /** Attempts of a queued run cut by a crash: resumed until it has had this many, then failed as interrupted. */
   RUN_MAX_ATTEMPTS: number;
+  /** The bytes of JSON each step's input and output may keep in its run's record (step-data.ts); 0 keeps nothing; default 64 KiB. */
+  WORKFLOW_STEP_DATA_MAX_BYTES?: number;
 }
 
 /**

@@ -1,12 +1,13 @@
 /** Workflows (soft-deleted) and their run records in `platform.workflows` / `platform.workflow_runs`. */
 import { type AuditEntry, auditInsert } from '@wds/audit';
 import { type Db, isUuid, newId, sql, type WorkflowRow, type WorkflowRunRow, type WorkflowRunStatus, type WorkflowRunTrigger, type WorkflowTriggerEvent, type Uuid } from '@wds/db';
-import { conflict, notFound } from '@wds/errors';
+import { conflict, forbidden, notFound } from '@wds/errors';
 import type { CreateWorkflow, UpdateWorkflow, WorkflowDefinition } from './definition.js';
 import type { ExecutionResult, RunError, StepError, StepRecord } from './engine.js';
 import { type AcceptedVersions, acceptedVersions, acceptedVersionsView, sameVersions } from './accepted.js';
 import { runOrigin } from './keys.js';
 import { INSTANCE_ID } from './liveness.js';
+import { boundedStepData, joinStepData, splitStepData } from './step-data.js';
 import type * as v from 'valibot';
 import type { WorkflowRunSummaryView, WorkflowRunView, WorkflowView } from './views.js';
 
@@ -182,20 +183,37 @@ export function redactedError<E extends StepError>(e: E | null | undefined): E |
 }
 const redactedStep = (s: StepRecord): StepRecord => (s.error ? { ...s, error: redactedError(s.error) as StepError } : s);
 
+/** What run lists read of a run: everything but its step data and its checkpoint (each can be large, neither is listed). */
+type RunSummaryRow = Omit<WorkflowRunRow, 'step_data' | 'checkpoint'>;
+const RUN_SUMMARY_COLUMNS = [
+  'id', 'workflow_id', 'workspace_id', 'status', 'executed_by', 'input', 'output', 'error', 'steps', 'started_at', 'finished_at', 'duration_ms',
+  'owner', 'heartbeat_at', 'trigger', 'trigger_id', 'queued_at', 'cancel_requested_at', 'accepted_versions', 'attempts', 'origin', 'rerun_of',
+] as const satisfies readonly (keyof RunSummaryRow)[];
+// A column added to workflow_runs is listed above (or left out here on purpose): this fails to compile until it is.
+const everySummaryColumn: Exclude<keyof RunSummaryRow, (typeof RUN_SUMMARY_COLUMNS)[number]> extends never ? true : never = true;
+void everySummaryColumn;
+
+/**
+ * Whether a run's `$input` is rows chosen by the policies of the user it ran as: a row trigger's event, or such an
+ * event run again by hand (a rerun of a row run carries its rows, and stays theirs).
+ */
+const rowInput = (r: Pick<WorkflowRunRow, 'trigger' | 'rerun_of' | 'input'>): boolean => (r.trigger === 'event' || r.rerun_of !== null) && isRowEvent(r.input);
+
 /**
  * Whether a run worked on rows chosen by the policies of the user it ran as, read by someone else: a row trigger's
- * run (its `$input`, see rowsHidden), or one whose input step read a table as that user (StepRecord.caller_rows).
+ * run (its `$input`, see rowsHidden; rowInput), or one whose input step read a table as that user (StepRecord.caller_rows).
  */
-const rowsHiddenFrom = (r: WorkflowRunRow, readerId: string | undefined): boolean =>
+const rowsHiddenFrom = (r: RunSummaryRow, readerId: string | undefined): boolean =>
   readerId !== undefined &&
   readerId !== r.executed_by &&
-  ((r.trigger === 'event' && isRowEvent(r.input)) || ((r.steps ?? []) as StepRecord[]).some((s) => s.kind === 'input' && s.caller_rows === true));
+  (rowInput(r) || ((r.steps ?? []) as StepRecord[]).some((s) => s.kind === 'input' && s.caller_rows === true));
 
 /** A run without its input and output; one made of its user's rows (rowsHiddenFrom), for anyone else, without its errors' words. */
-const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryView => {
-  // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps).
+const toRunSummary = (r: RunSummaryRow, readerId?: string): WorkflowRunSummaryView => {
+  // The JSON columns hold what this package wrote (finishRun: an ExecutionResult's error and steps). Steps never
+  // carry their data in `steps` (step_data holds it); stripped all the same, so no list could answer it.
   const error = (r.error ?? null) as RunError | null;
-  const steps = (r.steps ?? []) as StepRecord[];
+  const steps = ((r.steps ?? []) as StepRecord[]).map(({ input: _input, output: _output, ...s }) => s);
   const hidden = rowsHiddenFrom(r, readerId);
   return {
     id: r.id,
@@ -207,6 +225,7 @@ const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryV
     queued_at: r.queued_at ? r.queued_at.toISOString() : null,
     cancel_requested_at: r.cancel_requested_at ? r.cancel_requested_at.toISOString() : null,
     attempts: r.attempts ?? (r.status === 'queued' ? 0 : 1),
+    rerun_of: r.rerun_of ?? null,
     error: hidden ? redactedError(error) : error,
     steps: hidden ? steps.map(redactedStep) : steps,
     started_at: r.started_at.toISOString(),
@@ -216,15 +235,50 @@ const toRunSummary = (r: WorkflowRunRow, readerId?: string): WorkflowRunSummaryV
 };
 
 /**
- * A run with its input and output. One made of its user's rows (rowsHiddenFrom) is whole only for that user: anyone
- * else gets no output and its errors without their messages, and a row trigger's input without the rows
- * (rowEventFor).
+ * A run with its input and output, and each step's (step-data.ts). One made of its user's rows (rowsHiddenFrom) is
+ * whole only for that user: anyone else gets no output, no step's input or output (null), its errors without their
+ * messages, and a row trigger's input without the rows (rowEventFor).
  */
-const toRunView = (r: WorkflowRunRow, readerId?: string): WorkflowRunView => ({
-  ...toRunSummary(r, readerId),
-  input: r.trigger === 'event' ? rowEventFor(r.input ?? null, r.executed_by, readerId) : (r.input ?? null),
-  output: rowsHiddenFrom(r, readerId) ? null : (r.output ?? null),
-});
+const toRunView = (r: WorkflowRunRow, readerId?: string): WorkflowRunView => {
+  const summary = toRunSummary(r, readerId);
+  const hidden = rowsHiddenFrom(r, readerId);
+  return {
+    ...summary,
+    steps: joinStepData(summary.steps, r.step_data, !hidden),
+    input: rowInput(r) ? rowEventFor(r.input ?? null, r.executed_by, readerId) : (r.input ?? null),
+    output: hidden ? null : (r.output ?? null),
+  };
+};
+
+/** The run's row (its workspace's, its workflow's: 404 otherwise). */
+async function runRow(db: Db, workspaceId: string, workflowId: Uuid, runId: Uuid): Promise<WorkflowRunRow> {
+  await getWorkflow(db, workspaceId, workflowId);
+  const row = await db
+    .selectFrom('platform.workflow_runs')
+    .selectAll()
+    .where('id', '=', runId)
+    .where('workflow_id', '=', workflowId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  if (!row) throw notFound('Workflow run');
+  return row;
+}
+
+/**
+ * The `$input` a reader may run a recorded run again with: the run's own, stored whole. 403 when it is rows only
+ * the user it ran as may read (a row trigger's event, or a rerun of one) and the reader is someone else; 409 while
+ * the run has not ended (a second run of a queued or running one's input is not what a rerun is for).
+ */
+export async function rerunInput(db: Db, workspaceId: string, workflowId: Uuid, runId: Uuid, readerId: string): Promise<unknown> {
+  const row = await runRow(db, workspaceId, workflowId, runId);
+  if (rowInput(row) && rowsHidden(row.input, row.executed_by, readerId)) {
+    throw forbidden('The run\'s input is rows only the user it ran as may read', 'only that user may run it again');
+  }
+  if (row.status === 'queued' || row.status === 'running') {
+    throw conflict(`The run has not ended (${row.status})`, 'a run can be run again once it has ended');
+  }
+  return row.input ?? null;
+}
 
 /** A new run's id (runs are ordered by it). */
 export const newRunId = (): string => newId();
@@ -240,6 +294,8 @@ export async function startRun(
   input: unknown,
   executedBy: string | null,
   owner: string = INSTANCE_ID,
+  /** The run this one runs again (rerun_workflow_run). */
+  rerunOf: string | null = null,
 ): Promise<void> {
   await db
     .insertInto('platform.workflow_runs')
@@ -254,6 +310,7 @@ export async function startRun(
       heartbeat_at: sql<Date>`now()`,
       attempts: 1,
       origin: runOrigin.run('request', id),
+      rerun_of: rerunOf,
     })
     .execute();
 }
@@ -273,11 +330,14 @@ export async function finishRun(
   audit?: AuditEntry,
   attempt?: number,
 ): Promise<void> {
+  // Each step's input and output go to step_data, apart from the records run lists answer.
+  const { steps, data } = splitStepData(result.steps);
   const outcome = {
     status: result.status,
     output: JSON.stringify(result.output ?? null),
     error: result.error ? JSON.stringify(result.error) : null,
-    steps: JSON.stringify(result.steps),
+    steps: JSON.stringify(steps),
+    step_data: boundedStepData(data)?.text ?? null,
     finished_at: new Date(),
     duration_ms: result.duration_ms,
     checkpoint: null,
@@ -323,7 +383,7 @@ export async function listRuns(
   readerId?: string,
 ): Promise<WorkflowRunSummaryView[]> {
   await getWorkflow(db, workspaceId, workflowId);
-  let q = db.selectFrom('platform.workflow_runs').selectAll().where('workflow_id', '=', workflowId).where('workspace_id', '=', workspaceId);
+  let q = db.selectFrom('platform.workflow_runs').select(RUN_SUMMARY_COLUMNS).where('workflow_id', '=', workflowId).where('workspace_id', '=', workspaceId);
   if (page.status !== undefined) q = q.where('status', '=', page.status);
   if (page.trigger !== undefined) q = q.where('trigger', '=', page.trigger);
   if (page.trigger_id !== undefined) q = q.where('trigger_id', '=', page.trigger_id);
@@ -336,16 +396,7 @@ export async function listRuns(
 }
 
 export async function getRun(db: Db, workspaceId: string, workflowId: Uuid, runId: Uuid, readerId?: string): Promise<WorkflowRunView> {
-  await getWorkflow(db, workspaceId, workflowId);
-  const row = await db
-    .selectFrom('platform.workflow_runs')
-    .selectAll()
-    .where('id', '=', runId)
-    .where('workflow_id', '=', workflowId)
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
-  if (!row) throw notFound('Workflow run');
-  return toRunView(row, readerId);
+  return toRunView(await runRow(db, workspaceId, workflowId, runId), readerId);
 }
 
 /** What a queued run is: whose, started by what, with which input. */
@@ -359,6 +410,8 @@ export interface QueuedRun {
   accepted?: AcceptedVersions;
   /** What it is the delivery of (keys.ts runOrigin): an event, a schedule's tick, a hook delivery; default the run itself. */
   origin?: string;
+  /** The run it runs again (rerun_workflow_run). */
+  rerunOf?: string | undefined;
 }
 
 /**
@@ -381,6 +434,7 @@ export async function queueRun(db: Db, run: QueuedRun, audit?: (runId: string) =
       accepted_versions: run.accepted ? JSON.stringify(run.accepted) : null,
       attempts: 0,
       origin: run.origin ?? `${run.trigger}:${id}`,
+      rerun_of: run.rerunOf ?? null,
     });
   if (!audit) await insert(db).execute();
   else await auditInsert(db.with('run', (q) => insert(q as unknown as Db).returning('id')), audit(id)).execute();

@@ -101,6 +101,8 @@ export const WorkflowRunSummaryView = v.object({
    * died (at most RUN_MAX_ATTEMPTS; the steps it had finished were not run again).
    */
   attempts: field.NonNegative,
+  /** The run this one ran again (`POST …/runs/{runId}/rerun`), with the same `$input`; null otherwise. */
+  rerun_of: v.nullable(field.Uuid),
   error: v.nullable(v.object({ ...StepErrorView.entries, step: v.string() })),
   steps: v.array(StepRecordView),
   started_at: field.Timestamp,
@@ -109,8 +111,22 @@ export const WorkflowRunSummaryView = v.object({
 });
 export type WorkflowRunSummaryView = v.InferOutput<typeof WorkflowRunSummaryView>;
 
-/** One run with its input and output (any JSON; null when there is none). */
-export const WorkflowRunView = v.object({ ...WorkflowRunSummaryView.entries, input: v.unknown(), output: v.unknown() });
+/**
+ * One step of a run as the run view answers it: its record with what the step was given and what it made (any JSON,
+ * secrets masked). A value over WORKFLOW_STEP_DATA_MAX_BYTES is `{ truncated: true, bytes, preview }`; null when
+ * nothing was kept (a skipped step, an output a failed step did not make, a run before step data) or for a reader
+ * other than the user a run made of their rows ran as.
+ */
+export const StepRecordWithDataView = v.object({
+  ...StepRecordView.entries,
+  /** An input step's source, an STF step's input, an effect step's request (credentials `[redacted]`). */
+  input: v.unknown(),
+  /** An input step's value, an STF step's output, an effect step's `{ status, body }` answer. */
+  output: v.unknown(),
+});
+
+/** One run with its input and output (any JSON; null when there is none), and each step's. */
+export const WorkflowRunView = v.object({ ...WorkflowRunSummaryView.entries, steps: v.array(StepRecordWithDataView), input: v.unknown(), output: v.unknown() });
 export type WorkflowRunView = v.InferOutput<typeof WorkflowRunView>;
 
 /** A cron schedule of a workflow: it runs the workflow as its creator with `input` at each tick. */

@@ -11,6 +11,7 @@ import {
   listWorkflows,
   patchedDefinition,
   queueWorkflowAs,
+  rerunWorkflowRunAs,
   runOutput,
   softDeleteWorkflow,
   updateWorkflow,
@@ -20,10 +21,49 @@ import { unauthorized } from '@wds/errors';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
 import { Workflow, WorkflowRun, WorkflowRunQueued, WorkflowRunSummary } from '../http/views/index.js';
-import { defineRoute, workspaceAccess } from '../http/route.js';
+import { defineRoute, type Transport, workspaceAccess } from '../http/route.js';
 import { PageQuery, Uuid, boolQuery, pageEntries } from '../http/schemas.js';
+import type { OpenApiExtras } from '../http/openapi.js';
 
 const common = { auth: 'user', workspace: 'header', role: 'member' } as const;
+
+/** `async`: the query of the operations that run a workflow (execute, rerun). */
+const RunQuery = v.object({ async: boolQuery('must be true or false', true) });
+
+/** Whether the caller asked not to wait for the run: `Prefer: respond-async` (then it is applied), or `async=true`. */
+function asksAsync(transport: Transport, query: { async?: string | undefined }): { async: boolean; prefer: boolean } {
+  const prefer = /(^|[\s,;])respond-async([\s,;]|$)/i.test(transport.header('prefer') ?? '');
+  return { async: prefer || query.async === 'true' || query.async === '1', prefer };
+}
+
+/** 202 with the run queued: its id, where to read it, and the preference applied when asked with Prefer. */
+function queuedAnswer(workflowId: string, runId: string, prefer: boolean): Response {
+  const headers: Record<string, string> = { 'x-workflow-run-id': runId, location: `/api/v1/workflows/${workflowId}/runs/${runId}` };
+  if (prefer) headers['preference-applied'] = 'respond-async';
+  return Response.json({ run_id: runId, workflow_id: workflowId, status: 'queued' }, { status: 202, headers });
+}
+
+/** What the operations that run a workflow state: the result (200) or the run queued (202), and the Prefer header. */
+const runAnswers = (what: string): OpenApiExtras => ({
+  responses: {
+    '200': {
+      description: "The last STF step's output",
+      content: { 'application/json': { schema: { description: "Any JSON value: the last STF step's output" } } },
+      headers: { 'X-Workflow-Run-Id': { schema: { type: 'string' }, description: `The ${what} (GET …/runs lists it)` } },
+    },
+    '202': {
+      description: 'Queued (Prefer: respond-async, or async=true): the run starts on a process of the job queue',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/WorkflowRunQueued' } } },
+      headers: {
+        'X-Workflow-Run-Id': { schema: { type: 'string' }, description: `The ${what}` },
+        Location: { schema: { type: 'string' }, description: 'The run: GET it for its state and result' },
+        'Preference-Applied': { schema: { type: 'string' }, description: '`respond-async` when asked with Prefer' },
+      },
+    },
+  },
+  headers: [{ name: 'Prefer', description: '`respond-async`: answer 202 at once and run in the background', schema: { type: 'string' } }],
+  errors: [409, 422],
+});
 
 export const workflowRoutes = [
   defineRoute({
@@ -108,28 +148,9 @@ export const workflowRoutes = [
     invalidates: 'none',
     // The body is `$input`, any JSON value; an empty body is null.
     body: v.unknown(),
-    query: v.object({ async: boolQuery('must be true or false', true) }),
+    query: RunQuery,
     mcp: { bodyName: 'input', workspace: true },
-    openapi: {
-      responses: {
-        '200': {
-          description: "The last STF step's output",
-          content: { 'application/json': { schema: { description: "Any JSON value: the last STF step's output" } } },
-          headers: { 'X-Workflow-Run-Id': { schema: { type: 'string' }, description: 'The run (GET …/runs lists it)' } },
-        },
-        '202': {
-          description: 'Queued (Prefer: respond-async, or async=true): the run starts on a process of the job queue',
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/WorkflowRunQueued' } } },
-          headers: {
-            'X-Workflow-Run-Id': { schema: { type: 'string' }, description: 'The run' },
-            Location: { schema: { type: 'string' }, description: 'The run: GET it for its state and result' },
-            'Preference-Applied': { schema: { type: 'string' }, description: '`respond-async` when asked with Prefer' },
-          },
-        },
-      },
-      headers: [{ name: 'Prefer', description: '`respond-async`: answer 202 at once and run in the background', schema: { type: 'string' } }],
-      errors: [409, 422],
-    },
+    openapi: runAnswers('run'),
     handler: async (ctx) => {
       const { services, transport, principal, body } = ctx;
       const workspaceId = transport.workspaceId();
@@ -146,14 +167,11 @@ export const workflowRoutes = [
         input: body,
         audit: { apiKeyId: principal?.apiKeyId ?? null, action: 'execute_workflow', requestId: transport.requestId, transport: transport.name },
       };
-      const preferAsync = /(^|[\s,;])respond-async([\s,;]|$)/i.test(transport.header('prefer') ?? '');
-      if (preferAsync || ctx.query.async === 'true' || ctx.query.async === '1') {
+      const asked = asksAsync(transport, ctx.query);
+      if (asked.async) {
         // Only members can read the run it starts, and a run queued is work for everyone's queue: signed in only.
         if (!principal) throw unauthorized('Asynchronous execution needs a signed-in member');
-        const runId = await queueWorkflowAs(services, request);
-        const headers: Record<string, string> = { 'x-workflow-run-id': runId, location: `/api/v1/workflows/${workflowId}/runs/${runId}` };
-        if (preferAsync) headers['preference-applied'] = 'respond-async';
-        return Response.json({ run_id: runId, workflow_id: workflowId, status: 'queued' }, { status: 202, headers });
+        return queuedAnswer(workflowId, await queueWorkflowAs(services, request), asked.prefer);
       }
       const run = await executeWorkflowAs(services, request);
       transport.setHeader('X-Workflow-Run-Id', run.runId);
@@ -182,7 +200,7 @@ export const workflowRoutes = [
     path: '/api/v1/workflows/:workflowId/runs/:runId',
     operation: 'get_workflow_run',
     response: WorkflowRun,
-    summary: "One run of a workflow, with its input, output, error and per-step records. A row trigger's run is whole only for the user it ran as: others get its input without the rows (`redacted: true`), no output, and errors without their messages",
+    summary: "One run of a workflow, with its input, output, error and per-step records, each with the step's input and output (secrets masked; over WORKFLOW_STEP_DATA_MAX_BYTES a `{ truncated, bytes, preview }` marker). A run made of rows only the user it ran as may read (a row trigger's, or one whose Table step read with their policies) is whole only for that user: others get its input without the rows (`redacted: true`), no output, no step input or output (null), and errors without their messages",
     handler: async ({ db, access, params, principal }) =>
       getRun(db, access.workspace.id, params.workflowId, params.runId, principal.user.id),
   }),
@@ -206,6 +224,35 @@ export const workflowRoutes = [
       if (run.executed_by !== principal.user.id) await assertWorkflowEditor(ctx);
       ctx.audit({ resourceId: runId, details: { workflow_id: workflowId, status: run.status } });
       return cancelWorkflowRun(services, access.workspace.id, workflowId, runId, principal.user.id);
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'post',
+    path: '/api/v1/workflows/:workflowId/runs/:runId/rerun',
+    operation: 'rerun_workflow_run',
+    response: v.unknown(),
+    summary:
+      "Run a workflow again with a recorded run's $input, as the caller now (their right to execute it, their policies, the versions they would run), never as the user the run ran as; answers as execute does (the result, or 202 with `Prefer: respond-async` or `async=true`). 403 for a run whose input is rows only the user it ran as may read, 409 for a run that has not ended",
+    // The execution writes the new run and its audit entry (rerun_workflow_run, with rerun_of) itself.
+    transaction: false,
+    auditsItself: true,
+    invalidates: 'none',
+    query: RunQuery,
+    openapi: runAnswers('new run'),
+    handler: async ({ services, transport, access, params, principal, query }) => {
+      const asked = asksAsync(transport, query);
+      const outcome = await rerunWorkflowRunAs(services, {
+        workspaceId: access.workspace.id,
+        workflowId: params.workflowId,
+        runId: params.runId,
+        member: { userId: principal.user.id, workspace: access.workspace },
+        async: asked.async,
+        audit: { apiKeyId: principal.apiKeyId ?? null, action: 'rerun_workflow_run', requestId: transport.requestId, transport: transport.name },
+      });
+      if ('queued' in outcome) return queuedAnswer(params.workflowId, outcome.queued, asked.prefer);
+      transport.setHeader('X-Workflow-Run-Id', outcome.ran.runId);
+      return runOutput(outcome.ran);
     },
   }),
 ];
