@@ -23,6 +23,7 @@ import * as m0020 from './migrations/0020_memory_bounds.js';
 import * as m0021 from './migrations/0021_effects_once.js';
 import * as m0022 from './migrations/0022_audit_in_transaction.js';
 import * as m0023 from './migrations/0023_audit_writer.js';
+import * as m0025 from './migrations/0025_login_links.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
 const migrations: Record<string, Migration> = {
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '0021_effects_once': m0021,
   '0022_audit_in_transaction': m0022,
   '0023_audit_writer': m0023,
+  '0025_login_links': m0025,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
