@@ -107,6 +107,14 @@ describe.each(userRoutes.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] a
       expect(r.status).toBe(403);
     });
   }
+
+  if (route.auth === 'session') {
+    test('unscoped JWT → 403 (session token required)', async ({ h, ws, owner }) => {
+      const r = await send(h, ws.id, await jwtFor(`sub-${owner.id}`, owner.email));
+      expect(r.status).toBe(403);
+      expect(r.body.code).toBe('FORBIDDEN');
+    });
+  }
 });
 
 const adminRoutes = routes.filter((r) => r.auth === 'admin');

@@ -38,6 +38,8 @@ export interface AuditInfo {
   details?: Record<string, unknown>;
   /** For routes outside a workspace that still concern one (e.g. workspace create). */
   workspaceId?: string | null;
+  /** For routes whose user is known only once the handler ran (a login link redeemed: the user it signed in). */
+  userId?: string;
 }
 
 /**
@@ -151,6 +153,12 @@ export interface RouteDef<
   transaction?: boolean;
   /** The handler writes its own audit entry (inside its own transaction), so the wrapper does not. */
   auditsItself?: boolean;
+  /**
+   * The route checks a credential of its own, in its input (a login link's code): the unit of the failed-authentication
+   * budget taken for the request stays held while the handler runs — kept when it answers 401, given back otherwise —
+   * as for a Bearer token (rate-limit.ts), so parallel guesses cannot overrun the budget.
+   */
+  checksCredential?: boolean;
   /**
    * How MCP reaches the operation: omitted, it is a tool named after the operation; `{ exclude }` keeps it HTTP-only
    * with the reason (the MCP parity test lists them); `headers` are tool arguments handed to the handler as request
@@ -373,7 +381,7 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
       const resultId = (result as { id?: unknown } | undefined)?.id;
       await recordAudit(db, {
         workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,
-        userId: principal?.user.id ?? null,
+        userId: auditInfo.userId ?? principal?.user.id ?? null,
         apiKeyId: principal?.apiKeyId ?? null,
         action: auditInfo.action ?? route.operation,
         resourceType: spec.resource,
@@ -459,7 +467,7 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
     const principal = await principalOf(c, route.auth);
     if (principal) c.set('principal', principal);
-    limitCaller(c, principal);
+    limitCaller(c, principal, { holdFailure: route.checksCredential === true });
     const params = c.req.param() as Record<string, string>;
     // Ids in the path are UUIDs and all text is storable before anything is looked up by it.
     checkRequestText(c, route.auth === 'optional' && !principal, params);
