@@ -176,10 +176,10 @@ export interface paths {
         get: operations["list_workspaces"];
         put?: never;
         /**
-         * Create a workspace; the caller becomes its admin (session tokens only)
-         * @description Create a workspace; the caller becomes its admin (session tokens only)
+         * Create a workspace; the caller becomes its admin (a person's login: a session token or an unscoped JWT)
+         * @description Create a workspace; the caller becomes its admin (a person's login: a session token or an unscoped JWT)
          *
-         *     Credential: a session token only (API keys and scoped tokens are refused with 403).
+         *     Credential: a person's interactive login, a session token or a JWT without a workspace_id claim (API keys and scoped JWTs are refused with 403).
          */
         post: operations["create_workspace"];
         delete?: never;
