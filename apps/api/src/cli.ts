@@ -2,16 +2,20 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { backup, restore } from './backup.js';
+import { cliLoginLink } from './cli-login-link.js';
 import { loadConfig } from './config.js';
 
 const USAGE = `Usage:
   pnpm cli user create --email <email> --name <name>   create a user and print a session token
   pnpm cli session create --user-id <id>                print a new session token for a user
+  pnpm cli user login-link --email <email>              print a one-time login link (15 minutes) for a user
   pnpm cli backup <dir>                                 back up the database and the files' bytes into a new directory
   pnpm cli restore <dir>                                restore a backup into an empty database (a new DATA_DIR)
 
-user and session talk to a running server's admin interface: API_URL (default http://127.0.0.1:8080) and
-ADMIN_TOKEN (default: the token the embedded database setup stored in DATA_DIR/admin-token).
+user create and session create talk to a running server's admin interface: API_URL (default
+http://127.0.0.1:8080) and ADMIN_TOKEN (default: the token the embedded database setup stored in DATA_DIR/admin-token).
+user login-link works on the database itself (DATABASE_URL, or the embedded one in DATA_DIR, which may be running)
+and points the link at CONSOLE_URL (default http://127.0.0.1:PORT); see docs/http-api.md#login-links.
 backup and restore use the service's configuration (DATABASE_URL, or the embedded database in DATA_DIR, which
 may be running; STORAGE_*) and pg_dump/pg_restore (PG_BIN_DIR, else PATH); see docs/backups.md.`;
 
@@ -68,6 +72,8 @@ async function main(argv: string[]): Promise<void> {
     const user = await call('/admin/v1/users', { email: values.email, name: values.name });
     const session = await call(`/admin/v1/users/${user.id}/sessions`, {});
     console.log(JSON.stringify({ user, session_token: session.token, expires_at: session.expires_at }, null, 2));
+  } else if (noun === 'user' && verb === 'login-link' && values.email) {
+    console.log(JSON.stringify(await cliLoginLink(loadConfig(process.env), values.email), null, 2));
   } else if (noun === 'session' && verb === 'create' && values['user-id']) {
     const session = await call(`/admin/v1/users/${values['user-id']}/sessions`, {});
     console.log(JSON.stringify({ session_token: session.token, expires_at: session.expires_at }, null, 2));

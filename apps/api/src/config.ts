@@ -1,6 +1,7 @@
 import { parseAllowlist } from '@wds/effect-runner';
 import * as v from 'valibot';
 import { type CorsOrigins, parseCorsOrigins } from './http/cors.js';
+import { parseConsoleUrl } from './login-page.js';
 
 const int = (def: number, min: number, max: number) =>
   v.optional(
@@ -30,6 +31,21 @@ export const ConfigSchema = v.object({
   AUTH_CLIENT_ID: opt,
   AUTH_CLIENT_SECRET: opt,
   SESSION_TTL_SECONDS: int(30 * 24 * 3600, 60, 365 * 24 * 3600),
+  // The base URL the console is reached under: login links point at its /console/login page (login-page.ts).
+  CONSOLE_URL: v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.rawTransform(({ dataset, addIssue, NEVER }) => {
+        try {
+          return parseConsoleUrl(dataset.value);
+        } catch (err) {
+          addIssue({ message: `CONSOLE_URL: ${(err as Error).message}` });
+          return NEVER;
+        }
+      }),
+    ),
+  ),
   MAX_BODY_BYTES: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   // MCP (docs/mcp.md): one JSON-RPC request body (an upload's base64 counts), one tool result's text before it is
   // cut with a note on how to page, and the open sessions of this process (each user at most a tenth of them).

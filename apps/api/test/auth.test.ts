@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
@@ -300,6 +301,128 @@ describe('POST /auth/token', () => {
   test('without AUTH_TOKEN_URL the endpoint says it is not configured', async ({ h: plain }) => {
     const r = await plain.call('POST', '/api/v1/auth/token', { body: { grant_type: 'refresh_token', refresh_token: 'x' } });
     expect(r.status).toBe(503);
+  });
+});
+
+/**
+ * A fake authorization server on 127.0.0.1 doing the authorization-code flow with PKCE (RFC 7636, S256): its
+ * authorization endpoint redirects to the registered URI with a code bound to the challenge; its token endpoint
+ * issues an access token (an HS256 JWT the service accepts) only to the code's verifier and redirect URI.
+ */
+function fakeAuthorizationServer(registered: string, clientSecret: string) {
+  const codes = new Map<string, { challenge: string; redirectUri: string; sub: string; email: string }>();
+  const tokenRequests: URLSearchParams[] = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method === 'GET' && url.pathname === '/authorize') {
+      const q = url.searchParams;
+      if (q.get('redirect_uri') !== registered || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')) return json(400, { error: 'invalid_request' });
+      const code = `code-${codes.size + 1}`;
+      codes.set(code, { challenge: q.get('code_challenge') as string, redirectUri: registered, sub: q.get('login_hint_sub') as string, email: q.get('login_hint') as string });
+      res.writeHead(302, { location: `${registered}?code=${code}&state=${q.get('state')}` });
+      return res.end();
+    }
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      const form = new URLSearchParams(body);
+      tokenRequests.push(form);
+      const grant = codes.get(form.get('code') ?? '');
+      const verifier = form.get('code_verifier') ?? '';
+      const s256 = createHash('sha256').update(verifier).digest('base64url');
+      if (form.get('client_secret') !== clientSecret) return json(401, { error: 'invalid_client' });
+      if (!grant || grant.challenge !== s256 || grant.redirectUri !== form.get('redirect_uri')) return json(400, { error: 'invalid_grant' });
+      codes.delete(form.get('code') as string);
+      const accessToken = await hs256({ email: grant.email, email_verified: true, name: 'Browser User' }, grant.sub);
+      json(200, { access_token: accessToken, refresh_token: 'refresh-1', token_type: 'Bearer', expires_in: 300 });
+    });
+  });
+  return { server, tokenRequests };
+}
+
+describe('browser sign-in with PKCE through the token exchange (issue 31)', () => {
+  const CONSOLE = 'https://console.example.test';
+  const REDIRECT = `${CONSOLE}/console/callback`;
+  let fake: ReturnType<typeof fakeAuthorizationServer>;
+  let as: string;
+  let h: Harness;
+
+  beforeAll(async () => {
+    fake = fakeAuthorizationServer(REDIRECT, 'console-secret');
+    await new Promise<void>((ok) => fake.server.listen(0, '127.0.0.1', ok));
+    as = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    h = await Harness.create({
+      AUTH_TOKEN_URL: `${as}/token`,
+      AUTH_CLIENT_ID: 'console',
+      AUTH_CLIENT_SECRET: 'console-secret',
+      CORS_ORIGINS: CONSOLE,
+    });
+  });
+  afterAll(async () => {
+    await h.close();
+    fake.server.close();
+  });
+
+  test('a page on the console origin signs in: verifier forwarded, token passed back, and the JWT creates a workspace', async () => {
+    const email = h.uniqueEmail('browser');
+    // What the page does before leaving: a verifier, its S256 challenge, a state.
+    const verifier = randomBytes(32).toString('base64url');
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const authorize = new URL(`${as}/authorize`);
+    for (const [k, v] of Object.entries({ response_type: 'code', client_id: 'console', redirect_uri: REDIRECT, state: 'st-1', code_challenge: challenge, code_challenge_method: 'S256', login_hint: email, login_hint_sub: `browser-${email}` })) {
+      authorize.searchParams.set(k, v);
+    }
+    const back = await fetch(authorize, { redirect: 'manual' });
+    const landed = new URL(back.headers.get('location') as string);
+    expect(`${landed.origin}${landed.pathname}`).toBe(REDIRECT);
+    expect(landed.searchParams.get('state')).toBe('st-1');
+    const code = landed.searchParams.get('code') as string;
+
+    // The exchange from the console's origin: the preflight a JSON POST needs, then the call.
+    const origin = { origin: CONSOLE };
+    const preflight = await h.call('OPTIONS', '/api/v1/auth/token', {
+      headers: { ...origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(CONSOLE);
+    expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('content-type');
+
+    // The wrong verifier (an intercepted code without it) gets the server's own refusal.
+    const stolen = await h.call('POST', '/api/v1/auth/token', {
+      headers: origin,
+      body: { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: randomBytes(32).toString('base64url') },
+    });
+    expect([stolen.status, stolen.body]).toEqual([400, { error: 'invalid_grant' }]);
+    expect(stolen.headers.get('access-control-allow-origin')).toBe(CONSOLE);
+
+    const issue = async () => {
+      // The fake spends a code only on success: a fresh one for the real exchange.
+      const again = await fetch(authorize, { redirect: 'manual' });
+      return new URL(again.headers.get('location') as string).searchParams.get('code') as string;
+    };
+    const exchanged = await h.call('POST', '/api/v1/auth/token', {
+      headers: origin,
+      body: { grant_type: 'authorization_code', code: await issue(), redirect_uri: REDIRECT, code_verifier: verifier, client_secret: 'page-guess' },
+    });
+    expect(exchanged.status).toBe(200);
+    expect(exchanged.headers.get('access-control-allow-origin')).toBe(CONSOLE);
+    expect(exchanged.headers.get('cache-control')).toBe('no-store');
+    const sent = fake.tokenRequests.at(-1) as URLSearchParams;
+    expect(sent.get('code_verifier')).toBe(verifier);
+    expect(sent.getAll('client_secret')).toEqual(['console-secret']);
+    expect(sent.get('client_id')).toBe('console');
+
+    // The access token is the person's login: it names them and may create a workspace (unscoped).
+    const token = exchanged.body.access_token as string;
+    const me = await h.call('GET', '/api/v1/auth/me', { token, headers: origin });
+    expect([me.status, me.body.email]).toEqual([200, email]);
+    const ws = await h.call('POST', '/api/v1/workspaces', { token, headers: origin, body: { name: 'from the browser' } });
+    expect(ws.status).toBe(201);
+    expect(ws.headers.get('access-control-allow-origin')).toBe(CONSOLE);
   });
 });
 

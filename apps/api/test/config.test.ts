@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { loginPageUrl } from '../src/login-page.js';
 
 describe('configuration', () => {
   it('has documented defaults for the STF runtimes', () => {
@@ -19,5 +20,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ DOCKER_HOST: '/var/run/docker.sock' })).toThrow(/DOCKER_HOST/);
     expect(() => loadConfig({ STF_WASM_ALLOWED_HOSTS: 'http://evil/' })).toThrow(/STF_WASM_ALLOWED_HOSTS/);
     expect(() => loadConfig({ STF_DOCKER_CONCURRENCY: '0' })).toThrow(/STF_DOCKER_CONCURRENCY/);
+  });
+
+  it('CONSOLE_URL: the base of the login links, the service itself when unset; credentials, queries and fragments refused', () => {
+    expect(loginPageUrl(loadConfig({}))).toBe('http://127.0.0.1:8080/console/login');
+    expect(loginPageUrl(loadConfig({ PORT: '9000' }))).toBe('http://127.0.0.1:9000/console/login');
+    expect(loginPageUrl(loadConfig({ CONSOLE_URL: ' https://app.example.com/ ' }))).toBe('https://app.example.com/console/login');
+    expect(loginPageUrl(loadConfig({ CONSOLE_URL: 'https://example.com/wds/' }))).toBe('https://example.com/wds/console/login');
+    for (const bad of ['app.example.com', 'ftp://app.example.com', 'https://u:p@app.example.com', 'https://app.example.com/?x=1', 'https://app.example.com/#x', 'javascript:alert(1)']) {
+      expect(() => loadConfig({ CONSOLE_URL: bad }), bad).toThrow(/CONSOLE_URL/);
+    }
   });
 });

@@ -131,9 +131,10 @@ describe('OpenAPI document', () => {
   });
 
   unit('security schemes tell session-only, any-credential, admin and anonymous operations apart', () => {
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', 'bearer', 'session']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminToken', 'bearer', 'login', 'session']);
     const securityOf = (auth: string) => routes.filter((r) => r.auth === auth).map((r) => op(r.method, r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')).security);
     for (const s of securityOf('session')) expect(s).toEqual([{ session: [] }]);
+    expect(securityOf('login')).toEqual([[{ login: [] }]]);
     for (const s of securityOf('user')) expect(s).toEqual([{ bearer: [] }]);
     for (const s of securityOf('admin')) expect(s).toEqual([{ adminToken: [] }]);
     for (const s of securityOf('optional')) expect(s).toEqual([{}, { bearer: [] }]);

@@ -762,8 +762,10 @@ describe('database errors that input causes are 4xx (the safety net under valida
   });
 });
 
-// Mutations that would end the fixture for later routes (delete the workspace, its members, the key) run last.
-const ordered = [...routes].sort((a, b) => Number(a.method === 'delete') - Number(b.method === 'delete') || Number(a.operation === 'delete_workspace') - Number(b.operation === 'delete_workspace'));
+// Mutations that would end the fixture for later routes (delete the workspace, its members, the key) run last, and
+// logout, which revokes the owner's and the member's sessions, after them all.
+const endsFixture = (r: AnyRoute) => (r.operation === 'logout' ? 3 : r.operation === 'delete_workspace' ? 2 : r.method === 'delete' ? 1 : 0);
+const ordered = [...routes].sort((a, b) => endsFixture(a) - endsFixture(b));
 
 describe.each(ordered.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))('%s', (_name, route) => {
   test('hostile corpus: no 5xx, errors in the envelope, refused input refused', async () => {

@@ -18,7 +18,7 @@ const jwtFor = (sub: string, email: string, workspaceId?: string) =>
     .setExpirationTime('5m')
     .sign(new TextEncoder().encode(JWT_SECRET));
 
-const userRoutes = routes.filter((r) => r.auth === 'user' || r.auth === 'session');
+const userRoutes = routes.filter((r) => r.auth === 'user' || r.auth === 'session' || r.auth === 'login');
 
 describe.each(userRoutes.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))('%s', (_name, route) => {
   // Payload-scoped routes (drive sync, SaaS proxy) name the workspace in the query (reads) or the body (writes).
@@ -68,7 +68,7 @@ describe.each(userRoutes.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] a
     const other = await h.workspace(owner.token, 'other');
     const token = await jwtFor(`sub-${owner.id}`, owner.email, other.id);
     const r = await send(h, ws.id, token);
-    if (route.auth === 'session' || route.workspace) {
+    if (route.auth === 'session' || route.auth === 'login' || route.workspace) {
       expect(r.status).toBe(403);
       expect(r.body.code).toBe('FORBIDDEN');
     } else {
@@ -100,11 +100,19 @@ describe.each(userRoutes.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] a
     });
   }
 
-  if (route.auth === 'session') {
-    test('API key → 403 (session token required)', async ({ h, ws, owner }) => {
+  if (route.auth === 'session' || route.auth === 'login') {
+    test('API key → 403 (session token or login JWT required)', async ({ h, ws, owner }) => {
       const k = await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k' } });
       const r = await send(h, ws.id, k.body.key);
       expect(r.status).toBe(403);
+    });
+  }
+
+  if (route.auth === 'session') {
+    test('unscoped JWT → 403 (session token required)', async ({ h, ws, owner }) => {
+      const r = await send(h, ws.id, await jwtFor(`sub-${owner.id}`, owner.email));
+      expect(r.status).toBe(403);
+      expect(r.body.code).toBe('FORBIDDEN');
     });
   }
 });

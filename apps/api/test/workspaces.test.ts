@@ -1,4 +1,5 @@
-import { describe, expect, test } from './support.js';
+import { SignJWT } from 'jose';
+import { JWT_SECRET, describe, expect, test } from './support.js';
 
 describe('workspaces', () => {
   test('create makes the caller admin; list, get, patch, soft delete', async ({ h, owner }) => {
@@ -102,10 +103,29 @@ describe('workspaces', () => {
     await db.updateTable('platform.workspaces').set({ ddl_policy_group_id: null, workflow_editor_policy_group_id: null }).where('id', '=', ws.id).execute();
   });
 
-  test('API keys and scoped tokens cannot create workspaces', async ({ h, owner }) => {
-    const k = await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k' } });
-    const r = await h.call('POST', '/api/v1/workspaces', { token: k.body.key, body: { name: 'x' } });
-    expect(r.status).toBe(403);
+  test("a person's login creates workspaces: a session token or an unscoped JWT; API keys and scoped JWTs cannot (issue 31)", async ({ h, owner, ws }) => {
+    const create = (token: string) => h.call('POST', '/api/v1/workspaces', { token, body: { name: 'made' } });
+    const jwt = (claims: Record<string, unknown>) =>
+      new SignJWT({ email: owner.email, email_verified: true, ...claims })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(`login-${owner.id}`)
+        .setExpirationTime('5m')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+
+    // An unscoped JWT is the owner's interactive login, as their session token is: the workspace is theirs.
+    const byJwt = await create(await jwt({}));
+    expect(byJwt.status).toBe(201);
+    const got = await h.call('GET', `/api/v1/workspaces/${byJwt.body.id}`, { token: owner.token });
+    expect([got.status, got.body.role]).toEqual([200, 'admin']);
+
+    // A JWT scoped to one workspace and an API key act for agents and apps, not the person: refused, nothing made.
+    const key = (await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'k' } })).body.key;
+    const before = (await h.call('GET', '/api/v1/workspaces', { token: owner.token })).body.length;
+    for (const token of [await jwt({ workspace_id: ws.id }), key]) {
+      const r = await create(token);
+      expect([r.status, r.body.code, r.body.error]).toEqual([403, 'FORBIDDEN', 'This operation needs a session token or a login JWT']);
+    }
+    expect((await h.call('GET', '/api/v1/workspaces', { token: owner.token })).body.length).toBe(before);
   });
 
   test('members see the workspace; other workspaces stay invisible', async ({ h, owner, ws }) => {

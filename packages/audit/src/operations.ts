@@ -9,6 +9,9 @@ export const OPERATIONS = {
   list_api_keys: { resource: 'api_key', mutates: false },
   create_api_key: { resource: 'api_key', mutates: true },
   revoke_api_key: { resource: 'api_key', mutates: true },
+  // browser sign-in: a one-time login link redeemed for a session token, and the end of that session
+  redeem_login_link: { resource: 'login_link', mutates: true },
+  logout: { resource: 'session', mutates: true },
   // no route: a JWT subject not seen before linked to a user, created with one, or refused (identity/authenticate.ts)
   link_jwt_identity: { resource: 'user', mutates: true },
   // workspaces
@@ -184,6 +187,8 @@ export const OPERATIONS = {
   // admin interface
   admin_create_user: { resource: 'user', mutates: true },
   admin_create_session: { resource: 'session', mutates: true },
+  // also `pnpm cli user login-link`, which writes the same entry without a request
+  create_login_link: { resource: 'login_link', mutates: true },
 } as const satisfies Record<string, { resource: string; mutates: boolean }>;
 
 export type Operation = keyof typeof OPERATIONS;

@@ -116,6 +116,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/login-links/redeem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeem a one-time login link (its code) for a session token: the console's login page
+         * @description Redeem a one-time login link (its code) for a session token: the console's login page
+         *
+         *     No credential.
+         */
+        post: operations["redeem_login_link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End the session of the presenting session token, at once and in every process
+         * @description End the session of the presenting session token, at once and in every process
+         *
+         *     Credential: a session token only (API keys and scoped tokens are refused with 403).
+         */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces": {
         parameters: {
             query?: never;
@@ -132,10 +176,10 @@ export interface paths {
         get: operations["list_workspaces"];
         put?: never;
         /**
-         * Create a workspace; the caller becomes its admin (session tokens only)
-         * @description Create a workspace; the caller becomes its admin (session tokens only)
+         * Create a workspace; the caller becomes its admin (a person's login: a session token or an unscoped JWT)
+         * @description Create a workspace; the caller becomes its admin (a person's login: a session token or an unscoped JWT)
          *
-         *     Credential: a session token only (API keys and scoped tokens are refused with 403).
+         *     Credential: a person's interactive login, a session token or a JWT without a workspace_id claim (API keys and scoped JWTs are refused with 403).
          */
         post: operations["create_workspace"];
         delete?: never;
@@ -2592,6 +2636,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/users/{userId}/login-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A one-time login link for a user: the console's page that redeems it for a session token (15 minutes, one use)
+         * @description A one-time login link for a user: the console's page that redeems it for a session token (15 minutes, one use)
+         *
+         *     Credential: X-Admin-Token (the admin interface).
+         */
+        post: operations["create_login_link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/workspaces/{id}/credentials/{provider}": {
         parameters: {
             query?: never;
@@ -3525,6 +3591,11 @@ export interface components {
             last_used_at: string | null;
             key: string;
         };
+        LoginSession: {
+            token: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
         PinnedChart: {
             /** Format: uuid */
             id: string;
@@ -3758,6 +3829,11 @@ export interface components {
         };
         AdminSession: {
             token: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        LoginLink: {
+            url: string;
             /** Format: date-time */
             expires_at: string;
         };
@@ -4189,6 +4265,64 @@ export interface operations {
             413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];
             502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    redeem_login_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginSession"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            409: components["responses"]["Error409"];
+            429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];
         };
@@ -10304,6 +10438,36 @@ export interface operations {
             404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
+        };
+    };
+    create_login_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginLink"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             429: components["responses"]["Error429"];
             503: components["responses"]["Error503"];
             default: components["responses"]["Error"];

@@ -24,6 +24,7 @@ import * as m0021 from './migrations/0021_effects_once.js';
 import * as m0022 from './migrations/0022_audit_in_transaction.js';
 import * as m0023 from './migrations/0023_audit_writer.js';
 import * as m0024 from './migrations/0024_sql_proposals.js';
+import * as m0025 from './migrations/0025_login_links.js';
 import * as m0026 from './migrations/0026_run_step_data.js';
 
 /** Migrations are listed here, in order; the Migrator records which ran in platform.kysely_migration. */
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '0022_audit_in_transaction': m0022,
   '0023_audit_writer': m0023,
   '0024_sql_proposals': m0024,
+  '0025_login_links': m0025,
   '0026_run_step_data': m0026,
 };
 

@@ -27,6 +27,20 @@ export interface SessionsTable {
   revoked_at: Timestamp | null;
 }
 
+/** Who made a login link: the admin interface or `pnpm cli user login-link`. */
+export type LoginLinkCreator = 'admin' | 'cli';
+
+export interface LoginLinksTable {
+  id: string;
+  user_id: string;
+  /** SHA-256 of the code (hex); the code itself is never stored. */
+  code_hash: string;
+  created_at: CreatedAt;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_by: LoginLinkCreator;
+}
+
 export interface ApiKeysTable {
   id: string;
   user_id: string;
@@ -580,6 +594,7 @@ export interface DriveNodesTable {
 export interface Database {
   'platform.users': UsersTable;
   'platform.sessions': SessionsTable;
+  'platform.login_links': LoginLinksTable;
   'platform.api_keys': ApiKeysTable;
   'platform.workspaces': WorkspacesTable;
   'platform.memberships': MembershipsTable;

@@ -8,6 +8,7 @@ import * as m0021 from '../src/migrations/0021_effects_once.js';
 import * as m0022 from '../src/migrations/0022_audit_in_transaction.js';
 import * as m0023 from '../src/migrations/0023_audit_writer.js';
 import * as m0024 from '../src/migrations/0024_sql_proposals.js';
+import * as m0025 from '../src/migrations/0025_login_links.js';
 import * as m0026 from '../src/migrations/0026_run_step_data.js';
 
 describe('migrateToLatest', () => {
@@ -15,7 +16,7 @@ describe('migrateToLatest', () => {
     const url = await createDatabase(inject('pgServerUrl'), { prefix: 'migrate' });
     const { db } = createDb(url, { max: 2 });
     try {
-      expect(await migrateToLatest(db)).toEqual(['0001_foundation', '0002_sql_and_policies', '0003_stfs', '0004_workflows_and_effects', '0005_content', '0006_embeddings', '0007_drive_sync', '0008_sql_walls', '0009_nothing_left_behind', '0010_mcp', '0011_embedding_generations', '0012_workflow_runs_async', '0013_workflow_schedules', '0014_workflow_hooks', '0015_workflow_triggers', '0016_row_changes', '0017_row_capture_hardening', '0018_workspace_creators', '0019_accepted_versions', '0020_memory_bounds', '0021_effects_once', '0022_audit_in_transaction', '0023_audit_writer', '0024_sql_proposals', '0026_run_step_data']);
+      expect(await migrateToLatest(db)).toEqual(['0001_foundation', '0002_sql_and_policies', '0003_stfs', '0004_workflows_and_effects', '0005_content', '0006_embeddings', '0007_drive_sync', '0008_sql_walls', '0009_nothing_left_behind', '0010_mcp', '0011_embedding_generations', '0012_workflow_runs_async', '0013_workflow_schedules', '0014_workflow_hooks', '0015_workflow_triggers', '0016_row_changes', '0017_row_capture_hardening', '0018_workspace_creators', '0019_accepted_versions', '0020_memory_bounds', '0021_effects_once', '0022_audit_in_transaction', '0023_audit_writer', '0024_sql_proposals', '0025_login_links', '0026_run_step_data']);
       expect(await migrateToLatest(db)).toEqual([]);
       const { rows } = await sql<{ nspname: string }>`
         SELECT nspname FROM pg_namespace WHERE nspname IN ('platform', 'user_data') ORDER BY 1`.execute(db);
@@ -39,13 +40,14 @@ describe('migrateToLatest', () => {
       // As before 0019: its columns gone, its record too (and the later ones'), so the next migrateToLatest runs it
       // over existing rows.
       await m0026.down(db as never);
+      await m0025.down(db as never);
       await m0024.down(db as never);
       await m0023.down(db as never);
       await m0022.down(db as never);
       await m0021.down(db as never);
       await m0020.down(db as never);
       await m0019.down(db as never);
-      await sql`DELETE FROM platform.kysely_migration WHERE name IN ('0019_accepted_versions', '0020_memory_bounds', '0021_effects_once', '0022_audit_in_transaction', '0023_audit_writer', '0024_sql_proposals', '0026_run_step_data')`.execute(db);
+      await sql`DELETE FROM platform.kysely_migration WHERE name IN ('0019_accepted_versions', '0020_memory_bounds', '0021_effects_once', '0022_audit_in_transaction', '0023_audit_writer', '0024_sql_proposals', '0025_login_links', '0026_run_step_data')`.execute(db);
       const id = (n: number) => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
       for (const statement of [
         sql`INSERT INTO platform.users (id, email, name) VALUES (${id(1)}, 'o@x.io', 'o')`,
@@ -73,7 +75,7 @@ describe('migrateToLatest', () => {
       ]) {
         await statement.execute(db);
       }
-      expect(await migrateToLatest(db)).toEqual(['0019_accepted_versions', '0020_memory_bounds', '0021_effects_once', '0022_audit_in_transaction', '0023_audit_writer', '0024_sql_proposals', '0026_run_step_data']);
+      expect(await migrateToLatest(db)).toEqual(['0019_accepted_versions', '0020_memory_bounds', '0021_effects_once', '0022_audit_in_transaction', '0023_audit_writer', '0024_sql_proposals', '0025_login_links', '0026_run_step_data']);
       const newest = { stf: { [id(4)]: id(5) }, effect: { [id(7)]: id(8) } };
       const accepted = async (workflowId: string) =>
         (await sql<{ a: unknown }>`SELECT accepted_versions AS a FROM platform.workflows WHERE id = ${workflowId}`.execute(db)).rows[0]?.a;

@@ -13,6 +13,8 @@ export interface Principal {
   user: PublicUser;
   kind: CredentialKind;
   apiKeyId: string | null;
+  /** The session of a session token (what logout revokes); null for other credentials. */
+  sessionId: string | null;
   /** Set for a scoped JWT: the one workspace it may reach. */
   scopedWorkspaceId: string | null;
   /** When the credential stops working (null: never), so a cached principal is never used past it. */
@@ -24,6 +26,12 @@ export interface AuthDeps {
   jwt: JwtVerifier | undefined;
   onUserCreated?: OnUserCreated;
 }
+
+/**
+ * Whether a credential is a person's interactive login: a session token, or a JWT of the authentication server that
+ * no `workspace_id` claim scopes to one workspace. API keys (agents, automation) and scoped JWTs are not.
+ */
+export const isInteractiveLogin = (p: Principal): boolean => p.kind === 'session' || (p.kind === 'jwt' && p.scopedWorkspaceId === null);
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
@@ -57,13 +65,20 @@ async function fromSession(db: Db, token: string): Promise<Principal> {
   const row = await db
     .selectFrom('platform.sessions as s')
     .innerJoin('platform.users as u', 'u.id', 's.user_id')
-    .select(['u.id', 'u.email', 'u.name', 's.expires_at'])
+    .select(['u.id', 'u.email', 'u.name', 's.id as session_id', 's.expires_at'])
     .where('s.token_hash', '=', hashToken(token))
     .where('s.revoked_at', 'is', null)
     .where('s.expires_at', '>', new Date())
     .executeTakeFirst();
   if (!row) throw unauthorized();
-  return { user: toPublicUser(row), kind: 'session', apiKeyId: null, scopedWorkspaceId: null, expiresAt: row.expires_at };
+  return {
+    user: toPublicUser(row),
+    kind: 'session',
+    apiKeyId: null,
+    sessionId: row.session_id,
+    scopedWorkspaceId: null,
+    expiresAt: row.expires_at,
+  };
 }
 
 async function fromApiKey(db: Db, token: string): Promise<Principal> {
@@ -85,6 +100,7 @@ async function fromApiKey(db: Db, token: string): Promise<Principal> {
     user: toPublicUser(row),
     kind: 'api_key',
     apiKeyId: row.key_id,
+    sessionId: null,
     scopedWorkspaceId: null,
     expiresAt: row.expires_at,
   };
@@ -99,7 +115,14 @@ async function fromJwt(deps: AuthDeps, token: string): Promise<Principal> {
   }
   if (claims.workspaceId !== undefined && !isUuid(claims.workspaceId)) throw unauthorized();
   const user = await userForJwt(deps, claims);
-  return { user, kind: 'jwt', apiKeyId: null, scopedWorkspaceId: claims.workspaceId ?? null, expiresAt: claims.expiresAt };
+  return {
+    user,
+    kind: 'jwt',
+    apiKeyId: null,
+    sessionId: null,
+    scopedWorkspaceId: claims.workspaceId ?? null,
+    expiresAt: claims.expiresAt,
+  };
 }
 
 /** What became of a subject not seen before (audited as `link_jwt_identity`). */

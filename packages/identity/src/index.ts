@@ -1,6 +1,7 @@
 export * from './tokens.js';
 export * from './users.js';
 export * from './sessions.js';
+export * from './login-links.js';
 export * from './api-keys.js';
 export * from './jwt.js';
 export * from './authenticate.js';

@@ -21,3 +21,11 @@ export type ApiKeyMetadata = v.InferOutput<typeof ApiKeyMetadata>;
 /** create_api_key: the metadata and the raw key, answered this once. */
 export const ApiKeyCreated = v.object({ ...ApiKeyMetadata.entries, key: v.string() });
 export type ApiKeyCreated = v.InferOutput<typeof ApiKeyCreated>;
+
+/** create_login_link: the console's page with the one-time code in its fragment (shown this once), and its expiry. */
+export const LoginLink = v.object({ url: v.string(), expires_at: field.Timestamp });
+export type LoginLink = v.InferOutput<typeof LoginLink>;
+
+/** redeem_login_link: the session token (ses_…) a login link became, answered this once, and when it expires. */
+export const LoginSession = v.object({ token: v.string(), expires_at: field.Timestamp });
+export type LoginSession = v.InferOutput<typeof LoginSession>;

@@ -260,7 +260,8 @@ function genericErrors(r: AnyRoute, hasBody: boolean): number[] {
 
 /**
  * The security of a route's `auth`: `user` any Bearer credential (session token, API key, JWT), `session` a session
- * token only, `optional` anonymous or Bearer, `admin` the X-Admin-Token, `none` anyone (the OAuth token exchange).
+ * token only, `login` a session token or an unscoped JWT, `optional` anonymous or Bearer, `admin` the X-Admin-Token,
+ * `none` anyone (the OAuth token exchange).
  */
 function securityOf(r: AnyRoute): JsonSchema[] {
   switch (r.auth) {
@@ -272,6 +273,8 @@ function securityOf(r: AnyRoute): JsonSchema[] {
       return [{}, { bearer: [] }];
     case 'session':
       return [{ session: [] }];
+    case 'login':
+      return [{ login: [] }];
     default:
       return [{ bearer: [] }];
   }
@@ -281,6 +284,7 @@ const AUTH_NOTE: Record<AnyRoute['auth'], string> = {
   none: 'No credential.',
   user: 'Credential: a Bearer token: a session token, an API key or a JWT.',
   session: 'Credential: a session token only (API keys and scoped tokens are refused with 403).',
+  login: "Credential: a person's interactive login, a session token or a JWT without a workspace_id claim (API keys and scoped JWTs are refused with 403).",
   optional: 'Credential: optional; when sent it must be valid.',
   admin: 'Credential: X-Admin-Token (the admin interface).',
 };
@@ -469,6 +473,12 @@ export function buildOpenApi(routes: readonly AnyRoute[]) {
           type: 'http',
           scheme: 'bearer',
           description: 'A session token (ses_…) only: API keys and scoped tokens are refused (403) on these operations',
+        },
+        login: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            "A person's interactive login: a session token (ses_…) or a JWT of the authentication server without a workspace_id claim; API keys and scoped JWTs are refused (403) on these operations",
         },
         adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Token', description: 'The operator token (ADMIN_TOKEN) of the admin interface' },
       },

@@ -162,11 +162,15 @@ export async function checkCredential<T>(
   }
 }
 
-/** Called once the credential is checked: releases the failure reservation, then charges the caller's budget. */
-export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined): void {
+/**
+ * Called once the credential is checked: releases the failure reservation, then charges the caller's budget. With
+ * `holdFailure` (a route that checks a credential in its input, such as a login link's code) the reservation stays
+ * held until the answer, which settles it as for any credential: kept on a 401, given back otherwise.
+ */
+export function limitCaller(c: Context<AppEnv>, principal: Principal | undefined, opts: { holdFailure?: boolean } = {}): void {
   const r = c.get('rateLimits');
   if (!r) return;
-  if (r.reservation) {
+  if (r.reservation && !opts.holdFailure) {
     r.failures?.limiter.refund(r.failures.key);
     r.reservation = undefined;
   }

@@ -2,7 +2,7 @@ import { OPERATIONS, type Operation, recordAudit } from '@wds/audit';
 import { type Db, type Uuid, isUuid, notifyOnCommit } from '@wds/db';
 import { ServiceError, badRequest, forbidden, unauthorized, validationError } from '@wds/errors';
 import { CHANNEL } from '@wds/cache';
-import { type Principal, authenticate, bearerToken, hashToken } from '@wds/identity';
+import { type Principal, authenticate, bearerToken, hashToken, isInteractiveLogin } from '@wds/identity';
 import { type WorkspaceAccess, acceptPendingInvitations, resolveAccess } from '@wds/workspaces';
 import type { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
@@ -20,10 +20,11 @@ type AnySchema = v.GenericSchema;
 
 /**
  * Who may call a route:
- * - `user`: any valid Bearer credential; `session`: session tokens only;
+ * - `user`: any valid Bearer credential; `session`: session tokens only; `login`: a person's interactive login, a
+ *   session token or a JWT that no `workspace_id` claim scopes (API keys and scoped JWTs are refused);
  * - `optional`: Bearer if sent (must then be valid); `admin`: the X-Admin-Token header; `none`: anyone.
  */
-export type AuthMode = 'none' | 'user' | 'session' | 'optional' | 'admin';
+export type AuthMode = 'none' | 'user' | 'session' | 'login' | 'optional' | 'admin';
 /**
  * Where the workspace comes from (docs/http-api.md#where-the-workspace-comes-from): the path id, the X-Workspace-ID
  * header, or `workspace_id` in the payload — the query string of GET and DELETE, the JSON body of writes (drive sync,
@@ -38,6 +39,8 @@ export interface AuditInfo {
   details?: Record<string, unknown>;
   /** For routes outside a workspace that still concern one (e.g. workspace create). */
   workspaceId?: string | null;
+  /** For routes whose user is known only once the handler ran (a login link redeemed: the user it signed in). */
+  userId?: string;
 }
 
 /**
@@ -79,10 +82,10 @@ type IdParamName = 'id' | `${string}Id`;
 export type PathParams<P extends string> = { [K in ParamKeys<P>]: K extends IdParamName ? Uuid : string };
 
 /**
- * The caller, where the route's auth puts one: signed in for `user` and `session`; maybe for `optional` (always
- * once the route resolves a workspace, whose access needs one); absent for `none` and `admin`.
+ * The caller, where the route's auth puts one: signed in for `user`, `session` and `login`; maybe for `optional`
+ * (always once the route resolves a workspace, whose access needs one); absent for `none` and `admin`.
  */
-type PrincipalOf<A extends AuthMode, W extends WorkspaceFrom | undefined> = A extends 'user' | 'session'
+type PrincipalOf<A extends AuthMode, W extends WorkspaceFrom | undefined> = A extends 'user' | 'session' | 'login'
   ? { principal: Principal }
   : A extends 'optional'
     ? { principal: W extends WorkspaceFrom ? Principal : Principal | undefined }
@@ -151,6 +154,12 @@ export interface RouteDef<
   transaction?: boolean;
   /** The handler writes its own audit entry (inside its own transaction), so the wrapper does not. */
   auditsItself?: boolean;
+  /**
+   * The route checks a credential of its own, in its input (a login link's code): the unit of the failed-authentication
+   * budget taken for the request stays held while the handler runs — kept when it answers 401, given back otherwise —
+   * as for a Bearer token (rate-limit.ts), so parallel guesses cannot overrun the budget.
+   */
+  checksCredential?: boolean;
   /**
    * How MCP reaches the operation: omitted, it is a tool named after the operation; `{ exclude }` keeps it HTTP-only
    * with the reason (the MCP parity test lists them); `headers` are tool arguments handed to the handler as request
@@ -223,11 +232,19 @@ async function principalOf(c: Context<AppEnv>, mode: AuthMode): Promise<Principa
   const header = c.req.header('authorization');
   if (mode === 'optional' && header === undefined) return undefined;
   const principal = await authenticateBearer(c.get('services'), header);
-  if (mode === 'session' && principal.kind !== 'session') throw sessionRequired();
+  checkCredentialKind(mode, principal);
   return principal;
 }
 
 export const sessionRequired = () => forbidden('This operation needs a session token', 'API keys and scoped tokens cannot perform it');
+export const loginRequired = () =>
+  forbidden('This operation needs a session token or a login JWT', 'API keys and JWTs scoped to one workspace cannot perform it');
+
+/** Refuses (403) a credential of a kind the route does not take: `session` and `login` routes are a person's own. */
+function checkCredentialKind(mode: AuthMode, principal: Principal | undefined): void {
+  if (mode === 'session' && principal?.kind !== 'session') throw sessionRequired();
+  if (mode === 'login' && !(principal && isInteractiveLogin(principal))) throw loginRequired();
+}
 
 /** The principal of an Authorization header (cached by token hash): 401 when it is missing, malformed or dead. */
 export async function authenticateBearer(services: Services, header: string | undefined): Promise<Principal> {
@@ -339,7 +356,7 @@ export const callAborted = () => new ServiceError('TIMEOUT', 'The call took long
 export async function invoke(services: Services, route: AnyRoute, transport: Transport, call: Call): Promise<unknown> {
   const spec = OPERATIONS[route.operation];
   const { principal } = call;
-  if (route.auth === 'session' && principal?.kind !== 'session') throw sessionRequired();
+  checkCredentialKind(route.auth, principal);
   const workspaceId = workspaceIdOf(route, transport, call.naming);
   let access: WorkspaceAccess | undefined;
   if (workspaceId !== undefined) {
@@ -373,7 +390,7 @@ export async function invoke(services: Services, route: AnyRoute, transport: Tra
       const resultId = (result as { id?: unknown } | undefined)?.id;
       await recordAudit(db, {
         workspaceId: auditInfo.workspaceId ?? access?.workspace.id ?? null,
-        userId: principal?.user.id ?? null,
+        userId: auditInfo.userId ?? principal?.user.id ?? null,
         apiKeyId: principal?.apiKeyId ?? null,
         action: auditInfo.action ?? route.operation,
         resourceType: spec.resource,
@@ -459,7 +476,7 @@ export function mount(app: Hono<AppEnv>, route: AnyRoute): void {
     if (route.auth === 'admin') checkAdminToken(services.adminToken, c.req.header('x-admin-token'));
     const principal = await principalOf(c, route.auth);
     if (principal) c.set('principal', principal);
-    limitCaller(c, principal);
+    limitCaller(c, principal, { holdFailure: route.checksCredential === true });
     const params = c.req.param() as Record<string, string>;
     // Ids in the path are UUIDs and all text is storable before anything is looked up by it.
     checkRequestText(c, route.auth === 'optional' && !principal, params);

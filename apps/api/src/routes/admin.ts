@@ -1,10 +1,11 @@
-import { createSession, createUser, getUser, toPublicUser } from '@wds/identity';
+import { createLoginLink, createSession, createUser, getUser, loginLinkAuditDetails, toPublicUser } from '@wds/identity';
 import { notFound } from '@wds/errors';
 import { acceptPendingInvitations } from '@wds/workspaces';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
 import { Email, IsoTimestamp } from '../http/schemas.js';
-import { AdminSession, User } from '../http/views/index.js';
+import { AdminSession, LoginLink, User } from '../http/views/index.js';
+import { loginPageUrl } from '../login-page.js';
 
 /** The internal admin interface (docs/http-api.md#the-admin-interface), authenticated by X-Admin-Token. */
 export const adminRoutes = [
@@ -39,6 +40,21 @@ export const adminRoutes = [
       });
       audit({ resourceId: s.id, details: { user_id: userId, expires_at: s.expires_at } });
       return { token: s.token, expires_at: s.expires_at };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/admin/v1/users/:userId/login-links',
+    operation: 'create_login_link',
+    summary: "A one-time login link for a user: the console's page that redeems it for a session token (15 minutes, one use)",
+    auth: 'admin',
+    status: 201,
+    response: LoginLink,
+    handler: async ({ services, db, params, audit }) => {
+      const link = await createLoginLink(db, params.userId, { pageUrl: loginPageUrl(services.config), createdBy: 'admin' });
+      // The entry names the user and the link, never the code: the URL holds it.
+      audit({ resourceId: link.id, details: loginLinkAuditDetails(params.userId, link, 'admin') });
+      return { url: link.url, expires_at: link.expires_at };
     },
   }),
 ];

@@ -1,7 +1,7 @@
-import { exchangeToken } from '@wds/identity';
+import { exchangeToken, logout, redeemLoginLink } from '@wds/identity';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
-import { User } from '../http/views/index.js';
+import { LoginSession, User } from '../http/views/index.js';
 
 const TokenRequest = v.object({
   grant_type: v.string(),
@@ -63,6 +63,11 @@ const TOKEN_RESPONSES = {
   ),
 };
 
+/** A login link's code as the console's page read it from the link's fragment; any other text is simply not one (401). */
+const RedeemRequest = v.object({
+  code: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must have at most 256 characters')),
+});
+
 const oauthError = (error: string, description: string) =>
   Response.json({ error, error_description: description, code: 'BAD_REQUEST', details: description }, { status: 400 });
 
@@ -93,6 +98,39 @@ export const authRoutes = [
       if (answer.refused) return oauthError(answer.refused.error, answer.refused.description);
       // Success and OAuth errors pass through as they are, with the upstream status.
       return Response.json(answer.body, { status: answer.status, headers: { 'cache-control': 'no-store' } });
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/auth/login-links/redeem',
+    operation: 'redeem_login_link',
+    summary: "Redeem a one-time login link (its code) for a session token: the console's login page",
+    auth: 'none',
+    body: RedeemRequest,
+    response: LoginSession,
+    // A wrong, used or expired code is a failed authentication (401), charged to the address like a wrong token.
+    checksCredential: true,
+    openapi: { errors: [401] },
+    handler: async ({ services, db, body, audit, transport }) => {
+      const { linkId, userId, session } = await redeemLoginLink(db, body.code, { ttlSeconds: services.config.SESSION_TTL_SECONDS });
+      // A token in an answer is not for caches (RFC 6749 §5.1 asks the same of the token endpoint).
+      transport.setHeader('Cache-Control', 'no-store');
+      audit({ userId, resourceId: linkId, details: { session_id: session.id } });
+      return { token: session.token, expires_at: session.expires_at };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/auth/logout',
+    operation: 'logout',
+    summary: 'End the session of the presenting session token, at once and in every process',
+    auth: 'session',
+    status: 204,
+    // Every process drops its cached principals of the user (user:<id>), so the token is refused everywhere at once.
+    invalidates: 'user',
+    mcp: { exclude: "ends the browser session whose token it is sent with; an agent's API key is revoked with revoke_api_key" },
+    handler: async ({ db, principal, audit }) => {
+      audit({ resourceId: await logout(db, principal) });
     },
   }),
 ];

@@ -49,8 +49,8 @@ export const workspaceRoutes = [
     path: '/api/v1/workspaces',
     operation: 'create_workspace',
     response: Workspace,
-    summary: 'Create a workspace; the caller becomes its admin (session tokens only)',
-    auth: 'session',
+    summary: "Create a workspace; the caller becomes its admin (a person's login: a session token or an unscoped JWT)",
+    auth: 'login',
     body: CreateWorkspace,
     status: 201,
     handler: async ({ db, services, principal, body, audit }) => {

@@ -5,3 +5,5 @@ import { Timestamp } from './common.js';
 
 /** admin_create_session: the session token (ses_…), answered this once, and when it expires. */
 export const AdminSession = v.object({ token: v.string(), expires_at: Timestamp });
+
+export { LoginLink } from '@wds/identity';
