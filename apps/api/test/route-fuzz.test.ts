@@ -63,6 +63,8 @@ beforeAll(async () => {
   real.policyId = await h.policy(t, ws.id, { policy_group_id: real.groupId, table_name: 'notes', operation: 'select', condition: { n: 1 } });
   await h.sqlOk(t, ws.id, "INSERT INTO notes (body, n) VALUES ('hello', 1)");
   real.proposalId = (await must('proposal', h.call('POST', `/api/v1/workspaces/${ws.id}/sql/proposals`, { token: t, body: { sql: "INSERT INTO notes (body, n) VALUES ('p', 2)" } }))).body.id;
+  // Decided, so that a fuzzed ?wait= answers at once instead of holding its request for up to a minute.
+  await must('reject', h.call('POST', `/api/v1/workspaces/${ws.id}/sql/proposals/${real.proposalId}/reject`, { token: t, body: {} }), 200);
   // Effects point at loopback, which the outbound guard refuses: nothing here reaches the network.
   real.effectId = (
     await must('effect', h.call('POST', '/api/v1/effects', { ...inWs, body: { name: 'e', version: '1', url: 'https://127.0.0.1/hook', method: 'POST', header_mappings: [], body_mappings: [] } }))

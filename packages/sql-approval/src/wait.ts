@@ -12,9 +12,12 @@ export interface ProposalBus {
   subscribe(listener: (topic: string) => void): () => void;
 }
 
+/** Statuses nothing changes any more: a wait on them answers at once. */
+const FINAL = new Set(['executed', 'failed', 'rejected', 'expired']);
+
 /**
- * Waits until the proposal's status differs from `from` (a decision, the end of its run, or its expiry) or the wait
- * ends, and answers it as it then is. Woken by the proposal's bus topic from any process; looks again every
+ * Waits until the proposal's status differs from the one it has (a decision, the end of its run, or its expiry) or
+ * the wait ends, and answers it as it then is; a proposal that can change no more is answered at once. Woken by the proposal's bus topic from any process; looks again every
  * POLL_MS and at its expiry regardless, so a lost notice costs at most that.
  */
 export async function waitForChange(
@@ -25,6 +28,7 @@ export async function waitForChange(
   signal?: AbortSignal,
 ): Promise<SqlProposalRow> {
   const from = statusOf(first);
+  if (FINAL.has(from)) return first;
   const deadline = Date.now() + Math.min(Math.max(0, seconds), MAX_WAIT_SECONDS) * 1000;
   let wake: (() => void) | undefined;
   // A notice while the waiter reads (no sleep to end) is not lost: the next sleep is skipped.
