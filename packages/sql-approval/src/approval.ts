@@ -38,8 +38,12 @@ export interface Member {
  * members of `sql_approver_policy_group_id`.
  */
 export async function isApprover(db: Db, m: Pick<Member, 'workspace' | 'role' | 'proposer'>): Promise<boolean> {
-  if (m.role === 'admin') return true;
-  return isInGroup(db, m.workspace.id, m.workspace.sql_approver_policy_group_id, m.proposer.userId);
+  return approves(m.role, () => isInGroup(db, m.workspace.id, m.workspace.sql_approver_policy_group_id, m.proposer.userId));
+}
+
+/** The rule itself: an admin, or a member of the approver group (asked only for a member who is no admin). */
+async function approves(role: Role, inApproverGroup: () => boolean | Promise<boolean>): Promise<boolean> {
+  return role === 'admin' || (await inApproverGroup());
 }
 
 /** A preview that, for a statement that changes anything, stores the proposal its `proposal_id` names. */
@@ -226,12 +230,11 @@ export async function proposalNotice(
     ? await db.selectFrom('platform.policy_groups').select('user_ids').where('id', '=', ws.sql_approver_policy_group_id).executeTakeFirst()
     : undefined;
   const inGroup = new Set(group?.user_ids ?? []);
-  const recipients = new Set(
-    members
-      .filter((m) => m.role === 'admin' || inGroup.has(m.user_id))
-      .filter((m) => m.user_id !== row.proposed_by || ws.sql_self_approval)
-      .map((m) => m.user_id),
-  );
+  const recipients = new Set<string>();
+  for (const m of members) {
+    if (m.user_id === row.proposed_by && !ws.sql_self_approval) continue;
+    if (await approves(m.role, () => inGroup.has(m.user_id))) recipients.add(m.user_id);
+  }
   const notice = {
     proposal_id: row.id,
     operation: row.operation,
