@@ -7,7 +7,7 @@ import { renderError, renderNotFound } from './http/errors.js';
 import { MemoRouter } from './http/memo-router.js';
 import { mountMetrics } from './http/metrics.js';
 import { openApiOf } from './http/openapi.js';
-import { mountLoginPage } from './http/console-login-page.js';
+import { mountConsole } from './http/console.js';
 import { mountDocsPage } from './http/docs-page.js';
 import { type AnyRoute, mount, mountMethodNotAllowed } from './http/route.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -100,7 +100,7 @@ export function createApp(services: Services): Hono<AppEnv> {
   const openapi = openApiOf(routes);
   app.get('/api/v1/openapi.json', (c) => c.json(openapi));
   mountDocsPage(app);
-  mountLoginPage(app);
+  mountConsole(app, services.config.CONSOLE_ENABLED);
   // Prometheus text to the METRICS_TOKEN bearer; 404 without the setting (docs/metrics.md).
   mountMetrics(app, services);
 

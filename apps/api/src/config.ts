@@ -32,6 +32,8 @@ export const ConfigSchema = v.object({
   AUTH_CLIENT_SECRET: opt,
   SESSION_TTL_SECONDS: int(30 * 24 * 3600, 60, 365 * 24 * 3600),
   // The base URL the console is reached under: login links point at its /console/login page (login-page.ts).
+  // The console at /console/ (docs/console.md); false: not served, and GET / answers 404.
+  CONSOLE_ENABLED: v.optional(v.pipe(v.picklist(['true', 'false', '1', '0']), v.transform((s) => s === 'true' || s === '1')), 'true'),
   CONSOLE_URL: v.optional(
     v.pipe(
       v.string(),
