@@ -3,8 +3,8 @@
 # each package's wall time, the ten slowest test files and one closing line with the totals.
 #
 # The two streams are balanced by hand (docs/performance.md, "The test suite"): apps/api is about half of the suite's
-# test time, so it runs from the first second in one stream, followed by apps/worker; every other package runs one at
-# a time in the other. Left to turbo's own order (`--concurrency=2` over the whole graph), apps/api waited for every
+# test time, so it runs alone from the first second in one stream; every other package (apps/worker among them) runs
+# one at a time in the other. Left to turbo's own order (`--concurrency=2` over the whole graph), apps/api waited for every
 # build and most other packages and then ran alone for four minutes with one core idle. The builds come first so that
 # both streams start at once and neither builds (`--only`: a stream runs its tests and no dependency task).
 # Every package runs even after one fails (--continue), so a red run names all that failed.
@@ -17,8 +17,8 @@ cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1
 rm -f packages/*/.test-results.json apps/*/.test-results.json
 started=$(date +%s)
-LONG=(--filter=@wds/api --filter=@wds/worker)
-REST=(--filter='!@wds/api' --filter='!@wds/worker')
+LONG=(--filter=@wds/api)
+REST=(--filter='!@wds/api')
 
 engine_started=
 if ! bash scripts/container-engine.sh status >/dev/null 2>&1; then
