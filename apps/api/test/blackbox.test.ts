@@ -1,15 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { appDir, runNode } from './processes.js';
 
 /**
  * Starts the built server the way `pnpm start` does (node dist/main.js, embedded PostgreSQL under DATA_DIR)
  * and walks through the README over real HTTP.
  */
-const appDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -63,16 +63,7 @@ const http = async (base: string, method: string, path: string, opts: { token?: 
   return { status: res.status, body: text ? JSON.parse(text) : null };
 };
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((ok) => {
-    const p = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout?.on('data', (d) => (stdout += d));
-    p.stderr?.on('data', (d) => (stderr += d));
-    p.on('exit', (code) => ok({ code, stdout, stderr }));
-  });
-}
+const run = runNode;
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');

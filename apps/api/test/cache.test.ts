@@ -1,5 +1,5 @@
 import { afterAll } from 'vitest';
-import { Harness, describe, eventually, expect, test } from './support.js';
+import { Harness, describe, eventually, expect, invalidation, test } from './support.js';
 
 /** Two API processes on one database: what one changes, the other must stop serving from its caches. */
 let other: Harness;
@@ -10,16 +10,6 @@ afterAll(async () => {
   await other2?.close();
 });
 
-/** Resolves when the process's invalidation bus drops `topic` (the message of a change made elsewhere). */
-function invalidation(process: Harness, topic: string): Promise<void> {
-  return new Promise((resolve) => {
-    const off = process.services.bus.subscribe((t) => {
-      if (t !== topic) return;
-      off();
-      resolve();
-    });
-  });
-}
 
 
 describe('caches across processes', () => {

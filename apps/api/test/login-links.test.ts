@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql } from '@wds/db';
 import { SignJWT } from 'jose';
 import { afterAll } from 'vitest';
 import { createApp } from '../src/app.js';
 import { RateLimits } from '../src/http/rate-limit.js';
 import { createLogger } from '../src/logger.js';
-import { ADMIN_TOKEN, Harness, JWT_SECRET, type Res, describe, eventually, expect, test } from './support.js';
+import { runNode } from './processes.js';
+import { ADMIN_TOKEN, Harness, JWT_SECRET, type Res, describe, eventually, expect, invalidation, test } from './support.js';
 
 /**
  * Browser sign-in without an authorization server (issue 31): one-time login links made by the operator (admin
@@ -16,7 +14,6 @@ import { ADMIN_TOKEN, Harness, JWT_SECRET, type Res, describe, eventually, expec
  */
 const admin = { 'x-admin-token': ADMIN_TOKEN };
 const FAKE_ID = '01900000-0000-7000-8000-000000000000';
-const appDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const makeLink = (h: Harness, userId: string) => h.call('POST', `/admin/v1/users/${userId}/login-links`, { headers: admin });
 const redeem = (h: Harness, code: unknown) => h.call('POST', '/api/v1/auth/login-links/redeem', { body: { code } });
@@ -273,32 +270,13 @@ describe('login links (issue 31)', () => {
   });
 });
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((ok) => {
-    const p = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout?.on('data', (d) => (stdout += d));
-    p.stderr?.on('data', (d) => (stderr += d));
-    p.on('exit', (code) => ok({ code, stdout, stderr }));
-  });
-}
+const run = runNode;
 
 let other: Harness | undefined;
 afterAll(async () => {
   await other?.close();
 });
 
-/** Resolves when the process's invalidation bus drops `topic` (the message of a change made elsewhere). */
-function invalidation(process: Harness, topic: string): Promise<void> {
-  return new Promise((resolve) => {
-    const off = process.services.bus.subscribe((t) => {
-      if (t !== topic) return;
-      off();
-      resolve();
-    });
-  });
-}
 
 describe('logout (issue 31)', () => {
   test('revokes the presenting session at once; a second logout is 401; the user’s other sessions go on', async ({ h }) => {

@@ -64,3 +64,15 @@ export async function until<T>(what: string, check: () => T | undefined | false 
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Runs `node <args>` in apps/api (the built CLI) with `env` over this process's, to its exit: code and output. */
+export function runNode(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((ok) => {
+    const p = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout?.on('data', (d) => (stdout += d));
+    p.stderr?.on('data', (d) => (stderr += d));
+    p.on('exit', (code) => ok({ code, stdout, stderr }));
+  });
+}

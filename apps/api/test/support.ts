@@ -312,6 +312,17 @@ export const test = base.extend<{ harness: Harness; h: Harness; base: string; ow
   ws: async ({ harness, owner }, use) => use(await harness.workspace(owner.token, 'Acme')),
 });
 
+/** Resolves when the process's invalidation bus drops `topic` (the message of a change made elsewhere). */
+export function invalidation(process: Harness, topic: string): Promise<void> {
+  return new Promise((resolve) => {
+    const off = process.services.bus.subscribe((t) => {
+      if (t !== topic) return;
+      off();
+      resolve();
+    });
+  });
+}
+
 /** A workspace id as physical names spell it (`ws_<id with _>_…`). */
 export const underscored = (id: string) => id.toLowerCase().replace(/-/g, '_');
 /** A workspace id as role names spell it (`wds_ws_<hex>`). */

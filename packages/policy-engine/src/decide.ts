@@ -60,6 +60,15 @@ export function decide({ policies, groups, subject, table, operation }: DecideIn
 }
 
 /**
+ * The row filter a condition stands for, as `decide` builds it for a policy (null: no condition, every row). What
+ * explain shows for one policy or one field of its condition.
+ */
+export function conditionFilterOf(condition: unknown): Filter | null {
+  const c = condition === null || condition === undefined ? null : parseCondition(condition);
+  return c === null || Object.keys(c).length === 0 ? null : toFilter(c);
+}
+
+/**
  * The policies `decide` weighs for the subject on (table, operation), in the order it weighs them: those whose table
  * and operation are the request's and whose group holds the subject (docs/approvals.md's explain, and
  * docs/sql-and-policies.md#explain). What `decide` concludes from them is its own answer; this only names them.

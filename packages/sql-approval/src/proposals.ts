@@ -126,20 +126,35 @@ export interface Decision {
 }
 
 /**
- * Takes a pending proposal for approval: one UPDATE from `pending`, so of any number of approvals at the same time,
- * in any processes, exactly one gets the row and runs it. 404 for none of the workspace's; 409 for one that is not
- * pending any more (decided, or expired).
+ * Decides a proposal that is still pending, in one UPDATE that only a pending, unexpired row passes: the row, or
+ * undefined when it is not (any more).
  */
-export async function claimForApproval(db: Db, workspaceId: string, id: Uuid, d: Decision): Promise<SqlProposalRow> {
-  const row = await db
+function decidePending(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  set: { status: 'approved' | 'rejected'; decided_by: string; decision_comment: string | null },
+): Promise<SqlProposalRow | undefined> {
+  // A rejection ends the proposal; an approval is finished once its statement ran (finishApproved).
+  const ends = set.status === 'rejected' ? { finished_at: sql<Date>`now()` } : {};
+  return db
     .updateTable('platform.sql_proposals')
-    .set({ status: 'approved', decided_by: d.approver.userId, decided_at: sql<Date>`now()`, decision_comment: d.comment })
+    .set({ ...set, ...ends, decided_at: sql<Date>`now()` })
     .where('id', '=', id)
     .where('workspace_id', '=', workspaceId)
     .where('status', '=', 'pending')
     .where('expires_at', '>', sql<Date>`now()`)
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Takes a pending proposal for approval: one UPDATE from `pending`, so of any number of approvals at the same time,
+ * in any processes, exactly one gets the row and runs it. 404 for none of the workspace's; 409 for one that is not
+ * pending any more (decided, or expired).
+ */
+export async function claimForApproval(db: Db, workspaceId: string, id: Uuid, d: Decision): Promise<SqlProposalRow> {
+  const row = await decidePending(db, workspaceId, id, { status: 'approved', decided_by: d.approver.userId, decision_comment: d.comment });
   if (row) {
     await publish(db, row, false);
     return row;
@@ -197,15 +212,11 @@ export async function finishApproved(
 /** Rejects a pending proposal (409 when it is not pending), with the `reject_sql_proposal` entry naming both people. */
 export async function rejectProposal(db: Db, workspaceId: string, id: Uuid, d: Decision, request: RequestInfo): Promise<SqlProposalView> {
   return inTransaction(db, async (trx) => {
-    const row = await trx
-      .updateTable('platform.sql_proposals')
-      .set({ status: 'rejected', decided_by: d.approver.userId, decided_at: sql<Date>`now()`, decision_comment: d.comment, finished_at: sql<Date>`now()` })
-      .where('id', '=', id)
-      .where('workspace_id', '=', workspaceId)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', sql<Date>`now()`)
-      .returningAll()
-      .executeTakeFirst();
+    const row = await decidePending(trx, workspaceId, id, {
+      status: 'rejected',
+      decided_by: d.approver.userId,
+      decision_comment: d.comment,
+    });
     if (!row) throw await notPending(trx, workspaceId, id);
     await auditInsert(trx, entry('reject_sql_proposal', row, d.approver, request, { proposed_by: row.proposed_by, rejected_by: row.decided_by })).execute();
     await publish(trx, row, false);

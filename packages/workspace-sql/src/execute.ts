@@ -37,7 +37,7 @@ import { AuditGroup } from './audit-group.js';
 import { forgetPrepared, runCappedRead } from './capped-read.js';
 import { installRowCapture, visibleRowsForStatement, visibleRowsStatement } from './row-capture.js';
 import { type ReadScope, mayRunDdlOf, readScopeOf } from './read-scope.js';
-import { type StatementExplanation, bindUser, both, decisionsOf, explainAccess, viewAsDecisions } from './explain.js';
+import { type StatementExplanation, bindUser, both, explainAccess, viewAsDecisions } from './explain.js';
 import { type RowExplanation, explainRowOf } from './explain-row.js';
 
 /** Users one visibleRowsFor statement checks at most (the rest in the next). */
@@ -392,8 +392,7 @@ export class WorkspaceSql {
     const a = await analyseStatement(sql, caller.workspaceId, this.worker);
     try {
       const ctx = await this.context(caller, a.tables);
-      const access = explainAccess(a.access, ctx, caller.subject);
-      const decisions = decisionsOf(a.access, ctx, caller.subject);
+      const { access, decisions } = explainAccess(a.access, ctx, caller.subject);
       const denial = access.find((x) => x.decision !== 'allow')?.denial ?? null;
       const input = { workspaceId: caller.workspaceId, catalog: ctx.catalog, userId: caller.subject.userId };
       return {
@@ -432,23 +431,27 @@ export class WorkspaceSql {
       if (!ctx.catalog.get(table)?.has('id')) throw new ServiceError('VALIDATION_ERROR', `Table ${table} has no id column`, 'row_id names a row by its id');
       const mine = decide({ policies: ctx.policies, groups: ctx.groups, subject: viewer, table, operation: 'select' });
       const viewerFilter = mine.allowed && viewer.userId ? bindUser(mine.filter, viewer.userId) : undefined;
+      // One connection for every check of the row, taken at the first and given back at the end.
+      let lease: Awaited<ReturnType<TenantPools['acquire']>> | undefined;
+      let broken = false;
       const passes = async (extra: Filter | null): Promise<boolean> => {
         if (viewerFilter === undefined) return false;
         const decisions = { [`${table}:select`]: both(viewerFilter, extra) };
         const text = await probe.rewrite({ workspaceId: caller.workspaceId, catalog: ctx.catalog, decisions, userId: viewer.userId });
-        const lease = await this.pools.acquire(caller.workspaceId);
-        let broken = false;
+        lease ??= await this.pools.acquire(caller.workspaceId);
         try {
           return (await runCappedRead(lease.client, text, 1, userValueTypes)).rows.length > 0;
         } catch (err) {
           broken = isConnectionError(err);
           throw mapDatabaseError(err, limits);
-        } finally {
-          lease.release(broken);
         }
       };
-      if (!(await passes(null))) throw new ServiceError('NOT_FOUND', 'Row not found');
-      return explainRowOf(table, ctx, caller.subject, passes);
+      try {
+        if (!(await passes(null))) throw new ServiceError('NOT_FOUND', 'Row not found');
+        return await explainRowOf(table, ctx, caller.subject, passes);
+      } finally {
+        lease?.release(broken);
+      }
     } finally {
       probe.release();
     }

@@ -1,7 +1,7 @@
 import { ServiceError } from '@wds/errors';
-import { type Condition, type Filter, type Subject, decide, matchingPolicies, parseCondition } from '@wds/policy-engine';
+import { type Condition, type Filter, type Subject, conditionFilterOf, decide, matchingPolicies, parseCondition } from '@wds/policy-engine';
 import type { SqlContext } from './context.js';
-import { bindUser, conditionFilter } from './explain.js';
+import { bindUser } from './explain.js';
 
 /** Checks one row explanation may run at most (each is a read of the row): policies × their fields, plus two. */
 export const MAX_ROW_CHECKS = 64;
@@ -55,7 +55,7 @@ export async function explainRowOf(
   for (const [i, p] of policies.entries()) {
     const conditions: ConditionCheck[] = [];
     for (const [column, fc] of fields[i] ?? []) {
-      const filter = conditionFilter({ table_name: table, operation: 'select', condition: { [column]: fc } }, subject);
+      const filter = conditionFilterOf({ [column]: fc });
       // Shown as the policy states it (`"$user_id"` stays so), checked as the engine reads it.
       const stated = { [column]: (p.condition as Record<string, unknown> | null)?.[column] ?? fc } as Condition;
       conditions.push({ column, condition: stated, matches: await matches(bound(filter)) });

@@ -4,9 +4,9 @@ import {
   type ConditionValue,
   type Filter,
   type Operation,
-  type Policy,
   type Subject,
   compileFilter,
+  conditionFilterOf,
   decide,
   describeDenial,
   matchingPolicies,
@@ -78,16 +78,18 @@ export const both = (a: Filter | null, b: Filter | null): Filter | null => (a ==
 const userOf = (s: Subject): string | null => s.userId;
 const printed = (filter: Filter | null, userId: string | null): string | null => (filter === null ? null : printExpression(compileFilter(filter, { userId })));
 
-/** A condition's filter as `decide` builds it: the policy decided alone as an allow. */
-export function conditionFilter(p: Pick<Policy, 'table_name' | 'operation' | 'condition'>, subject: Subject): Filter | null {
-  const probe: Policy = { ...p, id: 'probe', name: 'probe', policy_group_id: 'probe', mode: 'allow' };
-  const d = decide({ policies: [probe], groups: [{ id: 'probe', user_ids: subject.kind === 'user' ? [subject.userId] : [], stf_ids: subject.kind === 'stf' ? [subject.stfId] : [] }], subject, table: p.table_name, operation: p.operation });
-  return d.allowed ? d.filter : null;
-}
-
-/** What the policies decide for each (table, operation) the statement needs, and the policies behind it. */
-export function explainAccess(access: StatementSummary['access'], ctx: Pick<SqlContext, 'policies' | 'groups'>, subject: Subject): AccessExplanation[] {
-  return access.map(({ table, operation }) => {
+/**
+ * What the policies decide for each (table, operation) the statement needs, and the policies behind it; with the
+ * decisions the rewriter takes when every one allows (undefined when one denies).
+ */
+export function explainAccess(
+  access: StatementSummary['access'],
+  ctx: Pick<SqlContext, 'policies' | 'groups'>,
+  subject: Subject,
+): { access: AccessExplanation[]; decisions: Decisions | undefined } {
+  const decisions: Decisions = {};
+  let allowed = true;
+  const explained = access.map(({ table, operation }): AccessExplanation => {
     const input = { policies: ctx.policies, groups: ctx.groups, subject, table, operation };
     const d = decide(input);
     const policies = matchingPolicies(input).map((p) => ({
@@ -96,9 +98,13 @@ export function explainAccess(access: StatementSummary['access'], ctx: Pick<SqlC
       policy_group_id: p.policy_group_id,
       mode: p.mode,
       condition: p.condition,
-      predicate: printed(conditionFilter(p, subject), userOf(subject)),
+      predicate: printed(conditionFilterOf(p.condition), userOf(subject)),
     }));
-    if (d.allowed) return { table, operation, decision: 'allow', policies, denied_by: null, predicate: printed(d.filter, userOf(subject)), denial: null };
+    if (d.allowed) {
+      decisions[`${table}:${operation}`] = d.filter;
+      return { table, operation, decision: 'allow', policies, denied_by: null, predicate: printed(d.filter, userOf(subject)), denial: null };
+    }
+    allowed = false;
     return {
       table,
       operation,
@@ -109,17 +115,7 @@ export function explainAccess(access: StatementSummary['access'], ctx: Pick<SqlC
       denial: describeDenial(d, table, operation),
     };
   });
-}
-
-/** The decisions of an explanation that allows everything, as the rewriter takes them. */
-export function decisionsOf(access: StatementSummary['access'], ctx: Pick<SqlContext, 'policies' | 'groups'>, subject: Subject): Decisions | undefined {
-  const decisions: Decisions = {};
-  for (const { table, operation } of access) {
-    const d = decide({ policies: ctx.policies, groups: ctx.groups, subject, table, operation });
-    if (!d.allowed) return undefined;
-    decisions[`${table}:${operation}`] = d.filter;
-  }
-  return decisions;
+  return { access: explained, decisions: allowed ? decisions : undefined };
 }
 
 /** The decisions of a read seen as `viewer` and `member` at once: a row passes only if it passes both. */

@@ -37,6 +37,8 @@ export const SqlPreview = v.object({
 const PolicyMode = v.picklist(['allow', 'deny']);
 const Decision = v.picklist(['allow', 'deny', 'default_deny']);
 const PolicyOperation = v.picklist(['select', 'insert', 'update', 'delete']);
+/** Which policy an explanation names. */
+const policyRef = { id: Uuid, name: v.string(), policy_group_id: Uuid, mode: PolicyMode };
 
 /** explain_sql with row_id: one row the caller can read, checked against each select policy of the user explained. */
 export const SqlRowExplanation = v.object({
@@ -46,10 +48,7 @@ export const SqlRowExplanation = v.object({
   visible: v.boolean(),
   policies: v.array(
     v.object({
-      id: Uuid,
-      name: v.string(),
-      policy_group_id: Uuid,
-      mode: PolicyMode,
+      ...policyRef,
       matches: v.boolean(),
       conditions: v.array(v.object({ column: v.string(), condition: JsonObject, matches: v.boolean() })),
     }),
@@ -68,10 +67,7 @@ export const SqlExplanation = v.object({
       decision: Decision,
       policies: v.array(
         v.object({
-          id: Uuid,
-          name: v.string(),
-          policy_group_id: Uuid,
-          mode: PolicyMode,
+          ...policyRef,
           condition: v.nullable(JsonObject),
           predicate: v.nullable(v.string()),
         }),
