@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CHROMIUM_LOOPBACK_ARGS, chromiumPath } from '@wds/testkit';
 import { type Browser, type Page, chromium } from 'playwright-core';
@@ -52,6 +53,16 @@ async function watchedPage(): Promise<{ page: Page; problems: string[]; requests
   return { page, problems, requests };
 }
 
+/** axe-core's source, run in the page through the debugging protocol (which the page's CSP does not govern). */
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** The serious and critical accessibility violations axe-core finds on the page as it is now. */
+async function a11yViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE);
+  const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: { id: string; impact: string | null; nodes: unknown[] }[] };
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
+}
+
 const heading = (page: Page, name: string) => expect.poll(() => page.getByRole('heading', { name }).count(), { timeout: 15_000 }).toBe(1);
 
 describe('the console', () => {
@@ -65,17 +76,26 @@ describe('the console', () => {
     expect(requests.some((u) => u.includes(code))).toBe(false);
     await expect.poll(() => page.getByText(`Signed in as browser <${user.email}>`).count()).toBe(1);
     await page.screenshot({ path: join(shots, 'console-workspaces-empty.png') });
+    expect(await a11yViolations(page)).toEqual([]);
 
     await page.getByLabel('New workspace').fill('Acme <img src=x onerror=alert(1)>');
     await page.getByRole('button', { name: 'Create workspace' }).click();
     await expect.poll(() => page.getByRole('cell', { name: 'Acme <img src=x onerror=alert(1)>' }).count()).toBe(1);
+    // A long name without spaces wraps inside its cell instead of widening the page.
+    const long = 'x'.repeat(255);
+    await page.getByLabel('New workspace').fill(long);
+    await page.getByRole('button', { name: 'Create workspace' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: long }).count()).toBe(1);
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
     await page.screenshot({ path: join(shots, 'console-workspaces.png') });
-    const token = (await page.evaluate(() => sessionStorage.getItem('wds.token'))) as string;
-    expect((await h.call('GET', '/api/v1/workspaces', { token })).body.map((w: any) => w.name)).toEqual(['Acme <img src=x onerror=alert(1)>']);
+    expect(await a11yViolations(page)).toEqual([]);
+    const token = (await page.evaluate("sessionStorage.getItem('wds.token')")) as string;
+    expect((await h.call('GET', '/api/v1/workspaces', { token })).body.map((w: any) => w.name).sort()).toEqual(['Acme <img src=x onerror=alert(1)>', long]);
 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await heading(page, 'Sign in');
-    expect(await page.evaluate(() => sessionStorage.getItem('wds.token'))).toBeNull();
+    expect(await a11yViolations(page)).toEqual([]);
+    expect(await page.evaluate("sessionStorage.getItem('wds.token')")).toBeNull();
     expect((await h.call('GET', '/api/v1/auth/me', { token })).status).toBe(401);
     expect(problems).toEqual([]);
     await page.close();

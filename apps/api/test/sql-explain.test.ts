@@ -191,6 +191,26 @@ describe('view as a member', () => {
   });
 });
 
+describe('hostile text through explain and view-as', () => {
+  test('quotes, comment openers, dollar quotes and backslashes in literals and identifiers stay what they are', async ({ h }) => {
+    const { owner, ws, alice } = await setUp(h);
+    const value = "it's -- not /* a */ $$ comment $t$ \\ end";
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO docs VALUES (5, '${alice.id}', '${value.replace(/'/g, "''")}', 'draft', false)`);
+    const sql = `SELECT title AS "we""ird -- /* $$", $$ a $t$ b $$ AS "d$q" FROM docs WHERE title = '${value.replace(/'/g, "''")}' OR title = E'a1\\\\' OR title = 'a1'`;
+    const ran = await h.sqlOk(alice.token, ws.id, sql);
+    expect(ran.rows).toEqual(expect.arrayContaining([{ 'we"ird -- /* $$': value, d$q: ' a $t$ b ' }, { 'we"ird -- /* $$': 'a1', d$q: ' a $t$ b ' }]));
+    expect(ran.rows).toHaveLength(2);
+    const ex = await explain(h, alice.token, ws.id, { sql });
+    expect(ex.body.transformed_sql).toBe(ran.executed_sql);
+    const seen = await viewAs(h, owner.token, ws.id, sql, alice.id);
+    expect(seen.status, JSON.stringify(seen.body)).toBe(200);
+    expect(seen.body.rows).toEqual(expect.arrayContaining(ran.rows));
+    expect(seen.body.rows).toHaveLength(2);
+    // Nothing was run but the reads: the table holds what it held.
+    expect((await h.sqlOk(owner.token, ws.id, 'SELECT count(*)::int AS n FROM docs')).rows[0].n).toBe(5);
+  });
+});
+
 describe('row explain', () => {
   test('which conditions of which policy one readable row matches, for the user explained', async ({ h }) => {
     const { owner, ws, alice } = await setUp(h);

@@ -49,7 +49,9 @@ export function Workspaces() {
           <caption>Your workspaces</caption>
           <thead>
             <tr>
-              <th scope="col">Name</th>
+              <th scope="col" class="wrap">
+                Name
+              </th>
               <th scope="col">Your role</th>
               <th scope="col">Created</th>
             </tr>
@@ -57,7 +59,7 @@ export function Workspaces() {
           <tbody>
             {items.value.map((w) => (
               <tr key={w.id}>
-                <td>{w.name}</td>
+                <td class="wrap">{w.name}</td>
                 <td>{w.role}</td>
                 <td>{new Date(w.created_at).toLocaleString()}</td>
               </tr>
