@@ -1,11 +1,7 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { CHROMIUM_LOOPBACK_ARGS, chromiumPath } from '@wds/testkit';
-import { type Browser, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, Harness } from './support.js';
-import { repoRoot } from './programs.js';
+import { type ConsoleHarness, a11yViolations, heading, linkFor as linkOf, openConsole, shots, watchedPage as watched } from './console-support.js';
+import { Harness } from './support.js';
 
 /**
  * The console (apps/console, docs/console.md) in a real browser (Debian's chromium, headless; everything on
@@ -13,57 +9,20 @@ import { repoRoot } from './programs.js';
  * must run without a console error, a failed request or a Content-Security-Policy violation. Screenshots go to
  * apps/api/.cache/screenshots/ (not committed) for a person to look at.
  */
-const shots = join(repoRoot, 'apps', 'api', '.cache', 'screenshots');
-
+let c: ConsoleHarness;
 let h: Harness;
 let base: string;
-let browser: Browser;
 
 beforeAll(async () => {
-  h = await Harness.create();
-  base = await h.listen();
-  browser = await chromium.launch({ executablePath: await chromiumPath(), args: [...CHROMIUM_LOOPBACK_ARGS] });
-  mkdirSync(shots, { recursive: true });
+  c = await openConsole();
+  ({ h, base } = c);
 }, 600_000);
 afterAll(async () => {
-  await browser?.close();
-  await h?.close();
+  await c?.close();
 });
 
-/** A login link's code for a new user (the admin interface), and the user. */
-async function linkFor(tag: string) {
-  const user = await h.user(tag);
-  const link = await h.call('POST', `/admin/v1/users/${user.id}/login-links`, { headers: { 'x-admin-token': ADMIN_TOKEN } });
-  expect(link.status).toBe(201);
-  const code = new URL(link.body.url).hash.slice('#code='.length);
-  expect(code.length).toBeGreaterThan(20);
-  return { user, code };
-}
-
-/** A page that records what must never happen on it: console errors, uncaught errors, failed requests, dialogs. */
-async function watchedPage(): Promise<{ page: Page; problems: string[]; requests: string[] }> {
-  const page = await browser.newPage();
-  const problems: string[] = [];
-  const requests: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
-  page.on('dialog', (d) => problems.push(`dialog: ${d.message()}`));
-  page.on('request', (r) => requests.push(r.url()));
-  return { page, problems, requests };
-}
-
-/** axe-core's source, run in the page through the debugging protocol (which the page's CSP does not govern). */
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** The serious and critical accessibility violations axe-core finds on the page as it is now. */
-async function a11yViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: { id: string; impact: string | null; nodes: unknown[] }[] };
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length} nodes)`);
-}
-
-const heading = (page: Page, name: string) => expect.poll(() => page.getByRole('heading', { name }).count(), { timeout: 15_000 }).toBe(1);
+const linkFor = (tag: string) => linkOf(h, tag);
+const watchedPage = () => watched(c.browser);
 
 describe('the console', () => {
   it('a login link signs in (its code gone from the address bar), a workspace is created, sign-out revokes the session', async () => {

@@ -1,7 +1,9 @@
 import { type View, ok } from '@wds/client';
 import { useSignal } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
+import { sectionPath } from '../router.js';
 import { api, describe } from '../session.js';
+import { Link } from '../ui/link.js';
 
 type Workspace = View<'WorkspaceWithRole'>;
 
@@ -59,7 +61,9 @@ export function Workspaces() {
           <tbody>
             {items.value.map((w) => (
               <tr key={w.id}>
-                <td class="wrap">{w.name}</td>
+                <td class="wrap">
+                  <Link to={sectionPath(w.id, 'sql')}>{w.name}</Link>
+                </td>
                 <td>{w.role}</td>
                 <td>{new Date(w.created_at).toLocaleString()}</td>
               </tr>
