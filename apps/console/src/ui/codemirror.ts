@@ -1,0 +1,92 @@
+import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } from '@codemirror/autocomplete';
+import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
+import { javascript } from '@codemirror/lang-javascript';
+import { PostgreSQL, sql } from '@codemirror/lang-sql';
+import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
+import { Compartment, EditorState, Prec } from '@codemirror/state';
+import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers, placeholder } from '@codemirror/view';
+
+/**
+ * CodeMirror 6, in a chunk of its own (ui/editor.tsx loads it the first time an editor is shown). The editor lives
+ * in a shadow root of its host: there CodeMirror puts its styles into a constructed style sheet (adoptedStyleSheets),
+ * which the page's `style-src 'self'` allows, where in the document itself it would add a <style> element, which
+ * that policy refuses. So the console's own style sheet does not reach inside: the editor's look is `look` below.
+ */
+export interface EditorOptions {
+  parent: HTMLElement;
+  language: 'sql' | 'javascript';
+  value: string;
+  label: string;
+  placeholder?: string;
+  onChange: (value: string) => void;
+  onRun?: () => void;
+  /** Tables and their columns for SQL completion. */
+  schema?: Record<string, string[]>;
+}
+
+export interface EditorHandle {
+  set(value: string): void;
+  setSchema(schema: Record<string, string[]>): void;
+  focus(): void;
+  destroy(): void;
+}
+
+const look = EditorView.theme({
+  '&': { minHeight: '8rem', fontSize: '.95rem', border: '1px solid #8a93a3', borderRadius: '.3rem', background: '#fff' },
+  '&.cm-focused': { outline: '3px solid #1547a8', outlineOffset: '2px' },
+  '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace', minHeight: '8rem' },
+  '.cm-gutters': { background: '#f4f5f7', color: '#4a5263', borderRight: '1px solid #d5d9e0' },
+  '.cm-activeLine': { background: '#f1f5fd' },
+  '.cm-activeLineGutter': { background: '#e3eaf8' },
+});
+
+export function createEditor(o: EditorOptions): EditorHandle {
+  const lang = new Compartment();
+  const shadow = o.parent.shadowRoot ?? o.parent.attachShadow({ mode: 'open' });
+  const parent = document.createElement('div');
+  shadow.append(parent);
+  const languageOf = (schema: Record<string, string[]> | undefined) =>
+    o.language === 'sql' ? sql({ dialect: PostgreSQL, upperCaseKeywords: true, ...(schema ? { schema } : {}) }) : javascript();
+  let run = o.onRun;
+  const view = new EditorView({
+    root: shadow,
+    parent,
+    state: EditorState.create({
+      doc: o.value,
+      extensions: [
+        look,
+        lineNumbers(),
+        history(),
+        drawSelection(),
+        indentOnInput(),
+        bracketMatching(),
+        closeBrackets(),
+        highlightActiveLine(),
+        autocompletion(),
+        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        lang.of(languageOf(o.schema)),
+        // Ctrl/Cmd+Enter runs, before any other key binding sees it.
+        Prec.highest(keymap.of([{ key: 'Mod-Enter', run: () => (run?.(), true) }])),
+        keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap, indentWithTab]),
+        EditorView.contentAttributes.of({ 'aria-label': o.label, 'aria-multiline': 'true' }),
+        EditorView.lineWrapping,
+        ...(o.placeholder ? [placeholder(o.placeholder)] : []),
+        EditorView.updateListener.of((u) => {
+          if (u.docChanged) o.onChange(u.state.doc.toString());
+        }),
+      ],
+    }),
+  });
+  return {
+    set: (value) => {
+      if (value !== view.state.doc.toString()) view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: value } });
+    },
+    setSchema: (schema) => view.dispatch({ effects: lang.reconfigure(languageOf(schema)) }),
+    focus: () => view.focus(),
+    destroy: () => {
+      run = undefined;
+      view.destroy();
+      parent.remove();
+    },
+  };
+}

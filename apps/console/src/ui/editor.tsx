@@ -1,0 +1,86 @@
+import { useSignal } from '@preact/signals';
+import { useEffect, useRef } from 'preact/hooks';
+import type { EditorHandle } from './codemirror.js';
+
+/**
+ * A code editor (SQL or JavaScript) with highlighting, completion and Ctrl/Cmd+Enter to run. CodeMirror is a chunk
+ * of its own, loaded the first time an editor is shown; until then (or if it cannot load) a plain text area stands
+ * in, with the same name and the same keys.
+ */
+export function CodeEditor({
+  language,
+  value,
+  onChange,
+  label,
+  onRun,
+  schema,
+  placeholder,
+}: {
+  language: 'sql' | 'javascript';
+  value: string;
+  onChange: (value: string) => void;
+  /** The editor's accessible name. */
+  label: string;
+  onRun?: () => void;
+  schema?: Record<string, string[]>;
+  placeholder?: string;
+}) {
+  const host = useRef<HTMLDivElement>(null);
+  const handle = useRef<EditorHandle | null>(null);
+  const ready = useSignal(false);
+  // The latest callbacks, so the editor (made once) always calls the current ones.
+  const latest = useRef({ onChange, onRun });
+  latest.current = { onChange, onRun };
+
+  useEffect(() => {
+    let gone = false;
+    import('./codemirror.js').then(
+      ({ createEditor }) => {
+        if (gone || !host.current) return;
+        handle.current = createEditor({
+          parent: host.current,
+          language,
+          value,
+          label,
+          ...(placeholder ? { placeholder } : {}),
+          ...(schema ? { schema } : {}),
+          onChange: (v) => latest.current.onChange(v),
+          onRun: () => latest.current.onRun?.(),
+        });
+        ready.value = true;
+      },
+      () => undefined, // the text area stays
+    );
+    return () => {
+      gone = true;
+      handle.current?.destroy();
+      handle.current = null;
+    };
+  }, []);
+  useEffect(() => handle.current?.set(value), [value]);
+  useEffect(() => {
+    if (schema) handle.current?.setSchema(schema);
+  }, [schema]);
+
+  return (
+    <div class="code-editor">
+      <div ref={host} hidden={!ready.value} />
+      {!ready.value && (
+        <textarea
+          aria-label={label}
+          spellcheck={false}
+          rows={8}
+          value={value}
+          placeholder={placeholder}
+          onInput={(e) => onChange((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+              e.preventDefault();
+              onRun?.();
+            }
+          }}
+        />
+      )}
+    </div>
+  );
+}
