@@ -30,6 +30,10 @@ export const ConfigSchema = v.object({
   AUTH_TOKEN_URL: url,
   AUTH_CLIENT_ID: opt,
   AUTH_CLIENT_SECRET: opt,
+  // The authorization server's authorization endpoint: with it the console offers the authorization-code flow
+  // (docs/console.md#signing-in), redirect URI <CONSOLE_URL>/console/callback (https, as the exchange requires).
+  AUTH_AUTHORIZE_URL: url,
+  AUTH_SCOPE: v.optional(v.pipe(v.string(), v.trim(), v.nonEmpty(), v.maxLength(1000)), 'openid email profile'),
   SESSION_TTL_SECONDS: int(30 * 24 * 3600, 60, 365 * 24 * 3600),
   // The base URL the console is reached under: login links point at its /console/login page (login-page.ts).
   // The console at /console/ (docs/console.md); false: not served, and GET / answers 404.
@@ -221,5 +225,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     const why = r.issues.map((i) => `${v.getDotPath(i) ?? '?'}: ${i.message}`).join('; ');
     throw new Error(`Invalid configuration: ${why}`);
   }
-  return r.output;
+  const config = r.output;
+  if (config.AUTH_AUTHORIZE_URL !== undefined) {
+    const missing = [config.AUTH_TOKEN_URL ? '' : 'AUTH_TOKEN_URL', config.AUTH_CLIENT_ID ? '' : 'AUTH_CLIENT_ID'].filter(Boolean);
+    if (missing.length > 0) throw new Error(`Invalid configuration: AUTH_AUTHORIZE_URL needs ${missing.join(' and ')} (the token exchange)`);
+    if (!config.CONSOLE_URL?.startsWith('https://')) {
+      throw new Error('Invalid configuration: AUTH_AUTHORIZE_URL needs CONSOLE_URL to be an https URL: the redirect URI is <CONSOLE_URL>/console/callback');
+    }
+  }
+  return config;
 }

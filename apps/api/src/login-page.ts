@@ -7,6 +7,9 @@ import type { Config } from './config.js';
  */
 export const LOGIN_PAGE_PATH = '/console/login';
 
+/** Where the authorization server sends the person back (the console's page that finishes the flow). */
+export const CALLBACK_PAGE_PATH = '/console/callback';
+
 export const loginPageUrl = (config: Pick<Config, 'CONSOLE_URL' | 'PORT'>): string =>
   `${config.CONSOLE_URL ?? `http://127.0.0.1:${config.PORT}`}${LOGIN_PAGE_PATH}`;
 

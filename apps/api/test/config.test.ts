@@ -31,4 +31,13 @@ describe('configuration', () => {
       expect(() => loadConfig({ CONSOLE_URL: bad }), bad).toThrow(/CONSOLE_URL/);
     }
   });
+
+  it('AUTH_AUTHORIZE_URL: only with the token exchange and an https CONSOLE_URL (the redirect URI)', () => {
+    const flow = { AUTH_AUTHORIZE_URL: 'https://id.example.com/authorize', AUTH_TOKEN_URL: 'https://id.example.com/token', AUTH_CLIENT_ID: 'console', CONSOLE_URL: 'https://app.example.com' };
+    expect(loadConfig(flow).AUTH_SCOPE).toBe('openid email profile');
+    expect(() => loadConfig({ ...flow, AUTH_TOKEN_URL: undefined })).toThrow(/AUTH_AUTHORIZE_URL needs AUTH_TOKEN_URL/);
+    expect(() => loadConfig({ ...flow, AUTH_CLIENT_ID: undefined })).toThrow(/AUTH_AUTHORIZE_URL needs AUTH_CLIENT_ID/);
+    expect(() => loadConfig({ ...flow, CONSOLE_URL: 'http://app.example.com' })).toThrow(/https URL/);
+    expect(() => loadConfig({ ...flow, CONSOLE_URL: undefined })).toThrow(/https URL/);
+  });
 });

@@ -1,7 +1,11 @@
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ConsoleHarness, a11yViolations, heading, linkFor as linkOf, openConsole, shots, watchedPage as watched } from './console-support.js';
-import { Harness } from './support.js';
+import { Harness, JWT_SECRET } from './support.js';
 
 /**
  * The console (apps/console, docs/console.md) in a real browser (Debian's chromium, headless; everything on
@@ -106,6 +110,86 @@ describe('the console', () => {
       expect((await off.app.request('/')).status).toBe(404);
     } finally {
       await off.close();
+    }
+  });
+
+  it('single sign-on: the authorization-code flow with PKCE signs in where an authorization server is configured', async () => {
+    // The console's public address is https (the exchange takes no other redirect URI); the browser reaches this
+    // test's server on 127.0.0.1, so the fake authorization server, having checked the registered https redirect
+    // URI, sends the browser to the same path here: what the TLS-terminating proxy in front of a deployment does.
+    const CONSOLE = 'https://console.example.test';
+    const codes = new Map<string, string>();
+    const exchanged: URLSearchParams[] = [];
+    let sso: Harness | undefined;
+    let ssoBase = '';
+    const server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (url.pathname === '/authorize') {
+        const q = url.searchParams;
+        const fine = q.get('redirect_uri') === `${CONSOLE}/console/callback` && q.get('client_id') === 'console' && q.get('code_challenge_method') === 'S256' && q.get('response_type') === 'code';
+        if (!fine) return res.writeHead(400).end('bad authorization request');
+        const code = `code-${codes.size + 1}`;
+        codes.set(code, q.get('code_challenge') as string);
+        res.writeHead(302, { location: `${ssoBase}/console/callback?code=${code}&state=${encodeURIComponent(q.get('state') as string)}` });
+        return res.end();
+      }
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', async () => {
+        const form = new URLSearchParams(body);
+        exchanged.push(form);
+        const challenge = codes.get(form.get('code') ?? '');
+        const s256 = createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url');
+        res.setHeader('content-type', 'application/json');
+        if (form.get('client_secret') !== 'sso-secret' || challenge !== s256 || form.get('redirect_uri') !== `${CONSOLE}/console/callback`) {
+          return res.writeHead(400).end(JSON.stringify({ error: 'invalid_grant' }));
+        }
+        codes.delete(form.get('code') as string);
+        const access_token = await new SignJWT({ email: 'sso.person@example.test', email_verified: true, name: 'Sso Person' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setSubject('sso-person')
+          .setExpirationTime('10m')
+          .sign(new TextEncoder().encode(JWT_SECRET));
+        res.end(JSON.stringify({ access_token, refresh_token: 'refresh-1', token_type: 'Bearer', expires_in: 600 }));
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const as = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      sso = await Harness.create({ AUTH_AUTHORIZE_URL: `${as}/authorize`, AUTH_TOKEN_URL: `${as}/token`, AUTH_CLIENT_ID: 'console', AUTH_CLIENT_SECRET: 'sso-secret', CONSOLE_URL: CONSOLE }, h.url);
+      ssoBase = await sso.listen();
+      const methods = await sso.call('GET', '/api/v1/auth/sign-in-methods');
+      expect(methods.body).toEqual({
+        authorization_code: { authorization_endpoint: `${as}/authorize`, client_id: 'console', scope: 'openid email profile', redirect_uri: `${CONSOLE}/console/callback` },
+        login_links: true,
+      });
+      expect(JSON.stringify(methods.body)).not.toContain('sso-secret');
+
+      const { page, problems } = await watched(c.browser);
+      await page.goto(`${ssoBase}/console/login`);
+      await page.getByRole('button', { name: 'Sign in with single sign-on' }).click();
+      await heading(page, 'Workspaces');
+      expect(page.url()).toBe(`${ssoBase}/console`);
+      await expect.poll(() => page.getByText('Signed in as Sso Person <sso.person@example.test>').count()).toBe(1);
+      // The client secret was added by the service; the page sent the verifier; the code left the address bar.
+      expect(exchanged.at(-1)?.get('client_secret')).toBe('sso-secret');
+      expect(exchanged.at(-1)?.get('code_verifier')?.length).toBeGreaterThanOrEqual(43);
+      expect(await page.evaluate('sessionStorage.getItem("wds.refresh")')).toBe('refresh-1');
+      expect(await page.evaluate('sessionStorage.getItem("wds.pkce")')).toBeNull();
+      expect(await page.evaluate('localStorage.length')).toBe(0);
+
+      // A callback this tab did not start (a forged or replayed one) is refused.
+      await page.goto(`${ssoBase}/console/callback?code=code-1&state=forged`);
+      await heading(page, 'Sign-in failed');
+      expect(problems).toEqual([]);
+      await page.close();
+
+      const without = await h.call('GET', '/api/v1/auth/sign-in-methods');
+      expect(without.body).toEqual({ authorization_code: null, login_links: true });
+      await expect(Harness.create({ AUTH_AUTHORIZE_URL: `${as}/authorize`, AUTH_TOKEN_URL: `${as}/token`, AUTH_CLIENT_ID: 'console' }, h.url)).rejects.toThrow(/CONSOLE_URL to be an https URL/);
+    } finally {
+      await sso?.close();
+      server.close();
     }
   });
 });

@@ -93,6 +93,7 @@ describe('mcp', () => {
     expect(Object.keys(excluded).sort()).toEqual(
       [
         'POST /api/v1/auth/token',
+        'GET /api/v1/auth/sign-in-methods',
         'POST /api/v1/hooks/:hookId',
         'GET /ws',
         'GET /api/v1/stf-libraries/@d6e-ai/:name/types',

@@ -2,6 +2,7 @@ import { ok } from '@wds/client';
 import { useSignal } from '@preact/signals';
 import type { ComponentType } from 'preact';
 import { useEffect } from 'preact/hooks';
+import { resumeRefresh } from './oauth.js';
 import { SignIn } from './pages/sign-in.js';
 import { Workspaces } from './pages/workspaces.js';
 import { BASE, navigate, place, sectionPath } from './router.js';
@@ -99,9 +100,11 @@ function WorkspaceFrame({ workspaceId, section, rest }: { workspaceId: string; s
   );
 }
 
+resumeRefresh();
+
 export function App() {
   const at = place.value;
-  if (at.kind === 'login' || !token.value) return <SignIn />;
+  if (at.kind === 'login' || at.kind === 'callback' || !token.value) return <SignIn />;
   return (
     <>
       <Header />

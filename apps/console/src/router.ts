@@ -24,11 +24,12 @@ addEventListener('popstate', () => {
  * Where the address points: the sign-in page, the workspaces list, or a section of one workspace
  * (`/console/w/<workspace id>/<section>/<rest…>`, e.g. `/console/w/…/workflows/<id>/runs/<run id>`).
  */
-export type Place = { kind: 'login' } | { kind: 'workspaces' } | { kind: 'section'; workspaceId: string; section: string; rest: string[] };
+export type Place = { kind: 'login' } | { kind: 'callback' } | { kind: 'workspaces' } | { kind: 'section'; workspaceId: string; section: string; rest: string[] };
 
 export const place = computed<Place>(() => {
   const p = path.value;
   if (p === `${BASE}/login`) return { kind: 'login' };
+  if (p === `${BASE}/callback`) return { kind: 'callback' };
   const m = /^\/console\/w\/([^/]+)(?:\/([^/]+))?((?:\/[^/]+)*)$/.exec(p);
   if (!m) return { kind: 'workspaces' };
   return {

@@ -29,6 +29,7 @@ export async function signOut(): Promise<void> {
 export function forget(): void {
   sessionStorage.removeItem(TOKEN_KEY);
   sessionStorage.removeItem('wds.expires_at');
+  sessionStorage.removeItem('wds.refresh');
   token.value = null;
 }
 

@@ -6,6 +6,7 @@ export const OPERATIONS = {
   // identity
   get_me: { resource: 'user', mutates: false },
   exchange_token: { resource: 'token', mutates: false },
+  get_sign_in_methods: { resource: 'token', mutates: false },
   list_api_keys: { resource: 'api_key', mutates: false },
   create_api_key: { resource: 'api_key', mutates: true },
   revoke_api_key: { resource: 'api_key', mutates: true },

@@ -72,6 +72,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/sign-in-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How a browser page signs a person in: the authorization-code flow when an authorization server is configured, and login links
+         * @description How a browser page signs a person in: the authorization-code flow when an authorization server is configured, and login links
+         *
+         *     No credential.
+         */
+        get: operations["get_sign_in_methods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/me": {
         parameters: {
             query?: never;
@@ -3596,6 +3618,16 @@ export interface components {
             /** Format: date-time */
             expires_at: string;
         };
+        SignInMethods: {
+            authorization_code: {
+                authorization_endpoint: string;
+                client_id: string;
+                scope: string;
+                redirect_uri: string;
+            } | null;
+            /** @constant */
+            login_links: true;
+        };
         PinnedChart: {
             /** Format: uuid */
             id: string;
@@ -4158,6 +4190,30 @@ export interface operations {
                 };
             };
             429: components["responses"]["Error429"];
+        };
+    };
+    get_sign_in_methods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInMethods"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            429: components["responses"]["Error429"];
+            503: components["responses"]["Error503"];
+            default: components["responses"]["Error"];
         };
     };
     get_me: {

@@ -29,3 +29,21 @@ export type LoginLink = v.InferOutput<typeof LoginLink>;
 /** redeem_login_link: the session token (ses_…) a login link became, answered this once, and when it expires. */
 export const LoginSession = v.object({ token: v.string(), expires_at: field.Timestamp });
 export type LoginSession = v.InferOutput<typeof LoginSession>;
+
+/**
+ * How a browser page signs a person in here, without a credential: the authorization-code flow with PKCE when an
+ * authorization server is configured (null otherwise). The client id, the endpoint and the redirect URI are public
+ * (they appear in the address bar); the client secret never leaves the service (the token exchange adds it).
+ */
+export const SignInMethods = v.object({
+  authorization_code: v.nullable(
+    v.object({
+      authorization_endpoint: v.string(),
+      client_id: v.string(),
+      scope: v.string(),
+      redirect_uri: v.string(),
+    }),
+  ),
+  login_links: v.literal(true),
+});
+export type SignInMethods = v.InferOutput<typeof SignInMethods>;

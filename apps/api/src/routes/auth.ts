@@ -1,7 +1,8 @@
 import { exchangeToken, logout, redeemLoginLink } from '@wds/identity';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
-import { LoginSession, User } from '../http/views/index.js';
+import { LoginSession, SignInMethods, User } from '../http/views/index.js';
+import { CALLBACK_PAGE_PATH } from '../login-page.js';
 
 const TokenRequest = v.object({
   grant_type: v.string(),
@@ -72,6 +73,23 @@ const oauthError = (error: string, description: string) =>
   Response.json({ error, error_description: description, code: 'BAD_REQUEST', details: description }, { status: 400 });
 
 export const authRoutes = [
+  defineRoute({
+    method: 'get',
+    path: '/api/v1/auth/sign-in-methods',
+    operation: 'get_sign_in_methods',
+    summary: 'How a browser page signs a person in: the authorization-code flow when an authorization server is configured, and login links',
+    auth: 'none',
+    response: SignInMethods,
+    handler: async ({ services }) => {
+      const c = services.config;
+      // loadConfig admits AUTH_AUTHORIZE_URL only with the token exchange and an https CONSOLE_URL.
+      const code =
+        c.AUTH_AUTHORIZE_URL && c.AUTH_CLIENT_ID && c.CONSOLE_URL
+          ? { authorization_endpoint: c.AUTH_AUTHORIZE_URL, client_id: c.AUTH_CLIENT_ID, scope: c.AUTH_SCOPE, redirect_uri: `${c.CONSOLE_URL}${CALLBACK_PAGE_PATH}` }
+          : null;
+      return { authorization_code: code, login_links: true as const };
+    },
+  }),
   defineRoute({
     method: 'get',
     path: '/api/v1/auth/me',

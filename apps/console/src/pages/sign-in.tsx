@@ -1,16 +1,40 @@
-import { ok } from '@wds/client';
+import { type View, ok } from '@wds/client';
 import { useSignal } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
-import { navigate } from '../router.js';
+import { finishAuthorization, startAuthorization } from '../oauth.js';
+import { BASE, navigate } from '../router.js';
 import { api, describe, forget, signIn } from '../session.js';
+
+type Flow = NonNullable<View<'SignInMethods'>['authorization_code']>;
 
 /**
  * /console/login: a login link's page (its code is in the fragment, which no server or log sees: it leaves the
- * address bar before anything else), or a token pasted in (an API key, a session token, a JWT).
+ * address bar before anything else), a token pasted in (an API key, a session token, a JWT), or — where an
+ * authorization server is configured — single sign-on, which comes back to /console/callback.
  */
 export function SignIn() {
   const state = useSignal<{ title: string; text: string }>({ title: 'Sign in', text: 'Open the login link you were given, or paste an API key.' });
   const pasted = useSignal('');
+  const flow = useSignal<Flow | null>(null);
+
+  useEffect(() => {
+    ok(api.value.GET('/api/v1/auth/sign-in-methods')).then(
+      (m) => (flow.value = m.authorization_code),
+      () => undefined, // only the other ways, then
+    );
+  }, []);
+
+  // Back from the authorization server: the code and the state are in the query string (RFC 6749 §4.1.2).
+  useEffect(() => {
+    if (location.pathname !== `${BASE}/callback`) return;
+    const params = new URLSearchParams(location.search);
+    history.replaceState(null, '', `${BASE}/login`);
+    state.value = { title: 'Signing in…', text: 'One moment.' };
+    finishAuthorization(params).then(
+      () => navigate(BASE),
+      (err) => (state.value = { title: 'Sign-in failed', text: err instanceof Error ? err.message : describe(err) }),
+    );
+  }, []);
 
   useEffect(() => {
     const code = new URLSearchParams(location.hash.slice(1)).get('code');
@@ -50,6 +74,13 @@ export function SignIn() {
     <main class="narrow">
       <h1>{state.value.title}</h1>
       <p role="status">{state.value.text}</p>
+      {flow.value && (
+        <p>
+          <button type="button" onClick={() => flow.value && startAuthorization(flow.value)}>
+            Sign in with single sign-on
+          </button>
+        </p>
+      )}
       <form onSubmit={usePasted}>
         <label for="token">API key or token</label>
         <input id="token" type="password" autocomplete="off" value={pasted.value} onInput={(e) => (pasted.value = (e.target as HTMLInputElement).value)} />

@@ -66,7 +66,17 @@ export function createEditor(o: EditorOptions): EditorHandle {
         syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
         lang.of(languageOf(o.schema)),
         // Ctrl/Cmd+Enter runs, before any other key binding sees it.
-        Prec.highest(keymap.of([{ key: 'Mod-Enter', run: () => (run?.(), true) }])),
+        Prec.highest(
+          keymap.of([
+            {
+              key: 'Mod-Enter',
+              run: () => {
+                run?.();
+                return true;
+              },
+            },
+          ]),
+        ),
         keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap, indentWithTab]),
         EditorView.contentAttributes.of({ 'aria-label': o.label, 'aria-multiline': 'true' }),
         EditorView.lineWrapping,

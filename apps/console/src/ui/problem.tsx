@@ -15,7 +15,7 @@ export function Problem({ error, label }: { error: unknown; label?: string }) {
           {e.details && <pre class="details">{e.details}</pre>}
         </>
       ) : (
-        <>{error instanceof Error && error.name === 'ConsoleError' ? error.message : 'The service could not be reached.'}</>
+        error instanceof Error && error.name === 'ConsoleError' ? error.message : 'The service could not be reached.'
       )}
     </div>
   );

@@ -180,7 +180,7 @@ export { EffectVersionView as EffectVersion, EffectView as Effect, EffectCreated
 
 export { MemberView as Member, InvitationView as Invitation, MemberAddedView as MemberAdded, RedirectUriView as RedirectUri } from '@wds/workspaces';
 
-export { ApiKeyMetadata as ApiKey, ApiKeyCreated, LoginSession } from '@wds/identity';
+export { ApiKeyMetadata as ApiKey, ApiKeyCreated, LoginSession, SignInMethods } from '@wds/identity';
 
 export { PinnedChartView as PinnedChart } from '@wds/charts';
 
