@@ -10339,6 +10339,8 @@ export interface operations {
                 action?: string;
                 resource_type?: string;
                 resource_id?: string;
+                since?: string;
+                until?: string;
                 limit?: number;
                 offset?: number;
             };
