@@ -56,7 +56,7 @@ export default function FilesPage({ workspace, rest }: SectionProps) {
       <h1>Files</h1>
       <UploadForm workspaceId={ws} onUploaded={() => files.reload().then(embedding.reload)} />
 
-      <h2>Files in this workspace</h2>
+      <h2>Stored in this workspace</h2>
       <Problem error={files.error.value} />
       <Problem error={embedding.error.value} label="Embedding status" />
       <Problem error={embedError.value} label="Embedding" />
