@@ -177,6 +177,8 @@ function DocumentView({ workspaceId, docId, onChanged }: { workspaceId: string; 
     () => ok(api.value.GET('/api/v1/workspaces/{id}/documents/{docId}/versions', { params: { ...params, query: { limit: 50 } } })),
     [docId],
   );
+  const members = useLoad(() => ok(api.value.GET('/api/v1/workspaces/{id}/members', { params: { path: { id: workspaceId }, query: { limit: 1000 } } })), [workspaceId]);
+  const people = new Map((members.data.value ?? []).map((m) => [m.user_id, m.user_name]));
   const editing = useSignal(false);
   const draftTitle = useSignal('');
   const draft = useSignal('');
@@ -302,7 +304,9 @@ function DocumentView({ workspaceId, docId, onChanged }: { workspaceId: string; 
                       <td class="wrap" dir="auto">
                         {v.title}
                       </td>
-                      <td class="value">{v.created_by ?? ''}</td>
+                      <td class="value" dir="auto">
+                        {v.created_by ? (people.get(v.created_by) ?? v.created_by) : ''}
+                      </td>
                       <td>{when(v.created_at)}</td>
                     </tr>
                   ))}

@@ -87,10 +87,10 @@ export default function FilesPage({ workspace, rest }: SectionProps) {
                     <td class="wrap" dir="auto">
                       <Link to={sectionPath(ws, 'files', f.id)}>{f.filename}</Link>
                     </td>
-                    <td class="value">{f.content_type}</td>
+                    <td class="type">{f.content_type}</td>
                     <td title={`${f.size} bytes`}>{bytes(f.size)}</td>
                     <td>{when(f.created_at)}</td>
-                    <td class="value">
+                    <td class="state">
                       {s ? (s.error ? `${s.status}: ${s.error}` : s.status) : 'not embedded'}
                       {(!s || s.status === 'failed' || s.status === 'skipped') && (
                         <>
@@ -256,7 +256,9 @@ function FileDetails({ workspaceId, fileId, embedding }: { workspaceId: string; 
           <button type="button" onClick={download}>
             Download
           </button>
-          <span role="status">{downloading.value}</span>
+          <span role="status" class="value inline-status" dir="auto">
+            {downloading.value}
+          </span>
           <Problem error={downloadError.value} label="Download" />
           <h3>Text preview</h3>
           {!hasText(f.content_type) ? (

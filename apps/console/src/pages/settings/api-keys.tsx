@@ -97,7 +97,7 @@ export function ApiKeys() {
                   <td class="wrap" dir="auto">
                     {k.name}
                   </td>
-                  <td class="value">{k.prefix}…</td>
+                  <td class="prefix">{k.prefix}…</td>
                   <td>{when(k.created_at)}</td>
                   <td>{k.expires_at ? when(k.expires_at) : 'never'}</td>
                   <td>{k.last_used_at ? when(k.last_used_at) : 'never'}</td>
