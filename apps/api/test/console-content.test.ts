@@ -156,7 +156,9 @@ describe('the console: files, documents, audit log, members and settings', () =>
       await page.getByRole('button', { name: 'Edit' }).click();
       const box = page.getByLabel('Content (Markdown)');
       await box.fill((await box.inputValue()).replace(from, to));
-      await page.getByRole('button', { name: 'Save' }).click();
+      // Saved by keyboard: Tab from the text box to Save, then Enter.
+      await box.press('Tab');
+      await page.keyboard.press('Enter');
       await expect.poll(() => page.getByRole('status').filter({ hasText: `Saved as version ${version}.` }).count()).toBe(1);
     };
     await edit('The second line will change.', 'The second line has changed.', 2);
@@ -241,8 +243,9 @@ describe('the console: files, documents, audit log, members and settings', () =>
     const members = await h.call('GET', `/api/v1/workspaces/${ws.id}/members`, { token: owner.token });
     expect(members.body.find((m: any) => m.id === member.id).role).toBe('admin');
     const invitee = h.uniqueEmail('invitee');
+    // By keyboard: Enter in the email field sends the invitation.
     await page.getByLabel('Invite by email').fill(invitee);
-    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByLabel('Invite by email').press('Enter');
     await expect.poll(() => page.getByRole('cell', { name: invitee, exact: true }).count()).toBe(1);
     const invitations = await h.call('GET', `/api/v1/workspaces/${ws.id}/invitations`, { token: owner.token });
     expect(invitations.body.map((i: any) => [i.email, i.role])).toEqual([[invitee, 'member']]);

@@ -1,6 +1,6 @@
 import { type View, ok } from '@wds/client';
 import { useSignal } from '@preact/signals';
-import { api } from '../../session.js';
+import { api, token } from '../../session.js';
 import { useLoad } from '../../ui/load.js';
 import { Problem } from '../../ui/problem.js';
 import { when } from '../../ui/values.js';
@@ -10,6 +10,19 @@ import { when } from '../../ui/values.js';
  * key — its raw value shown once, to copy — and revoking one. The service manages keys only for a session sign-in.
  */
 export function ApiKeys() {
+  // Keys are managed with a session sign-in (a login link) only: an API key or a JWT is refused by the service.
+  if (!token.value?.startsWith('ses_')) {
+    return (
+      <section aria-labelledby="keys-heading">
+        <h2 id="keys-heading">Your API keys</h2>
+        <p>API keys are managed when you sign in with a login link; you signed in with a key or a token.</p>
+      </section>
+    );
+  }
+  return <ApiKeyList />;
+}
+
+function ApiKeyList() {
   const keys = useLoad(() => ok(api.value.GET('/api/v1/api-keys', { params: { query: { limit: 1000 } } })), []);
   const name = useSignal('');
   const expires = useSignal('');
