@@ -1,5 +1,6 @@
 import { type View, ok } from '@wds/client';
 import { useSignal } from '@preact/signals';
+import { useEffect } from 'preact/hooks';
 import { navigate, query, sectionPath } from '../router.js';
 import type { SectionProps } from '../sections.js';
 import { api } from '../session.js';
@@ -87,7 +88,12 @@ export default function AuditPage({ workspace }: SectionProps) {
   const members = useLoad<Member[]>(() => ok(api.value.GET('/api/v1/workspaces/{id}/members', { params: { path: { id: ws }, query: { limit: 1000 } } })), [ws]);
   const people = new Map((members.data.value ?? []).map((m) => [m.user_id, m]));
 
-  const draft = useSignal<Filters>({ ...current, since: current.since && toLocalInput(current.since), until: current.until && toLocalInput(current.until) });
+  const asDraft = (f: Filters): Filters => ({ ...f, since: f.since && toLocalInput(f.since), until: f.until && toLocalInput(f.until) });
+  const draft = useSignal<Filters>(asDraft(current));
+  // Back and forward change the address: the form follows it.
+  useEffect(() => {
+    draft.value = asDraft(readFilters(key));
+  }, [key]);
   const set = (k: keyof Filters) => (e: Event) => (draft.value = { ...draft.value, [k]: (e.target as HTMLInputElement).value });
   const go = (f: Filters, offset: number) => {
     const p = new URLSearchParams();
