@@ -37,6 +37,26 @@ describe('audit log', () => {
     expect(JSON.stringify(keyRows)).not.toContain(k.body.key);
   });
 
+  test('a time range: since (inclusive) and until (exclusive) bound created_at', async ({ h, owner, ws }) => {
+    await h.call('PATCH', `/api/v1/workspaces/${ws.id}`, { token: owner.token, body: { name: 'first' } });
+    const all = await h.call('GET', '/api/v1/audit-logs', { token: owner.token, workspace: ws.id });
+    const first = all.body.find((e: any) => e.action === 'update_workspace');
+    const at = encodeURIComponent(first.created_at);
+    const since = await h.call('GET', `/api/v1/audit-logs?since=${at}`, { token: owner.token, workspace: ws.id });
+    expect(since.body.map((e: any) => e.id)).toContain(first.id);
+    expect(since.body.every((e: any) => e.created_at >= first.created_at)).toBe(true);
+    const until = await h.call('GET', `/api/v1/audit-logs?until=${at}`, { token: owner.token, workspace: ws.id });
+    expect(until.body.map((e: any) => e.id)).not.toContain(first.id);
+    expect(until.body.every((e: any) => e.created_at < first.created_at)).toBe(true);
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await h.call('GET', `/api/v1/audit-logs?since=${future}`, { token: owner.token, workspace: ws.id })).body).toEqual([]);
+    for (const q of ['since=yesterday', 'until=2026-01-01']) {
+      const r = await h.call('GET', `/api/v1/audit-logs?${q}`, { token: owner.token, workspace: ws.id });
+      expect(r.status, q).toBe(400);
+      expect(r.body.code).toBe('VALIDATION_ERROR');
+    }
+  });
+
   test('limit default 100, maximum 1000; bad values are 400', async ({ h, owner, ws }) => {
     for (const q of ['limit=1001', 'limit=0', 'limit=abc', 'offset=-1', 'user_id=nope']) {
       const r = await h.call('GET', `/api/v1/audit-logs?${q}`, { token: owner.token, workspace: ws.id });

@@ -106,6 +106,10 @@ export interface AuditFilter {
   action?: string | undefined;
   resourceType?: string | undefined;
   resourceId?: string | undefined;
+  /** Entries written at or after this time. */
+  since?: Date | undefined;
+  /** Entries written before this time. */
+  until?: Date | undefined;
   limit: number;
   offset: number;
 }
@@ -137,6 +141,8 @@ export async function listAuditLogs(db: Db, f: AuditFilter): Promise<AuditLogVie
   }
   if (f.resourceType) q = q.where('resource_type', '=', f.resourceType);
   if (f.resourceId) q = q.where('resource_id', '=', f.resourceId);
+  if (f.since) q = q.where('created_at', '>=', f.since);
+  if (f.until) q = q.where('created_at', '<', f.until);
   const rows = await q.orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
   return rows.map(toView);
 }

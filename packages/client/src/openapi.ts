@@ -10395,6 +10395,8 @@ export interface operations {
                 action?: string;
                 resource_type?: string;
                 resource_id?: string;
+                since?: string;
+                until?: string;
                 limit?: number;
                 offset?: number;
             };

@@ -1,7 +1,7 @@
 import { listAuditLogs } from '@wds/audit';
 import * as v from 'valibot';
 import { defineRoute } from '../http/route.js';
-import { Uuid, pageEntries } from '../http/schemas.js';
+import { IsoTimestamp, Uuid, pageEntries } from '../http/schemas.js';
 import { AuditLogEntry } from '../http/views/index.js';
 
 export const auditRoutes = [
@@ -18,6 +18,9 @@ export const auditRoutes = [
       action: v.optional(v.pipe(v.string(), v.maxLength(200))),
       resource_type: v.optional(v.pipe(v.string(), v.maxLength(200))),
       resource_id: v.optional(v.pipe(v.string(), v.maxLength(200))),
+      // A time range: entries written at or after `since`, and before `until`.
+      since: v.optional(IsoTimestamp),
+      until: v.optional(IsoTimestamp),
       ...pageEntries,
     }),
     response: v.array(AuditLogEntry),
@@ -30,6 +33,8 @@ export const auditRoutes = [
         action: query.action,
         resourceType: query.resource_type,
         resourceId: query.resource_id,
+        since: query.since,
+        until: query.until,
         limit: query.limit,
         offset: query.offset,
       });
