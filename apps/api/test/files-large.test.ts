@@ -11,8 +11,7 @@ import { Harness, until } from './support.js';
 /**
  * 1 GiB (MAX_FILE_BYTES' default) through both upload forms over a real loopback HTTP server, on a generated stream
  * (no committed file): the bytes must be stored while they arrive (halfway through the body, all but a few MiB of
- * what was sent is in the blob store), the download must equal the upload, and one byte more must be refused with
- * nothing stored.
+ * what was sent is in the blob store), and the download must equal the upload.
  */
 const GiB = 1024 * 1024 * 1024;
 const BLOCK = 3 * 256 * 1024; // a multiple of 3, so base64 pieces concatenate
@@ -41,13 +40,6 @@ async function* generate(size: number, hash: ReturnType<typeof createHash>, half
     hash.update(block);
     yield block;
   }
-}
-
-function blobFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const p = join(dir, name);
-    return statSync(p).isDirectory() ? blobFiles(p) : [p];
-  });
 }
 
 /** The sizes of the blob store's temp files: the puts in progress. */
@@ -149,14 +141,6 @@ describe('1 GiB uploads', () => {
       await h.call('DELETE', `/api/v1/workspaces/${ws.id}/files/${result.body.id}`, { token: owner.token, workspace: ws.id });
     }, 300_000);
   }
-
-  it('1 GiB + 1 byte is refused with 413 and nothing stored', async () => {
-    const blobsBefore = blobFiles(h.blobDir).length;
-    const rowsBefore = (await h.call('GET', `/api/v1/workspaces/${ws.id}/files`, { token: owner.token, workspace: ws.id })).body.length;
-    const r = await send(`/api/v1/workspaces/${ws.id}/files`, 'application/json', jsonBody(GiB + 1, createHash('sha256')));
-    expect(r.status).toBe(413);
-    expect(r.body.code).toBe('PAYLOAD_TOO_LARGE');
-    expect((await h.call('GET', `/api/v1/workspaces/${ws.id}/files`, { token: owner.token, workspace: ws.id })).body.length).toBe(rowsBefore);
-    expect(blobFiles(h.blobDir).length).toBe(blobsBefore);
-  }, 300_000);
+  // One byte more than MAX_FILE_BYTES is refused in both forms with nothing stored: files.test.ts, at a limit of
+  // 1 MiB (the refusal does not depend on the limit's size; reading 1 GiB + 1 to see it again cost 15–20 s).
 });
