@@ -131,6 +131,25 @@ describe('the console: tables and policies', () => {
     await expect.poll(() => page.getByRole('cell', { name: 'own notes', exact: true }).count()).toBe(1);
     policies = (await h.call('GET', '/api/v1/policies', { token: admin.token, workspace: ws.id })).body as any[];
     expect(policies.find((p) => p.name === 'own notes')).toMatchObject({ policy_group_id: members.id, mode: 'allow', table_name: 'notes', operation: 'select', condition: { owner_id: '$user_id' } });
+    // Editing it: the preview's draft takes the saved policy's place (one row less), then saved.
+    await page.getByRole('button', { name: 'Edit policy own notes' }).click();
+    await page.getByLabel('Condition as JSON').fill('{"owner_id": "$user_id", "title": {"$ne": "mine 2"}}');
+    await expect.poll(() => page.getByLabel('Condition 2 value').inputValue()).toBe('mine 2');
+    await page.getByLabel('Member', { exact: true }).selectOption({ label: `${member.name} <${member.email}>` });
+    await page.getByRole('button', { name: 'Preview rows' }).click();
+    await expect.poll(() => page.getByText(`1 row of notes for ${member.name} with the draft.`).count()).toBe(1);
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: /"\$ne":"mine 2"/ }).count()).toBe(1);
+    const own = ((await h.call('GET', '/api/v1/policies', { token: admin.token, workspace: ws.id })).body as any[]).find((p) => p.name === 'own notes');
+    expect(own.condition).toEqual({ owner_id: '$user_id', title: { $ne: 'mine 2' } });
+    expect((await h.sqlOk(member.token, ws.id, 'SELECT title FROM notes')).rows).toEqual([{ title: 'mine 1' }]);
+
+    // Deleting the inbox's only policy: the matrix now says it has none; a member removed from a group is gone from it.
+    await page.getByRole('button', { name: 'Delete policy drop box' }).click();
+    await expect.poll(() => page.getByText('Table inbox has no policy at all: nobody can read or change it.').count()).toBe(1);
+    await page.getByRole('button', { name: `Remove ${admin.name} <${admin.email}> from readers` }).click();
+    await expect.poll(() => page.getByText(`Group readers has policies but no users or STFs: they apply to nobody.`).count()).toBe(1);
+    expect((await h.call('GET', `/api/v1/policy-groups/${readers.id}`, { token: admin.token, workspace: ws.id })).body.user_ids).toEqual([]);
     expect(await page.locator('main img').count()).toBe(0);
     expect(await fitsWidth(page)).toBe(true);
     await shot(page, 'console-policies');
@@ -149,7 +168,7 @@ describe('the console: tables and policies', () => {
     await h.sqlOk(admin.token, ws.id, `CREATE TABLE items (title text, n int, owner_id uuid, ${hostileCol} text)`);
     await h.allowAll(admin.token, ws.id, [admin.id], ['items']);
     const g = await h.group(admin.token, ws.id, { name: 'readers', user_ids: [member.id] });
-    for (const operation of ['select', 'update']) await h.policy(admin.token, ws.id, { policy_group_id: g, table_name: 'items', operation, condition: { owner_id: '$user_id' } });
+    for (const operation of ['select', 'update', 'insert']) await h.policy(admin.token, ws.id, { policy_group_id: g, table_name: 'items', operation, condition: { owner_id: '$user_id' } });
     const values = Array.from({ length: 30 }, (_, i) => `('item ${String(i + 1).padStart(2, '0')}', ${i + 1}, '${member.id}', NULL)`);
     await h.sqlOk(admin.token, ws.id, `INSERT INTO items (title, n, owner_id, ${hostileCol}) VALUES ${values.join(', ')}`);
     const hostile = Object.values(HOSTILE).map((v, i) => `('${v.replaceAll("'", "''")}', ${100 + i}, '${member.id}', '${v.replaceAll("'", "''")}')`);
@@ -237,6 +256,17 @@ describe('the console: tables and policies', () => {
     expect((await h.sqlOk(admin.token, ws.id, 'SELECT owner_id FROM items WHERE n = 7')).rows).toEqual([{ owner_id: member.id }]);
     await shot(page, 'console-tables-refused');
     await page.getByRole('button', { name: 'Cancel' }).click();
+
+    // A new row from the form: an INSERT of the fields filled in, a hostile value included.
+    await page.getByLabel('title (text)').fill(`it's ${HOSTILE.script}`);
+    await page.getByLabel('n (integer)').fill('42');
+    await page.getByLabel('owner_id (uuid)').fill(member.id);
+    await page.getByRole('button', { name: 'Add row' }).click();
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Row added (1 row changed).' }).count()).toBe(1);
+    expect((await h.sqlOk(admin.token, ws.id, 'SELECT title, owner_id FROM items WHERE n = 42')).rows).toEqual([{ title: `it's ${HOSTILE.script}`, owner_id: member.id }]);
+    expect(await page.getByRole('figure', { name: 'Last change sent' }).locator('pre').textContent()).toBe(
+      `INSERT INTO "items" ("title", "n", "owner_id") VALUES ('it''s ${HOSTILE.script}', '42', '${member.id}')`,
+    );
 
     // Live: rows written elsewhere appear, change and go in the open grid.
     await page.getByRole('button', { name: 'Remove filter on n' }).click();

@@ -512,7 +512,7 @@ function Editor({ ws, data, initial, onDone }: { ws: string; data: Data; initial
         </div>
         <Problem error={error.value} />
       </form>
-      <Preview ws={ws} data={data} table={d.table} body={body} />
+      <Preview ws={ws} data={data} table={d.table} body={() => ({ ...body(), policy_id: d.id })} />
     </div>
   );
 }
