@@ -7,7 +7,7 @@ import { useLoad } from '../ui/load.js';
 import { ConsoleError, Problem } from '../ui/problem.js';
 import './policies.css';
 import { type Clause, type Json, OPS, type Op, fromCondition, toCondition } from './policies/condition.js';
-import { type Row, type Tables, ident, loadTables, runSql } from './tables/sql.js';
+import { type Row, type Tables, ident, loadTables, runSql } from './tables/statements.js';
 
 type Group = View<'PolicyGroup'>;
 type Policy = View<'Policy'>;
@@ -594,7 +594,8 @@ function Matrix({ data }: { data: Data }) {
     }
     const readers = data.groups.filter((g) => {
       if (g.user_ids.length === 0 && g.stf_ids.length === 0) return false;
-      return standing(on.filter((p) => p.policy_group_id === g.id && p.operation === 'select')).kind !== 'none' && standing(on.filter((p) => p.policy_group_id === g.id && p.operation === 'select')).kind !== 'deny';
+      const kind = standing(on.filter((p) => p.policy_group_id === g.id && p.operation === 'select')).kind;
+      return kind === 'allow' || kind === 'some';
     });
     if (readers.length === 0) warnings.push(`Nobody can read table ${t}: no group with members has an allow select policy on it.`);
     if (!data.tables.has(t)) warnings.push(`Policies name table ${t}, which does not exist (yet).`);

@@ -23,7 +23,7 @@ import {
   loadTables,
   runSql,
   updateSql,
-} from './tables/sql.js';
+} from './tables/statements.js';
 
 const PAGE_SIZE = 25;
 const TABLE_NAME = /^[a-z_][a-z0-9_]{0,22}$/;
