@@ -168,6 +168,12 @@ describe('view as a member', () => {
       body: { sql: 'SELECT title FROM docs', draft_policy: { policy_group_id: bobGroup, mode: 'allow', table_name: 'docs', operation: 'select' } },
     });
     expect(alone.status).toBe(400);
+    // Audited as the caller's read as the member, with the draft.
+    await h.services.sql.flushReadAudits();
+    const audit = await h.call('GET', '/api/v1/audit-logs?action=execute_sql_select&limit=200', { token: owner.token, workspace: ws.id });
+    const drafts = audit.body.filter((e: any) => e.details?.draft_policy);
+    expect(drafts.length).toBeGreaterThanOrEqual(2);
+    expect(drafts.find((e: any) => e.details.draft_policy.policy_id === policies.own)).toMatchObject({ user_id: owner.id, details: { as_user_id: alice.id } });
   });
 
   test('never returns a row the caller\'s own read would not, nor one the member could not read (random policies and rows)', async ({ h }) => {
