@@ -159,6 +159,7 @@ describe('view as a member', () => {
     const badColumn = await draftAs(alice.id, { policy_group_id: aliceGroup, mode: 'allow', table_name: 'docs', operation: 'select', condition: { nope: 1 } });
     expect(badColumn.status).toBe(400);
     expect(JSON.stringify(badColumn.body)).toContain('nope');
+    expect((await draftAs(alice.id, { policy_id: crypto.randomUUID(), policy_group_id: aliceGroup, mode: 'allow', table_name: 'docs', operation: 'select' })).status).toBe(404);
     const badGroup = await draftAs(alice.id, { policy_group_id: crypto.randomUUID(), mode: 'allow', table_name: 'docs', operation: 'select' });
     expect(badGroup.status).toBe(400);
     // The caller's own policies still bound it, the permission is view-as's, and it needs as_user_id.

@@ -23,7 +23,7 @@ import { Uuid, intQuery, pageEntries } from '../http/schemas.js';
 import { SqlApproved, SqlExplanation, SqlPreview, SqlProposal, SqlResult } from '../http/views/index.js';
 import { sqlCallerOf as callerOf, memberCallerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
 import { assertMayViewAs } from '../http/permissions.js';
-import { getPolicyGroup, validatePolicyDraft } from '@wds/policies';
+import { getPolicy, getPolicyGroup, validatePolicyDraft } from '@wds/policies';
 import type { DraftPolicy } from '@wds/workspace-sql';
 import { DraftPolicyBody } from './policies.js';
 
@@ -81,6 +81,8 @@ async function draftOf(ctx: MemberCtx, d: DraftInput): Promise<DraftPolicy> {
   const name = d.name ?? 'draft';
   const condition = await validatePolicyDraft(ctx.db, workspaceId, { ...d, name });
   const group = await getPolicyGroup(ctx.db, workspaceId, d.policy_group_id as Parameters<typeof getPolicyGroup>[2]);
+  // The policy it edits must be one of this workspace's (404 otherwise, as reading it would be).
+  if (d.policy_id) await getPolicy(ctx.db, workspaceId, d.policy_id as Parameters<typeof getPolicy>[2]);
   return {
     policy: { id: d.policy_id ?? 'draft', name, policy_group_id: d.policy_group_id, mode: d.mode, table_name: d.table_name, operation: d.operation, condition: condition as never },
     group: { id: group.id, user_ids: group.user_ids, stf_ids: group.stf_ids },
