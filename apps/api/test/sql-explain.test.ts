@@ -137,6 +137,46 @@ describe('view as a member', () => {
     expect(asEntries[0].user_id).toBe(owner.id);
   });
 
+  test('with a draft policy: the member\'s rows as if it were saved (in place of the one it edits), nothing saved; checked as create checks', async ({ h }) => {
+    const { owner, ws, alice, bob, aliceGroup, bobGroup, policies } = await setUp(h);
+    const draftAs = (asUserId: string, draft_policy: Record<string, unknown>, token = owner.token) =>
+      h.call('POST', `/api/v1/workspaces/${ws.id}/sql`, { token, body: { sql: 'SELECT title FROM docs', as_user_id: asUserId, draft_policy } });
+    // A new allow for bob: his public rows and, with the draft, his own.
+    const added = await draftAs(bob.id, { policy_group_id: bobGroup, mode: 'allow', table_name: 'docs', operation: 'select', condition: { owner_id: '$user_id' } });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect(titles(added.body)).toEqual(['b1', 'b2']);
+    // Editing alice's own-rows policy (the draft takes its place): every draft row; her deny still holds.
+    const edited = await draftAs(alice.id, { policy_id: policies.own, policy_group_id: aliceGroup, mode: 'allow', table_name: 'docs', operation: 'select', condition: { status: 'draft' } });
+    expect(titles(edited.body)).toEqual(['a1', 'b1']);
+    // A draft deny without condition: denied, as saving it would.
+    const deny = await draftAs(alice.id, { policy_group_id: aliceGroup, mode: 'deny', table_name: 'docs', operation: 'select' });
+    expect(deny.status).toBe(403);
+    expect(deny.body.details).toContain(`as user ${alice.id}`);
+    // Nothing was saved: the member's view is as before.
+    expect(titles((await viewAs(h, owner.token, ws.id, 'SELECT title FROM docs', alice.id)).body)).toEqual(['a1']);
+    expect((await h.call('GET', '/api/v1/policies', { token: owner.token, workspace: ws.id })).body).toHaveLength(7);
+    // Checked as create checks: an unknown column, an unknown group.
+    const badColumn = await draftAs(alice.id, { policy_group_id: aliceGroup, mode: 'allow', table_name: 'docs', operation: 'select', condition: { nope: 1 } });
+    expect(badColumn.status).toBe(400);
+    expect(JSON.stringify(badColumn.body)).toContain('nope');
+    expect((await draftAs(alice.id, { policy_id: crypto.randomUUID(), policy_group_id: aliceGroup, mode: 'allow', table_name: 'docs', operation: 'select' })).status).toBe(404);
+    const badGroup = await draftAs(alice.id, { policy_group_id: crypto.randomUUID(), mode: 'allow', table_name: 'docs', operation: 'select' });
+    expect(badGroup.status).toBe(400);
+    // The caller's own policies still bound it, the permission is view-as's, and it needs as_user_id.
+    expect((await draftAs(bob.id, { policy_group_id: bobGroup, mode: 'allow', table_name: 'docs', operation: 'select' }, alice.token)).status).toBe(403);
+    const alone = await h.call('POST', `/api/v1/workspaces/${ws.id}/sql`, {
+      token: owner.token,
+      body: { sql: 'SELECT title FROM docs', draft_policy: { policy_group_id: bobGroup, mode: 'allow', table_name: 'docs', operation: 'select' } },
+    });
+    expect(alone.status).toBe(400);
+    // Audited as the caller's read as the member, with the draft.
+    await h.services.sql.flushReadAudits();
+    const audit = await h.call('GET', '/api/v1/audit-logs?action=execute_sql_select&limit=200', { token: owner.token, workspace: ws.id });
+    const drafts = audit.body.filter((e: any) => e.details?.draft_policy);
+    expect(drafts.length).toBeGreaterThanOrEqual(2);
+    expect(drafts.find((e: any) => e.details.draft_policy.policy_id === policies.own)).toMatchObject({ user_id: owner.id, details: { as_user_id: alice.id } });
+  });
+
   test('never returns a row the caller\'s own read would not, nor one the member could not read (random policies and rows)', async ({ h }) => {
     const owner = await h.user('owner');
     const ws = await h.workspace(owner.token, 'Property');

@@ -5796,6 +5796,54 @@ export interface operations {
                     sql: string;
                     /** Format: uuid */
                     as_user_id?: string;
+                    draft_policy?: {
+                        policy_id?: string | null;
+                        name?: string;
+                        /** Format: uuid */
+                        policy_group_id: string;
+                        /** @enum {string} */
+                        mode: "allow" | "deny";
+                        table_name: string;
+                        /** @enum {string} */
+                        operation: "select" | "insert" | "update" | "delete";
+                        condition?: {
+                            [key: string]: (string | number | boolean | {
+                                /** @constant */
+                                $var: "user_id";
+                            }) | null | {
+                                $eq?: string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                };
+                                $ne?: string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                };
+                                $gt?: string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                };
+                                $gte?: string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                };
+                                $lt?: string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                };
+                                $lte?: string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                };
+                                $in?: (string | number | boolean | {
+                                    /** @constant */
+                                    $var: "user_id";
+                                })[];
+                                /** @description true: IS NULL; false: IS NOT NULL */
+                                $null?: boolean;
+                            };
+                        } | null;
+                    };
                 };
             };
         };

@@ -57,6 +57,15 @@ async function validate(db: Db, workspaceId: string, p: PolicyInput): Promise<st
   return JSON.stringify(p.condition);
 }
 
+/**
+ * Checks a policy that is not saved (a draft previewed with view-as) exactly as create would, and answers it as the
+ * policy engine takes it: the condition as written, or null.
+ */
+export async function validatePolicyDraft(db: Db, workspaceId: string, input: PolicyInput): Promise<unknown> {
+  const condition = await validate(db, workspaceId, input);
+  return condition === null ? null : JSON.parse(condition);
+}
+
 export async function listPolicies(db: Db, workspaceId: string, page: { limit: number; offset: number }) {
   const rows = await db
     .selectFrom('platform.policies')

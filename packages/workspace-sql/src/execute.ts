@@ -1,7 +1,7 @@
 import { AUDIT_INSERT, auditInTransactionSql, auditValuesSql, loadAuditKey } from '@wds/audit';
 import { InvalidationBus, TopicCache } from '@wds/cache';
 import { ServiceError } from '@wds/errors';
-import { type Filter, type Subject, decide } from '@wds/policy-engine';
+import { type Filter, type Policy, type PolicyGroup, type Subject, decide } from '@wds/policy-engine';
 import {
   MAX_SHAPED_SQL_CHARS,
   ROW_CHECK_COLUMN,
@@ -60,6 +60,24 @@ export interface SqlCaller {
 }
 
 /** Who to record in the audit entry written in the statement's own transaction. */
+/**
+ * A policy not saved yet, for view-as (docs/sql-and-policies.md#view-as): it takes the place of `replaces` (the saved
+ * policy being edited) or is added; `group` is its policy group as saved.
+ */
+export interface DraftPolicy {
+  policy: Policy;
+  group: PolicyGroup;
+  replaces: string | null;
+}
+
+/** The policy context as it would be with the draft saved. */
+function withDraft(ctx: SqlContext, draft: DraftPolicy): Pick<SqlContext, 'policies' | 'groups'> {
+  return {
+    policies: [...ctx.policies.filter((p) => p.id !== draft.replaces), draft.policy],
+    groups: [...ctx.groups.filter((g) => g.id !== draft.group.id), draft.group],
+  };
+}
+
 export interface SqlAuditActor {
   userId: string | null;
   apiKeyId: string | null;
@@ -368,14 +386,15 @@ export class WorkspaceSql {
   /**
    * A read as the caller and `member` at once (view as, docs/sql-and-policies.md#view-as): each table filtered by both
    * select policies, so the caller sees only rows they could read themselves that the member could read too. Reads
-   * only; never a template (templates are one subject's).
+   * only; never a template (templates are one subject's). With `draft`, the member's side is decided as if the draft
+   * were saved (in place of the policy it edits); the caller's side stays the saved policies.
    */
-  private async prepareViewAs(caller: SqlCaller, member: Subject, sql: string): Promise<Prepared> {
+  private async prepareViewAs(caller: SqlCaller, member: Subject, sql: string, draft?: DraftPolicy): Promise<Prepared> {
     const a = await analyseStatement(sql, caller.workspaceId, this.worker);
     try {
       if (a.kind !== 'select' || a.writes) throw new ServiceError('VALIDATION_ERROR', 'Viewing as another member runs reads only', 'as_user_id takes a SELECT that writes nothing');
       const ctx = await this.context(caller, a.tables);
-      const decisions = viewAsDecisions(a.access, ctx, caller.subject, member);
+      const decisions = viewAsDecisions(a.access, ctx, caller.subject, member, draft ? withDraft(ctx, draft) : ctx);
       const executed = await a.rewrite({ workspaceId: caller.workspaceId, catalog: ctx.catalog, decisions, userId: caller.subject.userId });
       return { a, executed };
     } finally {
@@ -462,12 +481,12 @@ export class WorkspaceSql {
    * own) in the statement's transaction, committed with it or not at all; a one-round-trip read's by group commit
    * once it has answered (audit-group.ts). An entry that cannot be written rolls its statement back (503).
    */
-  async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor, viewAs?: Subject): Promise<SqlResult> {
+  async execute(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor, viewAs?: Subject, draft?: DraftPolicy): Promise<SqlResult> {
     const metrics = this.opts.metrics;
-    if (!metrics) return this.executeOnce(caller, sql, limits, audit, viewAs);
+    if (!metrics) return this.executeOnce(caller, sql, limits, audit, viewAs, draft);
     const t = performance.now();
     try {
-      const r = await this.executeOnce(caller, sql, limits, audit, viewAs);
+      const r = await this.executeOnce(caller, sql, limits, audit, viewAs, draft);
       metrics.sqlStatement(r.kind === 'ddl' ? 'ddl' : r.kind === 'select' && r.affected_rows === undefined ? 'read' : 'write', (performance.now() - t) / 1000);
       return r;
     } catch (err) {
@@ -477,8 +496,9 @@ export class WorkspaceSql {
     }
   }
 
-  private async executeOnce(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor, viewAs?: Subject): Promise<SqlResult> {
-    const { a, executed, template, constants } = viewAs ? await this.prepareViewAs(caller, viewAs, sql) : await this.prepare(caller, sql, true);
+  private async executeOnce(caller: SqlCaller, sql: string, limits: SqlLimits, audit?: SqlAuditActor, viewAs?: Subject, draft?: DraftPolicy): Promise<SqlResult> {
+    if (draft && !viewAs) throw new ServiceError('VALIDATION_ERROR', 'A draft policy is previewed as a member', 'draft_policy needs as_user_id');
+    const { a, executed, template, constants } = viewAs ? await this.prepareViewAs(caller, viewAs, sql, draft) : await this.prepare(caller, sql, true);
     // A read under the connections' own time limits takes one round trip; other limits (an MCP call's time left)
     // take the transaction that sets them.
     const read = a.kind === 'select' && !a.writes && Math.floor(limits.statementTimeoutMs) === this.sessionTimeoutMs;

@@ -118,13 +118,22 @@ export function explainAccess(
   return { access: explained, decisions: allowed ? decisions : undefined };
 }
 
-/** The decisions of a read seen as `viewer` and `member` at once: a row passes only if it passes both. */
-export function viewAsDecisions(access: StatementSummary['access'], ctx: Pick<SqlContext, 'policies' | 'groups'>, viewer: Subject, member: Subject): Decisions {
+/**
+ * The decisions of a read seen as `viewer` and `member` at once: a row passes only if it passes both. The member's
+ * side is decided over `memberCtx` (the policies with a draft in them, for a preview before saving).
+ */
+export function viewAsDecisions(
+  access: StatementSummary['access'],
+  ctx: Pick<SqlContext, 'policies' | 'groups'>,
+  viewer: Subject,
+  member: Subject,
+  memberCtx: Pick<SqlContext, 'policies' | 'groups'> = ctx,
+): Decisions {
   const decisions: Decisions = {};
   for (const { table, operation } of access) {
     const mine = decide({ policies: ctx.policies, groups: ctx.groups, subject: viewer, table, operation });
     if (!mine.allowed) throw new ServiceError('POLICY_DENIED', 'Denied by policy', describeDenial(mine, table, operation));
-    const theirs = decide({ policies: ctx.policies, groups: ctx.groups, subject: member, table, operation });
+    const theirs = decide({ policies: memberCtx.policies, groups: memberCtx.groups, subject: member, table, operation });
     if (!theirs.allowed) throw new ServiceError('POLICY_DENIED', 'Denied by policy for the member viewed as', `as user ${member.userId}: ${describeDenial(theirs, table, operation)}`);
     const viewerId = userOf(viewer);
     const memberId = userOf(member);

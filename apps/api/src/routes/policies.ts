@@ -42,6 +42,19 @@ const PolicyPatch = v.strictObject({
   operation: v.optional(Operation),
   condition: v.optional(Condition),
 });
+/**
+ * A policy not saved yet, for execute's view-as (docs/sql-and-policies.md#view-as): `policy_id` names the saved
+ * policy it edits (the draft takes its place), none for a new one.
+ */
+export const DraftPolicyBody = v.strictObject({
+  policy_id: v.optional(v.nullable(Uuid)),
+  name: v.optional(Name),
+  policy_group_id: Uuid,
+  mode: Mode,
+  table_name: TableName,
+  operation: Operation,
+  condition: v.optional(Condition),
+});
 const GroupBody = v.object({ name: Name, user_ids: v.optional(Ids, []), stf_ids: v.optional(Ids, []) });
 const GroupPatch = v.strictObject({ name: v.optional(Name), user_ids: v.optional(Ids), stf_ids: v.optional(Ids) });
 

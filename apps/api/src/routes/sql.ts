@@ -1,4 +1,5 @@
 import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
+import { validationError } from '@wds/errors';
 import * as v from 'valibot';
 import { autoEmbedRows } from '@wds/semantic-search';
 import {
@@ -22,6 +23,11 @@ import { Uuid, intQuery, pageEntries } from '../http/schemas.js';
 import { SqlApproved, SqlExplanation, SqlPreview, SqlProposal, SqlResult } from '../http/views/index.js';
 import { sqlCallerOf as callerOf, memberCallerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
 import { assertMayViewAs } from '../http/permissions.js';
+import { getPolicy, getPolicyGroup, validatePolicyDraft } from '@wds/policies';
+import type { DraftPolicy } from '@wds/workspace-sql';
+import { DraftPolicyBody } from './policies.js';
+
+type DraftInput = v.InferOutput<typeof DraftPolicyBody>;
 
 // Characters here; the parser's own limit counts UTF-8 bytes (MAX_SQL_BYTES) and holds for every entry point.
 const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(MAX_SQL_BYTES));
@@ -55,11 +61,33 @@ async function afterWrite(ctx: MemberCtx, r: Result): Promise<void> {
  * A read as the caller and another member at once (docs/sql-and-policies.md#view-as): only rows both may read, so
  * the caller learns which of their own rows the member would see, and nothing the caller could not read.
  */
-async function viewAs(ctx: MemberCtx, sql: string, userId: string): Promise<Result> {
+async function viewAs(ctx: MemberCtx, sql: string, userId: string, draftInput?: DraftInput): Promise<Result> {
   await assertMayViewAs(ctx);
   const member = await memberCallerOf(ctx, userId);
-  const audit = { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name };
-  return ctx.services.sql.execute(callerOf(ctx), sql, limitsOf(ctx), audit, member.subject);
+  const draft = draftInput ? await draftOf(ctx, draftInput) : undefined;
+  const audit = {
+    userId: ctx.principal.user.id,
+    apiKeyId: ctx.principal.apiKeyId,
+    requestId: ctx.requestId,
+    transport: ctx.transport.name,
+    ...(draftInput ? { details: { draft_policy: { ...draftInput, name: draft?.policy.name } } } : {}),
+  };
+  return ctx.services.sql.execute(callerOf(ctx), sql, limitsOf(ctx), audit, member.subject, draft);
+}
+
+/** A draft policy checked as create would check it (its group, table name, condition and columns), and its group. */
+async function draftOf(ctx: MemberCtx, d: DraftInput): Promise<DraftPolicy> {
+  const workspaceId = ctx.access.workspace.id;
+  const name = d.name ?? 'draft';
+  const condition = await validatePolicyDraft(ctx.db, workspaceId, { ...d, name });
+  const group = await getPolicyGroup(ctx.db, workspaceId, d.policy_group_id as Parameters<typeof getPolicyGroup>[2]);
+  // The policy it edits must be one of this workspace's (404 otherwise, as reading it would be).
+  if (d.policy_id) await getPolicy(ctx.db, workspaceId, d.policy_id as Parameters<typeof getPolicy>[2]);
+  return {
+    policy: { id: d.policy_id ?? 'draft', name, policy_group_id: d.policy_group_id, mode: d.mode, table_name: d.table_name, operation: d.operation, condition: condition as never },
+    group: { id: group.id, user_ids: group.user_ids, stf_ids: group.stf_ids },
+    replaces: d.policy_id ?? null,
+  };
 }
 
 const Comment = v.optional(v.nullable(v.pipe(v.string(), v.maxLength(10_000, 'must have at most 10000 characters'))));
@@ -76,7 +104,7 @@ export const sqlRoutes = [
     auth: 'user',
     workspace: 'path',
     role: 'member',
-    body: v.object({ sql: Sql, as_user_id: v.optional(Uuid) }),
+    body: v.object({ sql: Sql, as_user_id: v.optional(Uuid), draft_policy: v.optional(DraftPolicyBody) }),
     transaction: false,
     auditsItself: true,
     // Only DDL changes what is cached about the workspace; WorkspaceSql publishes that itself.
@@ -92,7 +120,8 @@ export const sqlRoutes = [
       },
     },
     handler: async (ctx) => {
-      if (ctx.body.as_user_id !== undefined) return rendered(await viewAs(ctx, ctx.body.sql, ctx.body.as_user_id));
+      if (ctx.body.as_user_id !== undefined) return rendered(await viewAs(ctx, ctx.body.sql, ctx.body.as_user_id, ctx.body.draft_policy));
+      if (ctx.body.draft_policy !== undefined) throw validationError('draft_policy: previewed as a member only; give as_user_id too');
       const outcome = await executeOrHold(approvalOf(ctx), callerOf(ctx), memberOf(ctx), ctx.body.sql, limitsOf(ctx));
       if ('held' in outcome) {
         const body = { code: 'APPROVAL_REQUIRED', message: 'This statement waits for approval; nothing ran', proposal: outcome.held };
