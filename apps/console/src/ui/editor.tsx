@@ -28,9 +28,10 @@ export function CodeEditor({
   const host = useRef<HTMLDivElement>(null);
   const handle = useRef<EditorHandle | null>(null);
   const ready = useSignal(false);
-  // The latest callbacks, so the editor (made once) always calls the current ones.
-  const latest = useRef({ onChange, onRun });
-  latest.current = { onChange, onRun };
+  // The latest value and callbacks: the editor is made once, when its chunk has loaded, from the value of then
+  // (not of the first render), and always calls the current callbacks.
+  const latest = useRef({ value, onChange, onRun });
+  latest.current = { value, onChange, onRun };
 
   useEffect(() => {
     let gone = false;
@@ -40,7 +41,7 @@ export function CodeEditor({
         handle.current = createEditor({
           parent: host.current,
           language,
-          value,
+          value: latest.current.value,
           label,
           ...(placeholder ? { placeholder } : {}),
           ...(schema ? { schema } : {}),
