@@ -12,7 +12,6 @@ import { when } from '../ui/values.js';
 import { Code, Facts, Json, Status, duration, fromBase64, parseJson, scoped, toBase64 } from './workflows/shared.js';
 import './stfs.css';
 
-type Stf = View<'Stf'>;
 type StfVersion = View<'StfVersion'>;
 type RunAnswer = View<'RunAnswer'>;
 type Mapping = View<'EffectVersion'>['header_mappings'][number];
@@ -165,12 +164,15 @@ function StfView({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
   const saveFailed = useSignal<unknown>(null);
   const saved = useSignal('');
   const newest = versions.data.value?.[0];
-  // The editor starts from the newest version's code, and its label suggests the next one.
+  // The editor starts from the newest version's code, and its label suggests the next one; it is shown once that
+  // code is in (the editor takes its first value when it is made).
+  const ready = useSignal<string | null>(null);
   useEffect(() => {
-    if (!newest) return;
-    code.value = newest.runtime === 'javascript' ? fromBase64(newest.code) : '';
-    label.value = nextLabel(newest.version);
-  }, [newest?.id]);
+    if (!versions.data.value) return;
+    code.value = newest?.runtime === 'javascript' ? fromBase64(newest.code) : newest ? '' : STARTER;
+    label.value = nextLabel(newest?.version);
+    ready.value = newest?.id ?? '';
+  }, [versions.data.value === null, newest?.id]);
 
   const save = async (e: Event) => {
     e.preventDefault();
@@ -213,7 +215,9 @@ function StfView({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
           />
           <section aria-labelledby="code-h">
             <h3 id="code-h">Code</h3>
-            {javascript ? (
+            {ready.value === null ? (
+              <p role="status">Loading…</p>
+            ) : javascript ? (
               <form class="stack" onSubmit={save}>
                 <CodeEditor language="javascript" label={`Code of ${s.name}`} value={code.value} onChange={(v) => (code.value = v)} />
                 <div class="row">
@@ -374,8 +378,8 @@ function Secrets({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
     said.value = '';
     try {
       await f();
-      said.value = done;
       await list.reload();
+      said.value = done;
     } catch (err) {
       failed.value = err;
     }
