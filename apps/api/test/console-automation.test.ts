@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ConsoleHarness, HOSTILE, a11yViolations, fitsWidth, heading, openConsole, shot, signedIn } from './console-support.js';
@@ -45,7 +47,7 @@ async function clean(page: Page, problems: string[], name: string) {
 const notes = async () => (await h.sqlOk(owner.token, ws.id, 'SELECT body FROM notes ORDER BY id')).rows.map((r: any) => r.body as string);
 
 describe('the console: approvals, workflows, STFs', () => {
-  it("an agent's write arrives in the open inbox live, is approved with a comment and runs once; another is rejected and never runs", async () => {
+  it("an agent's write arrives in the open inbox live, is approved with a comment and runs once; another, over MCP, is rejected and never runs", async () => {
     const settings = await h.call('PATCH', `/api/v1/workspaces/${ws.id}`, { token: owner.token, body: { sql_approval_mode: 'write_only', sql_approval_applies_to: 'agents' } });
     expect(settings.status).toBe(200);
     const key = await h.call('POST', '/api/v1/api-keys', { token: agent.token, body: { name: `deploy bot ${HOSTILE.img}` } });
@@ -74,7 +76,7 @@ describe('the console: approvals, workflows, STFs', () => {
     const comment = `fine by me ${HOSTILE.img} ${HOSTILE.script}`;
     await page.getByLabel('Comment').fill(comment);
     await page.getByRole('button', { name: 'Approve and run' }).click();
-    await page.getByRole('status').filter({ hasText: 'Approved: the statement ran once, 1 rows affected.' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Approved: the statement ran once, 1 row affected.' }).waitFor();
     await expect.poll(() => page.getByText(comment, { exact: true }).count()).toBe(1);
     await clean(page, problems, 'console-approvals-approved');
     expect(await notes()).toEqual([hostileText]);
@@ -85,9 +87,15 @@ describe('the console: approvals, workflows, STFs', () => {
     await page.getByRole('link', { name: 'Back to the inbox' }).click();
     await page.getByText('Nothing waits for approval.').waitFor();
     await page.getByText('Live: new proposals appear here').waitFor();
-    const del = await h.call('POST', `/api/v1/workspaces/${ws.id}/sql`, { token: key.body.key, body: { sql: 'DELETE FROM notes' } });
-    expect(del.status).toBe(202);
+    // This one comes over MCP (a model's tool call with the same key): the inbox says so.
+    const mcp = new Client({ name: 'console-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${c.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key.body.key}`, 'x-workspace-id': ws.id } } }));
+    const called = (await mcp.callTool({ name: 'propose_sql', arguments: { id: ws.id, sql: 'DELETE FROM notes' } })) as any;
+    await mcp.close();
+    const del = { body: { proposal: called.structuredContent ?? JSON.parse(called.content[0].text) } };
+    expect(del.body.proposal.credential).toMatchObject({ kind: 'api_key', via_mcp: true });
     const second = page.getByRole('row').filter({ hasText: 'DELETE FROM notes' });
+    await expect.poll(() => second.getByText(`API key “deploy bot ${HOSTILE.img}”, over MCP`).count()).toBe(1);
     await second.getByRole('link', { name: 'Review the delete' }).click();
     await heading(page, 'Proposal: delete on notes');
     await page.getByLabel('Comment').fill(`no ${HOSTILE.link}`);
@@ -125,6 +133,14 @@ describe('the console: approvals, workflows, STFs', () => {
 
     const { page, problems, requests } = await signedIn(c, owner.token, at('workflows'));
     await heading(page, 'Workflows and runs');
+    // A definition from JSON: the console creates it and opens it.
+    await page.getByText('New workflow from JSON').click();
+    await page.getByLabel('Definition (JSON').fill(JSON.stringify({ name: 'from json', stf_steps: [{ stf_version_id: one, input_mappings: [] }] }));
+    await page.getByRole('button', { name: 'Create the workflow' }).click();
+    await heading(page, 'Workflow: from json');
+    const listed = await h.call('GET', '/api/v1/workflows?name=from%20json', { token: owner.token, workspace: ws.id });
+    expect(listed.body.map((w: any) => w.stf_steps.length)).toEqual([1]);
+    await page.getByRole('link', { name: 'All workflows' }).click();
     await page.getByRole('link', { name: `pricing ${HOSTILE.img}` }).click();
     await heading(page, `Workflow: pricing ${HOSTILE.img}`);
     await expect.poll(() => page.getByRole('cell', { name: 'STF double, version 1' }).count()).toBe(1);

@@ -1,5 +1,6 @@
 import { type View, ok } from '@wds/client';
 import { useSignal } from '@preact/signals';
+import { useEffect } from 'preact/hooks';
 import { sectionPath } from '../router.js';
 import type { SectionProps, Workspace } from '../sections.js';
 import { api } from '../session.js';
@@ -8,7 +9,7 @@ import { useLive } from '../ui/live.js';
 import { useLoad } from '../ui/load.js';
 import { Problem } from '../ui/problem.js';
 import { when } from '../ui/values.js';
-import { Code, Facts, Status } from './workflows/shared.js';
+import { Code, Facts, Status, useMembers } from './workflows/shared.js';
 import './approvals.css';
 
 type Proposal = View<'SqlProposal'>;
@@ -26,19 +27,6 @@ export default function Page({ workspace, rest }: SectionProps) {
       {rest[0] ? <ProposalView workspace={workspace} id={rest[0]} /> : <Inbox workspace={workspace} />}
     </div>
   );
-}
-
-/** Who is who: the workspace's members by user id (their name), for "proposed by" and "decided by". */
-function useMembers(workspaceId: string) {
-  const members = useLoad(
-    () => ok(api.value.GET('/api/v1/workspaces/{id}/members', { params: { path: { id: workspaceId }, query: { limit: 1000 } } })).catch(() => []),
-    [workspaceId],
-  );
-  return (userId: string | null) => {
-    if (!userId) return '';
-    const m = members.data.value?.find((x) => x.user_id === userId);
-    return m ? `${m.user_name} <${m.user_email}>` : userId;
-  };
 }
 
 /** How the proposal came: an API key (by the name it had then), a session or a JWT, and whether over MCP. */
@@ -64,11 +52,20 @@ function Inbox({ workspace }: { workspace: Workspace }) {
     (open) => (live.value = open),
   );
 
+  // A proposal decided elsewhere (another approver, its proposer withdrawing it, its expiry) leaves at the next look.
+  useEffect(() => {
+    const t = setInterval(() => pending.reload(), 15_000);
+    return () => clearInterval(t);
+  }, [workspace.id]);
+
   const items = pending.data.value;
   return (
     <>
       <section aria-labelledby="inbox-h">
         <h2 id="inbox-h">Waiting for a decision</h2>
+        {workspace.role !== 'admin' && (
+          <p class="muted">You see the proposals you may decide on (as a member of the approvers' group) or your own; admins see all of them.</p>
+        )}
         <p class="live" role="status">
           {live.value === null ? 'Connecting to the live feed…' : live.value ? 'Live: new proposals appear here as they are made.' : 'The live feed is not connected; it reconnects by itself.'}{' '}
           {notice.value}
@@ -231,7 +228,8 @@ function ProposalView({ workspace, id }: { workspace: Workspace; id: string }) {
       if (how === 'approve') {
         const r = await ok(api.value.POST('/api/v1/workspaces/{id}/sql/proposals/{proposalId}/approve', { params: { path }, body }));
         proposal.data.value = r.proposal;
-        done.value = `Approved: the statement ran once, ${r.proposal.affected_rows ?? ('affected_rows' in r ? r.affected_rows : r.rows.length)} rows affected.`;
+        const n = r.proposal.affected_rows ?? ('affected_rows' in r ? r.affected_rows : r.rows.length);
+        done.value = `Approved: the statement ran once, ${n} ${n === 1 ? 'row' : 'rows'} affected.`;
       } else {
         proposal.data.value = await ok(api.value.POST('/api/v1/workspaces/{id}/sql/proposals/{proposalId}/reject', { params: { path }, body }));
         done.value = 'Rejected: the statement did not run.';

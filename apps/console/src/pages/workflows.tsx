@@ -9,7 +9,7 @@ import { useLoad } from '../ui/load.js';
 import { Problem } from '../ui/problem.js';
 import { when } from '../ui/values.js';
 import { Automation } from './workflows/automation.js';
-import { Facts, Json, Status, duration, parseJson, pretty, raw, scoped } from './workflows/shared.js';
+import { Facts, Json, Status, duration, parseJson, pretty, raw, scoped, useMembers } from './workflows/shared.js';
 import './workflows.css';
 
 type Workflow = View<'Workflow'>;
@@ -468,6 +468,7 @@ function RunView({ workspace, wfId, runId }: { workspace: Workspace; wfId: strin
   const run = useLoad(() => ok(api.value.GET('/api/v1/workflows/{workflowId}/runs/{runId}', { params: { header, path } })), [runId]);
   const wf = useLoad(() => ok(api.value.GET('/api/v1/workflows/{workflowId}', { params: { header, path: { workflowId: wfId } } })), [wfId]);
   const names = useNames(workspace.id);
+  const who = useMembers(workspace.id);
   const busy = useSignal(false);
   const failed = useSignal<unknown>(null);
   const said = useSignal('');
@@ -525,7 +526,7 @@ function RunView({ workspace, wfId, runId }: { workspace: Workspace; wfId: strin
             items={[
               ['Status', <Status key="s" value={r.status} />],
               ['Started by', `${r.trigger}${r.trigger_id ? ` ${r.trigger_id}` : ''}`],
-              ['Executed by', r.executed_by ?? 'anonymous'],
+              ['Executed by', r.executed_by ? who(r.executed_by) : 'anonymous'],
               ['Started', when(r.started_at)],
               ['Finished', r.finished_at ? when(r.finished_at) : going ? 'still going' : ''],
               ['Duration', duration(r.duration_ms)],

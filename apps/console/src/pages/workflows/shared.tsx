@@ -1,4 +1,6 @@
-import { ApiError } from '@wds/client';
+import { ApiError, ok } from '@wds/client';
+import { api } from '../../session.js';
+import { useLoad } from '../../ui/load.js';
 import type { ComponentChildren } from 'preact';
 import { ConsoleError } from '../../ui/problem.js';
 import './shared.css';
@@ -86,3 +88,16 @@ export async function raw<R extends { data?: unknown; error?: unknown; response:
 /** Milliseconds as a person reads them. */
 export const duration = (ms: number | null | undefined): string =>
   ms === null || ms === undefined ? '' : ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+
+/** Who is who: the workspace's members by user id ("name <email>"; the id itself for someone no longer a member). */
+export function useMembers(workspaceId: string) {
+  const members = useLoad(
+    () => ok(api.value.GET('/api/v1/workspaces/{id}/members', { params: { path: { id: workspaceId }, query: { limit: 1000 } } })).catch(() => []),
+    [workspaceId],
+  );
+  return (userId: string | null | undefined) => {
+    if (!userId) return '';
+    const m = members.data.value?.find((x) => x.user_id === userId);
+    return m ? `${m.user_name} <${m.user_email}>` : userId;
+  };
+}
