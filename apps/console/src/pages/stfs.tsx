@@ -163,6 +163,8 @@ function StfView({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
   const saving = useSignal(false);
   const saveFailed = useSignal<unknown>(null);
   const saved = useSignal('');
+  // Ctrl/Cmd+Enter in the editor runs its code (unsaved) in the instant run below.
+  const runAsked = useSignal(0);
   const newest = versions.data.value?.[0];
   // The editor starts from the newest version's code, and its label suggests the next one; it is shown once that
   // code is in (the editor takes its first value when it is made).
@@ -219,7 +221,8 @@ function StfView({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
               <p role="status">Loading…</p>
             ) : javascript ? (
               <form class="stack" onSubmit={save}>
-                <CodeEditor language="javascript" label={`Code of ${s.name}`} value={code.value} onChange={(v) => (code.value = v)} />
+                <CodeEditor language="javascript" label={`Code of ${s.name}`} value={code.value} onChange={(v) => (code.value = v)} onRun={() => (runAsked.value += 1)} />
+                <p class="muted">Ctrl+Enter (⌘+Enter) runs the editor's code in the instant run below, unsaved.</p>
                 <div class="row">
                   <label for="version-label">New version's label</label>
                   <input id="version-label" value={label.value} required maxLength={100} onInput={(e) => (label.value = (e.target as HTMLInputElement).value)} />
@@ -234,7 +237,7 @@ function StfView({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
               <p>This STF runs the {newest?.runtime} runtime: its versions are added through the API (docs/stfs.md); the newest is shown under Versions.</p>
             )}
           </section>
-          <InstantRun workspace={workspace} newest={newest} code={javascript ? code.value : null} />
+          <InstantRun workspace={workspace} newest={newest} code={javascript ? code.value : null} runAsked={runAsked.value} />
           <Versions workspace={workspace} stfId={stfId} versions={versions.data.value} error={versions.error.value} />
           <Secrets workspace={workspace} stfId={stfId} />
         </>
@@ -243,7 +246,7 @@ function StfView({ workspace, stfId }: { workspace: Workspace; stfId: string }) 
   );
 }
 
-function InstantRun({ workspace, newest, code }: { workspace: Workspace; newest: StfVersion | undefined; code: string | null }) {
+function InstantRun({ workspace, newest, code, runAsked }: { workspace: Workspace; newest: StfVersion | undefined; code: string | null; runAsked: number }) {
   const input = useSignal('{}');
   const busy = useSignal(false);
   const failed = useSignal<unknown>(null);
@@ -269,6 +272,9 @@ function InstantRun({ workspace, newest, code }: { workspace: Workspace; newest:
       busy.value = false;
     }
   };
+  useEffect(() => {
+    if (runAsked > 0 && code !== null) run(false);
+  }, [runAsked]);
   const a = answer.value;
   return (
     <section aria-labelledby="run-h">

@@ -82,15 +82,21 @@ function Schedules({ workspace, wfId }: { workspace: Workspace; wfId: string }) 
                   <td>{s.paused ? 'paused' : 'active'}</td>
                   <td>{when(s.next_run_at)}</td>
                   <td>{s.last_run_id ? <Link to={sectionPath(workspace.id, 'workflows', wfId, 'runs', s.last_run_id)}>{when(s.last_run_at) || 'the last run'}</Link> : 'never'}</td>
-                  <td>
+                  <td class="actions">
                     <button
                       type="button"
                       onClick={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) }, body: { paused: !s.paused } })))}
+                      aria-label={s.paused ? `Resume ${s.name}` : `Pause ${s.name}`}
                     >
-                      {s.paused ? `Resume ${s.name}` : `Pause ${s.name}`}
+                      {s.paused ? 'Resume' : 'Pause'}
                     </button>{' '}
-                    <button type="button" class="danger" onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) } })))}>
-                      Delete {s.name}
+                    <button
+                      type="button"
+                      class="danger"
+                      aria-label={`Delete ${s.name}`}
+                      onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) } })))}
+                    >
+                      Delete
                     </button>
                   </td>
                 </tr>
@@ -115,7 +121,7 @@ function Schedules({ workspace, wfId }: { workspace: Workspace; wfId: string }) 
           <input id="schedule-cron" value={cron.value} required onInput={(e) => (cron.value = (e.target as HTMLInputElement).value)} />
           <label for="schedule-tz">Time zone (IANA)</label>
           <input id="schedule-tz" value={timezone.value} onInput={(e) => (timezone.value = (e.target as HTMLInputElement).value)} />
-          <label for="schedule-name">Name</label>
+          <label for="schedule-name">Schedule's name</label>
           <input id="schedule-name" value={name.value} onInput={(e) => (name.value = (e.target as HTMLInputElement).value)} />
           <label for="schedule-input">Input of its runs (JSON)</label>
           <textarea id="schedule-input" rows={3} spellcheck={false} value={input.value} onInput={(e) => (input.value = (e.target as HTMLTextAreaElement).value)} />
@@ -176,23 +182,30 @@ function Hooks({ workspace, wfId }: { workspace: Workspace; wfId: string }) {
                   <td class="text">{x.path}</td>
                   <td>{x.paused ? 'paused' : 'active'}</td>
                   <td>{when(x.secret_rotated_at)}</td>
-                  <td>
+                  <td class="actions">
                     <button
                       type="button"
                       onClick={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) }, body: { paused: !x.paused } })))}
+                      aria-label={x.paused ? `Resume ${x.name}` : `Pause ${x.name}`}
                     >
-                      {x.paused ? `Resume ${x.name}` : `Pause ${x.name}`}
+                      {x.paused ? 'Resume' : 'Pause'}
                     </button>{' '}
                     <button
                       type="button"
                       onClick={() =>
                         act(async () => shown(await ok(api.value.POST('/api/v1/workflows/{workflowId}/hooks/{hookId}/rotate-secret', { params: { header, path: path(x.id) } }))))
                       }
+                      aria-label={`New secret for ${x.name}`}
                     >
-                      New secret for {x.name}
+                      New secret
                     </button>{' '}
-                    <button type="button" class="danger" onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) } })))}>
-                      Delete {x.name}
+                    <button
+                      type="button"
+                      class="danger"
+                      aria-label={`Delete ${x.name}`}
+                      onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) } })))}
+                    >
+                      Delete
                     </button>
                   </td>
                 </tr>
@@ -260,18 +273,24 @@ function Triggers({ workspace, wfId }: { workspace: Workspace; wfId: string }) {
                     {t.table_name ? ` on ${t.table_name}` : ''}
                   </td>
                   <td>{t.paused ? 'paused' : 'active'}</td>
-                  <td>
-                    <button type="button" aria-expanded={open.value === t.id} onClick={() => (open.value = open.value === t.id ? null : t.id)}>
-                      Events of {t.name}
+                  <td class="actions">
+                    <button type="button" aria-label={`Events of ${t.name}`} aria-expanded={open.value === t.id} onClick={() => (open.value = open.value === t.id ? null : t.id)}>
+                      Events
                     </button>{' '}
                     <button
                       type="button"
                       onClick={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) }, body: { paused: !t.paused } })))}
+                      aria-label={t.paused ? `Resume ${t.name}` : `Pause ${t.name}`}
                     >
-                      {t.paused ? `Resume ${t.name}` : `Pause ${t.name}`}
+                      {t.paused ? 'Resume' : 'Pause'}
                     </button>{' '}
-                    <button type="button" class="danger" onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) } })))}>
-                      Delete {t.name}
+                    <button
+                      type="button"
+                      class="danger"
+                      aria-label={`Delete ${t.name}`}
+                      onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) } })))}
+                    >
+                      Delete
                     </button>
                   </td>
                 </tr>
@@ -311,7 +330,7 @@ function Triggers({ workspace, wfId }: { workspace: Workspace; wfId: string }) {
               <input id="trigger-table" value={table.value} required onInput={(e) => (table.value = (e.target as HTMLInputElement).value)} />
             </>
           )}
-          <label for="trigger-name">Name</label>
+          <label for="trigger-name">Trigger's name</label>
           <input id="trigger-name" value={name.value} onInput={(e) => (name.value = (e.target as HTMLInputElement).value)} />
           <button type="submit">Create the trigger</button>
         </form>
