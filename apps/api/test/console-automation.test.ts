@@ -221,8 +221,8 @@ describe('the console: approvals, workflows, STFs', () => {
     await expect.poll(() => page.getByRole('cell', { name: 'API_TOKEN', exact: true }).count()).toBe(1);
     expect(await page.getByLabel('Value').inputValue()).toBe('');
 
-    // The hostile text comes in the input (typed into the plain text area): typed into the editable itself, the
-    // whole of it (long, bidi, wrapped) makes chromium's native editing write an inline style there.
+    // The new version logs and returns what its input carries: the hostile text reaches the logs and the output
+    // through the instant run's input.
     const code = " console.log('token is', $env.API_TOKEN); console.log($input.text); return { doubled: $input.n * 2, html: $input.text };";
     const editor = page.locator('.cm-content');
     await editor.waitFor();
