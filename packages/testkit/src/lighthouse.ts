@@ -55,7 +55,7 @@ export async function openLighthouse(base: string): Promise<Lighthouse> {
       const page = await browser.newPage();
       try {
         if (token) {
-          await page.goto(`${base}/console/login`);
+          await page.goto(`${base}/healthz`);
           await page.evaluate(`sessionStorage.setItem('wds.token', ${JSON.stringify(token)})`);
         }
         const quiet = options.quick ? { pauseAfterFcpMs: 250, pauseAfterLoadMs: 250, networkQuietThresholdMs: 250, cpuQuietThresholdMs: 250 } : {};
