@@ -110,7 +110,8 @@ export default function Page({ workspace }: SectionProps) {
     if (!rowsOutcome) return;
     selected.value = index;
     seq.value += 1;
-    rowTarget.value = { sql: rowsOutcome.sql, rowId: String(row.id), asUser: rowsOutcome.asUser, seq: seq.value };
+    // For whoever the explain panel views as now (a row of your own result, checked against a member's policies).
+    rowTarget.value = { sql: rowsOutcome.sql, rowId: String(row.id), asUser: viewer.value, seq: seq.value };
     explainOpen.value = true;
   };
 

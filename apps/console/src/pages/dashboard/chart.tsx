@@ -163,7 +163,8 @@ function ChartBody({ chart, kind, rows }: { chart: Chart; kind: string; rows: Ro
 /** The chart's values as a table for screen readers (visually hidden): its text alternative. */
 function ValuesTable({ title, x, ys, rows }: { title: string; x: string; ys: string[]; rows: Row[] }) {
   return (
-    <table class="visually-hidden chart-values">
+    <div class="visually-hidden">
+    <table class="chart-values">
       <caption>Values of {title}</caption>
       <thead>
         <tr>
@@ -186,6 +187,7 @@ function ValuesTable({ title, x, ys, rows }: { title: string; x: string; ys: str
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 

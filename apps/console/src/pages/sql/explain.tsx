@@ -53,6 +53,7 @@ export function ExplainPanel({
 }) {
   const explanation = useSignal<Explanation | null>(null);
   const explainedSql = useSignal('');
+  const explainedFor = useSignal('');
   const error = useSignal<unknown>(null);
   const busy = useSignal(false);
   const rowResult = useSignal<RowExplanation | null>(null);
@@ -71,6 +72,7 @@ export function ExplainPanel({
         }),
       );
       explainedSql.value = text;
+      explainedFor.value = whoOf(viewer);
     } catch (err) {
       explanation.value = null;
       error.value = err;
@@ -132,7 +134,7 @@ export function ExplainPanel({
         <button type="button" onClick={explain} disabled={busy.value}>
           Explain the statement
         </button>
-        <span role="status">{busy.value ? 'Explaining…' : e ? `Explained for ${whoOf(viewer)}.` : ''}</span>
+        <span role="status">{busy.value ? 'Explaining…' : e ? `Explained for ${explainedFor.value}.` : ''}</span>
       </div>
       <Problem error={error.value} label="Error of the explanation" />
       {e && (
