@@ -261,7 +261,7 @@ function Pie({ title, labels, values }: { title: string; labels: string[]; value
       <ul class="legend pie-legend" aria-hidden="true">
         {slices.map((s, i) => (
           <li key={i}>
-            <span class={`swatch swatch-${i % 8}`} /> <span dir="auto">{s.label}</span>: {s.value.toLocaleString()} ({pct(s.value)})
+            <span class={`swatch swatch-${i % 8}`} /> <span dir="auto">{s.label.length > 60 ? `${s.label.slice(0, 59)}…` : s.label}</span>: {s.value.toLocaleString()} ({pct(s.value)})
           </li>
         ))}
       </ul>

@@ -13,7 +13,7 @@ export interface Series {
   values: (number | null)[];
 }
 
-const short = (s: string) => (s.length > 24 ? `${s.slice(0, 23)}…` : s);
+const short = (s: string) => (s.length > 14 ? `${s.slice(0, 13)}…` : s);
 
 export function draw(el: HTMLElement, kind: 'bar' | 'line', labels: string[], series: Series[], width: number): uPlot {
   const xs = labels.map((_, i) => i);
@@ -31,6 +31,8 @@ export function draw(el: HTMLElement, kind: 'bar' | 'line', labels: string[], se
     axes: [
       {
         incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000],
+        // Room for the longest (shortened) label between two ticks, so labels never overlap.
+        space: Math.min(110, Math.max(30, 8 + 7 * Math.max(0, ...labels.map((l) => short(l).length)))),
         values: (_u, splits) => splits.map((s) => (Number.isInteger(s) && labels[s] !== undefined ? short(labels[s]) : '')),
       },
       { size: 60 },
