@@ -52,7 +52,7 @@ async function write(page: Page, sql: string) {
   await page.keyboard.insertText(sql);
 }
 
-const editorText = (page: Page) => page.locator('.cm-content').innerText();
+const editorText = (page: Page) => page.locator('.cm-content').textContent();
 /** A failed answer the page expects and explains (chromium logs a 4xx fetch as a console error). */
 const unexpected = (problems: string[], status: number) => problems.filter((p) => !p.includes(`status of ${status}`));
 
@@ -66,7 +66,7 @@ describe('the SQL editor', () => {
     for (const t of MEMBER_TITLES) expect(await page.getByRole('cell', { name: t, exact: true }).count()).toBe(1);
     expect(await page.getByRole('cell', { name: 'owner-a' }).count()).toBe(0);
     // The statement as it ran: the physical table and the member's policy predicate.
-    const executed = await page.locator('#executed-sql').innerText();
+    const executed = await page.locator('#executed-sql').textContent();
     expect(executed).toContain(`user_data.ws_`);
     expect(executed).toContain(`owner_id = '${member.id}'`);
     expect(await fitsWidth(page)).toBe(true);
@@ -78,12 +78,13 @@ describe('the SQL editor', () => {
     await page.keyboard.press('Control+Enter');
     const alert = page.getByRole('alert', { name: 'Error of the statement' });
     await expect.poll(() => alert.count()).toBe(1);
-    expect(await alert.innerText()).toContain('EXECUTION_ERROR');
-    expect(await alert.locator('.details').innerText()).toContain('42703');
+    expect(await alert.textContent()).toContain('EXECUTION_ERROR');
+    expect(await alert.locator('.details').textContent()).toContain('42703');
     await shot(page, 'console-sql-error');
 
     // Completion offers a column of the table.
     await page.getByRole('textbox', { name: 'SQL statement' }).click();
+    await page.keyboard.press('Escape');
     await write(page, 'SELECT items.');
     await expect.poll(() => page.getByRole('option', { name: 'title' }).count(), { timeout: 10_000 }).toBeGreaterThan(0);
     await page.keyboard.press('Escape');
@@ -101,7 +102,7 @@ describe('the SQL editor', () => {
   it('keyboard only: run, read the result, open the explain panel and explain a row', async () => {
     const { page, problems } = await signedIn(c, member.token, `/console/w/${ws.id}/sql`);
     await editor(page);
-    const inEditor = () => page.evaluate(() => document.activeElement?.shadowRoot?.activeElement?.getAttribute('aria-label') === 'SQL statement');
+    const inEditor = () => page.evaluate("document.activeElement?.shadowRoot?.activeElement?.getAttribute('aria-label') === 'SQL statement'");
     for (let i = 0; i < 40 && !(await inEditor()); i++) await page.keyboard.press('Tab');
     expect(await inEditor()).toBe(true);
     await write(page, 'SELECT id, title FROM items ORDER BY n');
@@ -112,7 +113,7 @@ describe('the SQL editor', () => {
     await page.keyboard.press('Escape');
     await page.keyboard.press('Escape');
     await page.keyboard.press('Tab');
-    const focused = () => page.evaluate(() => document.activeElement?.textContent ?? '');
+    const focused = () => page.evaluate("document.activeElement?.textContent ?? ''") as Promise<string>;
     expect(await focused()).toBe('Run');
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('Explain');
@@ -144,7 +145,7 @@ describe('the SQL editor', () => {
     await expect.poll(() => page.getByText('Explained for member').count()).toBe(1);
     const ownRows = page.getByRole('table', { name: 'Policies that applied to items (select)' });
     expect(await ownRows.getByRole('cell', { name: 'own rows' }).count()).toBe(1);
-    expect(await page.locator('.access code.sql').innerText()).toBe(`owner_id = '${member.id}'`);
+    expect(await page.locator('.access code.sql').textContent()).toBe(`owner_id = '${member.id}'`);
     expect(await page.getByText('a row is shown only when both of you may read it').count()).toBe(1);
 
     // A row of the admin's own result that the member may not read: which condition fails for them.
@@ -230,7 +231,7 @@ describe('the dashboard', () => {
     expect(await pie.locator('.pie-legend li', { hasText: `${HOSTILE.img}: 1 (1.3%)` }).count()).toBe(1);
     expect(await pie.locator('svg path.slice title', { hasText: `${HOSTILE.img}: 1 (1.3%)` }).count()).toBe(1);
     const count = page.getByRole('figure', { name: 'Count' });
-    await expect.poll(() => count.locator('.figure').innerText()).toBe('8');
+    await expect.poll(() => count.locator('.figure').textContent()).toBe('8');
     expect(await fitsWidth(page)).toBe(true);
     await shot(page, 'console-dashboard-admin');
     expect(await a11yViolations(page)).toEqual([]);
@@ -240,7 +241,7 @@ describe('the dashboard', () => {
     await heading(m.page, 'Dashboard');
     const mBars = m.page.getByRole('figure', { name: `Bars ${HOSTILE.img}` });
     await expect.poll(() => mBars.locator('.plot').getAttribute('data-points'), { timeout: 15_000 }).toBe('5');
-    await expect.poll(() => m.page.getByRole('figure', { name: 'Count' }).locator('.figure').innerText()).toBe('5');
+    await expect.poll(() => m.page.getByRole('figure', { name: 'Count' }).locator('.figure').textContent()).toBe('5');
     await expect.poll(() => m.page.getByRole('figure', { name: 'Share' }).locator('svg path.slice').count()).toBe(5);
     expect(await m.page.getByRole('button', { name: /^Unpin/ }).count()).toBe(0);
     await shot(m.page, 'console-dashboard-member');

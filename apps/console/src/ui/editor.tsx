@@ -29,8 +29,8 @@ export function CodeEditor({
   const handle = useRef<EditorHandle | null>(null);
   const ready = useSignal(false);
   // The latest callbacks, so the editor (made once) always calls the current ones.
-  const latest = useRef({ onChange, onRun });
-  latest.current = { onChange, onRun };
+  const latest = useRef({ onChange, onRun, schema });
+  latest.current = { onChange, onRun, schema };
 
   useEffect(() => {
     let gone = false;
@@ -43,7 +43,8 @@ export function CodeEditor({
           value,
           label,
           ...(placeholder ? { placeholder } : {}),
-          ...(schema ? { schema } : {}),
+          // The schema as it is now: it may have arrived while CodeMirror was loading.
+          ...(latest.current.schema ? { schema: latest.current.schema } : {}),
           onChange: (v) => latest.current.onChange(v),
           onRun: () => latest.current.onRun?.(),
         });
