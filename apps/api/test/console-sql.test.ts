@@ -210,9 +210,16 @@ describe('the dashboard', () => {
     await pin({ title: 'Share', sql_query: `SELECT title AS "${HOSTILE_COLUMN}", n FROM items ORDER BY n`, chart_type: 'pie', x_axis_column: HOSTILE_COLUMN, y_axis_columns: ['n'] });
     await pin({ title: 'Count', sql_query: 'SELECT count(*)::int AS total FROM items', chart_type: 'number', y_axis_columns: ['total'] });
 
+    // Off for a new workspace: a member is told so, with nothing to turn it on.
+    const m = await signedIn(c, member.token, `/console/w/${ws.id}/dashboard`);
+    await heading(m.page, 'Dashboard');
+    await expect.poll(() => m.page.getByText('The dashboard is turned off for this workspace.').count()).toBe(1);
+    expect(await m.page.getByRole('button', { name: 'Turn the dashboard on' }).count()).toBe(0);
+    expect(await m.page.getByRole('figure').count()).toBe(0);
+
     const { page, problems } = await signedIn(c, owner.token, `/console/w/${ws.id}/dashboard`);
     await heading(page, 'Dashboard');
-    // Off for a new workspace: an admin turns it on.
+    // An admin turns it on.
     await page.getByRole('button', { name: 'Turn the dashboard on' }).click();
     await expect.poll(async () => (await h.call('GET', `/api/v1/workspaces/${ws.id}/setup/dashboard-enabled`, { token: owner.token })).body.enabled).toBe(true);
     const bars = page.getByRole('figure', { name: `Bars ${HOSTILE.img}` });
@@ -237,7 +244,7 @@ describe('the dashboard', () => {
     expect(await a11yViolations(page)).toEqual([]);
 
     // The member: their own numbers, and no unpin of the admin's charts.
-    const m = await signedIn(c, member.token, `/console/w/${ws.id}/dashboard`);
+    await m.page.reload();
     await heading(m.page, 'Dashboard');
     const mBars = m.page.getByRole('figure', { name: `Bars ${HOSTILE.img}` });
     await expect.poll(() => mBars.locator('.plot').getAttribute('data-points'), { timeout: 15_000 }).toBe('5');
