@@ -2,7 +2,7 @@ import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } 
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
 import { javascript } from '@codemirror/lang-javascript';
 import { PostgreSQL, sql } from '@codemirror/lang-sql';
-import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
+import { HighlightStyle, bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
 import { Compartment, EditorState, Prec } from '@codemirror/state';
 import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers, placeholder } from '@codemirror/view';
 
@@ -40,6 +40,26 @@ const look = EditorView.theme({
   '.cm-activeLineGutter': { background: '#e3eaf8' },
 });
 
+/**
+ * CodeMirror's default colours, each darkened where needed to a contrast of at least 4.5:1 on the active line's
+ * background (#f1f5fd): its #e40 (quoted identifiers, escapes), #f00 and #085 are lighter than that.
+ */
+const highlight = (() => {
+  const lum = (c: number[]) => {
+    const [r, g, b] = c.map((v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4)) as [number, number, number];
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const background = lum([0xf1, 0xf5, 0xfd]);
+  const darken = (color: string): string => {
+    const hex = color.length === 4 ? [...color.slice(1)].map((d) => d + d).join('') : color.slice(1);
+    let rgb = [0, 2, 4].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
+    if (rgb.some(Number.isNaN)) return color;
+    while ((background + 0.05) / (lum(rgb) + 0.05) < 4.6) rgb = rgb.map((v) => Math.floor(v * 0.9));
+    return `#${rgb.map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+  };
+  return HighlightStyle.define(defaultHighlightStyle.specs.map((s) => (typeof s.color === 'string' && s.color.startsWith('#') ? { ...s, color: darken(s.color) } : s)));
+})();
+
 export function createEditor(o: EditorOptions): EditorHandle {
   const lang = new Compartment();
   const shadow = o.parent.shadowRoot ?? o.parent.attachShadow({ mode: 'open' });
@@ -63,7 +83,7 @@ export function createEditor(o: EditorOptions): EditorHandle {
         closeBrackets(),
         highlightActiveLine(),
         autocompletion(),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        syntaxHighlighting(highlight, { fallback: true }),
         lang.of(languageOf(o.schema)),
         // Ctrl/Cmd+Enter runs, before any other key binding sees it.
         Prec.highest(
@@ -78,6 +98,16 @@ export function createEditor(o: EditorOptions): EditorHandle {
           ]),
         ),
         keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap, indentWithTab]),
+        // Typing over a selection: Chrome's own editing would carry the replaced text's look over as a style attribute,
+        // which the page's style-src refuses (a CSP violation report); the editor makes that change itself instead.
+        EditorView.domEventHandlers({
+          beforeinput: (e, view) => {
+            if ((e.inputType !== 'insertText' && e.inputType !== 'insertReplacementText') || !e.data || view.state.selection.main.empty) return false;
+            e.preventDefault();
+            view.dispatch(view.state.replaceSelection(e.data), { userEvent: 'input.type', scrollIntoView: true });
+            return true;
+          },
+        }),
         EditorView.contentAttributes.of({ 'aria-label': o.label, 'aria-multiline': 'true' }),
         EditorView.lineWrapping,
         ...(o.placeholder ? [placeholder(o.placeholder)] : []),

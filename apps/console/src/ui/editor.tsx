@@ -28,10 +28,10 @@ export function CodeEditor({
   const host = useRef<HTMLDivElement>(null);
   const handle = useRef<EditorHandle | null>(null);
   const ready = useSignal(false);
-  // The latest value and callbacks: the editor is made once, when its chunk has loaded, from the value of then
-  // (not of the first render), and always calls the current callbacks.
-  const latest = useRef({ value, onChange, onRun });
-  latest.current = { value, onChange, onRun };
+  // The latest value, schema and callbacks: the editor is made once, when its chunk has loaded, from the value and
+  // schema of then (not of the first render), and always calls the current callbacks.
+  const latest = useRef({ value, schema, onChange, onRun });
+  latest.current = { value, schema, onChange, onRun };
 
   useEffect(() => {
     let gone = false;
@@ -44,7 +44,8 @@ export function CodeEditor({
           value: latest.current.value,
           label,
           ...(placeholder ? { placeholder } : {}),
-          ...(schema ? { schema } : {}),
+          // The schema as it is now: it may have arrived while CodeMirror was loading.
+          ...(latest.current.schema ? { schema: latest.current.schema } : {}),
           onChange: (v) => latest.current.onChange(v),
           onRun: () => latest.current.onRun?.(),
         });
