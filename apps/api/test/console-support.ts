@@ -88,8 +88,9 @@ export async function watchedPage(browser: Browser): Promise<WatchedPage> {
 /** A page signed in with `token` (put into the tab's sessionStorage, as the sign-in page does), opened at `path`. */
 export async function signedIn(c: ConsoleHarness, token: string, path = '/console'): Promise<WatchedPage> {
   const w = await watchedPage(c.browser);
-  // Any page of the origin holds its sessionStorage; /healthz starts no request of its own to be cut short.
-  await w.page.goto(`${c.base}/healthz`);
+  // The sign-in page asks for the sign-in methods as it opens: wait for that answer, so that the next navigation
+  // cuts no request short (a failed request is a problem of the page).
+  await Promise.all([w.page.waitForResponse((r) => r.url().endsWith('/api/v1/auth/sign-in-methods')), w.page.goto(`${c.base}/console/login`)]);
   await w.page.evaluate(`sessionStorage.setItem('wds.token', ${JSON.stringify(token)})`);
   await w.page.goto(`${c.base}${path}`);
   return w;

@@ -55,7 +55,8 @@ export async function openLighthouse(base: string): Promise<Lighthouse> {
       const page = await browser.newPage();
       try {
         if (token) {
-          await page.goto(`${base}/healthz`);
+          // The sign-in page asks for the sign-in methods as it opens; the audit's navigation must not cut it short.
+          await Promise.all([page.waitForResponse((r) => r.url().endsWith('/api/v1/auth/sign-in-methods')), page.goto(`${base}/console/login`)]);
           await page.evaluate(`sessionStorage.setItem('wds.token', ${JSON.stringify(token)})`);
         }
         const quiet = options.quick ? { pauseAfterFcpMs: 250, pauseAfterLoadMs: 250, networkQuietThresholdMs: 250, cpuQuietThresholdMs: 250 } : {};
