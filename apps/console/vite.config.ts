@@ -12,5 +12,15 @@ export default defineConfig({
     target: 'es2022',
     modulePreload: { polyfill: false },
     assetsInlineLimit: 0,
+    rollupOptions: {
+      output: {
+        // CodeMirror's core, shared by the SQL and the JavaScript editor, is one chunk with a name (rather than
+        // "index-…" chunks Rollup would split it into); each language stays a chunk of its own (ui/lang-*.ts).
+        manualChunks: (id) =>
+          /node_modules\/(\.pnpm\/[^/]+\/node_modules\/)?(@codemirror\/(view|state|language|commands|autocomplete)|@lezer\/(common|highlight|lr)|style-mod|w3c-keyname|crelt|@marijn\/find-cluster-break)\//.test(id)
+            ? 'codemirror-core'
+            : undefined,
+      },
+    },
   },
 });

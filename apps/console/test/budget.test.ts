@@ -25,4 +25,10 @@ describe('the built console', () => {
       expect(text, name).not.toMatch(/https?:\/\/(?!127\.0\.0\.1|localhost|www\.w3\.org)[a-z0-9.-]+\.[a-z]{2,}\/[^\s"'`)]*\.(js|css|woff2?)/i);
     }
   });
+
+  it('lists every chunk in docs/console.md (`node apps/console/scripts/chunks.mjs` prints the table)', () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'console.md'), 'utf8');
+    const names = readdirSync(join(dist, 'assets')).map((file) => file.replace(/-[A-Za-z0-9_-]{8}(\.\w+)$/, '$1'));
+    expect(names.filter((name) => !doc.includes(`| \`${name}\``))).toEqual([]);
+  });
 });

@@ -1,9 +1,7 @@
 import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } from '@codemirror/autocomplete';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
-import { javascript } from '@codemirror/lang-javascript';
-import { PostgreSQL, sql } from '@codemirror/lang-sql';
 import { HighlightStyle, bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
-import { Compartment, EditorState, Prec } from '@codemirror/state';
+import { Compartment, EditorState, type Extension, Prec } from '@codemirror/state';
 import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers, placeholder } from '@codemirror/view';
 
 /**
@@ -14,7 +12,8 @@ import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers, pl
  */
 export interface EditorOptions {
   parent: HTMLElement;
-  language: 'sql' | 'javascript';
+  /** The language's support (lang-sql.ts or lang-javascript.ts, each a chunk of its own), given the SQL schema. */
+  languageOf: (schema?: Record<string, string[]>) => Extension;
   value: string;
   label: string;
   placeholder?: string;
@@ -65,8 +64,7 @@ export function createEditor(o: EditorOptions): EditorHandle {
   const shadow = o.parent.shadowRoot ?? o.parent.attachShadow({ mode: 'open' });
   const parent = document.createElement('div');
   shadow.append(parent);
-  const languageOf = (schema: Record<string, string[]> | undefined) =>
-    o.language === 'sql' ? sql({ dialect: PostgreSQL, upperCaseKeywords: true, ...(schema ? { schema } : {}) }) : javascript();
+  const { languageOf } = o;
   let run = o.onRun;
   const view = new EditorView({
     root: shadow,

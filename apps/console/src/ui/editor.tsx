@@ -3,8 +3,8 @@ import { useEffect, useRef } from 'preact/hooks';
 import type { EditorHandle } from './codemirror.js';
 
 /**
- * A code editor (SQL or JavaScript) with highlighting, completion and Ctrl/Cmd+Enter to run. CodeMirror is a chunk
- * of its own, loaded the first time an editor is shown; until then (or if it cannot load) a plain text area stands
+ * A code editor (SQL or JavaScript) with highlighting, completion and Ctrl/Cmd+Enter to run. CodeMirror and each
+ * language are chunks of their own, loaded the first time an editor is shown; until then (or if it cannot load) a plain text area stands
  * in, with the same name and the same keys.
  */
 export function CodeEditor({
@@ -35,12 +35,13 @@ export function CodeEditor({
 
   useEffect(() => {
     let gone = false;
-    import('./codemirror.js').then(
-      ({ createEditor }) => {
+    const grammar = language === 'sql' ? import('./lang-sql.js') : import('./lang-javascript.js');
+    Promise.all([import('./codemirror.js'), grammar]).then(
+      ([{ createEditor }, { languageOf }]) => {
         if (gone || !host.current) return;
         handle.current = createEditor({
           parent: host.current,
-          language,
+          languageOf,
           value: latest.current.value,
           label,
           ...(placeholder ? { placeholder } : {}),
