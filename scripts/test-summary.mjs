@@ -8,8 +8,9 @@ let skipped = 0;
 const packages = [];
 const files = [];
 for (const root of ['packages', 'apps']) {
-  for (const dir of readdirSync(root)) {
-    const file = `${root}/${dir}/.test-results.json`;
+  for (const report of readdirSync(root).flatMap((dir) => ['', '-browser'].map((part) => ({ dir, part })))) {
+    const { dir, part } = report;
+    const file = `${root}/${dir}/.test-results${part}.json`;
     if (!existsSync(file)) continue;
     const r = JSON.parse(readFileSync(file, 'utf8'));
     passed += r.numPassedTests;
@@ -20,7 +21,7 @@ for (const root of ['packages', 'apps']) {
       end = Math.max(end, t.endTime ?? 0);
       if (t.startTime && t.endTime) files.push({ name: t.name.slice(t.name.indexOf(`${root}/${dir}/`)), ms: t.endTime - t.startTime });
     }
-    packages.push({ name: `${root}/${dir}`, ms: end - r.startTime });
+    packages.push({ name: `${root}/${dir}${part ? ` (${part.slice(1)})` : ''}`, ms: end - r.startTime });
   }
 }
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`.padStart(8);

@@ -4,7 +4,8 @@
 #
 # The two streams are balanced by hand (docs/performance.md, "The test suite"): apps/api is about half of the suite's
 # test time, so it runs alone from the first second in one stream; every other package (apps/worker among them) runs
-# one at a time in the other. Left to turbo's own order (`--concurrency=2` over the whole graph), apps/api waited for every
+# one at a time in the other, and then apps/api's browser tests (its `test:browser`: the console in chromium).
+# Left to turbo's own order (`--concurrency=2` over the whole graph), apps/api waited for every
 # build and most other packages and then ran alone for four minutes with one core idle. The builds come first so that
 # both streams start at once and neither builds (`--only`: a stream runs its tests and no dependency task).
 # Every package runs even after one fails (--continue), so a red run names all that failed.
@@ -15,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1
-rm -f packages/*/.test-results.json apps/*/.test-results.json
+rm -f packages/*/.test-results*.json apps/*/.test-results*.json
 started=$(date +%s)
 LONG=(--filter=@wds/api)
 REST=(--filter='!@wds/api')
@@ -37,6 +38,8 @@ if [ $rc -eq 0 ]; then
   long=$!
   pnpm exec turbo run test --only --concurrency=1 --continue "${REST[@]}" "$@"
   rc=$?
+  # apps/api's browser tests (the console in chromium) end this stream: apps/api's own is long enough.
+  pnpm exec turbo run test:browser --only --continue "${LONG[@]}" "$@" || rc=$?
   wait $long || rc=$?
 fi
 node scripts/test-summary.mjs || true

@@ -2,6 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 /** The files that run containers (the docker runtime): only their project starts a container engine (podman). */
 const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'test/stf-subject.test.ts'];
+/**
+ * The console's browser tests (chromium, Lighthouse): a project of their own, run by `pnpm test:browser` in the other
+ * stream of scripts/test.sh than the rest of this package, which would otherwise run past the other stream's end.
+ */
+const BROWSER = ['test/console-*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -15,8 +20,9 @@ export default defineConfig({
     isolate: false,
     projects: [
       // PostgreSQL for every test file, each on its own copy of a database migrated once (test/global-setup.ts).
-      { extends: true, test: { name: 'api', exclude: [...CONTAINERS, '**/node_modules/**'], globalSetup: ['test/global-setup.ts'] } },
+      { extends: true, test: { name: 'api', exclude: [...CONTAINERS, ...BROWSER, '**/node_modules/**'], globalSetup: ['test/global-setup.ts'] } },
       { extends: true, test: { name: 'containers', include: CONTAINERS, globalSetup: ['test/global-setup.ts', '@wds/testkit/container-engine-setup'] } },
+      { extends: true, test: { name: 'browser', include: BROWSER, globalSetup: ['test/global-setup.ts'] } },
     ],
   },
 });
