@@ -4,7 +4,7 @@
 #
 # The two streams are balanced by hand (docs/performance.md, "The test suite"): apps/api is about half of the suite's
 # test time, so it runs alone from the first second in one stream; every other package (apps/worker among them) runs
-# one at a time in the other, and then apps/api's browser tests (its `test:browser`: the console in chromium).
+# one at a time in the other. apps/api's browser tests (its `test:browser`: the console in chromium) run beside them.
 # Left to turbo's own order (`--concurrency=2` over the whole graph), apps/api waited for every
 # build and most other packages and then ran alone for four minutes with one core idle. The builds come first so that
 # both streams start at once and neither builds (`--only`: a stream runs its tests and no dependency task).
@@ -36,11 +36,14 @@ if [ -n "${engine:-}" ]; then wait "$engine" && engine_started=1; fi
 if [ $rc -eq 0 ]; then
   pnpm exec turbo run test --only --concurrency=1 --continue "${LONG[@]}" "$@" &
   long=$!
+  # apps/api's browser tests (the console in chromium, Lighthouse) mostly wait — for pages, for Lighthouse's quiet
+  # periods —, so they run beside both streams from the start, on the CPU the streams leave idle.
+  pnpm exec turbo run test:browser --only --continue "${LONG[@]}" "$@" &
+  browser=$!
   pnpm exec turbo run test --only --concurrency=1 --continue "${REST[@]}" "$@"
   rc=$?
-  # apps/api's browser tests (the console in chromium) end this stream: apps/api's own is long enough.
-  pnpm exec turbo run test:browser --only --continue "${LONG[@]}" "$@" || rc=$?
   wait $long || rc=$?
+  wait $browser || rc=$?
 fi
 node scripts/test-summary.mjs || true
 echo "suite wall time: $(( $(date +%s) - started )) s"

@@ -22,7 +22,9 @@ export default defineConfig({
       // PostgreSQL for every test file, each on its own copy of a database migrated once (test/global-setup.ts).
       { extends: true, test: { name: 'api', exclude: [...CONTAINERS, ...BROWSER, '**/node_modules/**'], globalSetup: ['test/global-setup.ts'] } },
       { extends: true, test: { name: 'containers', include: CONTAINERS, globalSetup: ['test/global-setup.ts', '@wds/testkit/container-engine-setup'] } },
-      { extends: true, test: { name: 'browser', include: BROWSER, globalSetup: ['test/global-setup.ts'] } },
+      // A page under load may take seconds to show what a poll waits for: a poll waits up to 15 s (never an
+      // assertion of speed, only how long a stuck page is waited for).
+      { extends: true, test: { name: 'browser', include: BROWSER, globalSetup: ['test/global-setup.ts'], expect: { poll: { timeout: 15_000 } } } },
     ],
   },
 });
