@@ -186,6 +186,72 @@ describe('the console: approvals, workflows, STFs', () => {
     await page.close();
   });
 
+  it('a run queued in the background is followed to its end; a schedule, a webhook (its secret shown once) and a trigger are made, paused and deleted', async () => {
+    const v = await h.call('POST', '/api/v1/stfs', { token: owner.token, workspace: ws.id, body: { name: 'echo', version: '1', runtime: 'javascript', code: b64('return { seen: $input.n };') } });
+    expect(v.status, JSON.stringify(v.body)).toBe(201);
+    const wf = await h.call('POST', '/api/v1/workflows', { token: owner.token, workspace: ws.id, body: { name: 'nightly', stf_steps: [{ stf_version_id: v.body.version.id, input_mappings: [] }] } });
+    expect(wf.status, JSON.stringify(wf.body)).toBe(201);
+    const { page, problems } = await signedIn(c, owner.token, at('workflows', wf.body.id));
+    await heading(page, 'Workflow: nightly');
+
+    // In the background: the answer is at once (202), and the run's page follows the run until it has ended.
+    await page.getByLabel('Input (JSON').fill('{"n": 7}');
+    await page.getByLabel('Run in the background').check();
+    await page.getByRole('button', { name: 'Execute' }).click();
+    const queued = page.getByRole('status').filter({ hasText: 'Queued as ' });
+    await queued.waitFor();
+    await queued.getByRole('link', { name: /^run / }).click();
+    await expect.poll(() => page.getByRole('heading', { name: /^Run [0-9a-f-]{36}$/ }).count()).toBe(1);
+    const runId = page.url().split('/').pop() as string;
+    await page.getByText('succeeded', { exact: true }).first().waitFor();
+    const run = await h.call('GET', `/api/v1/workflows/${wf.body.id}/runs/${runId}`, { token: owner.token, workspace: ws.id });
+    expect([run.body.status, run.body.trigger, run.body.output]).toEqual(['succeeded', 'async', { seen: 7 }]);
+    await page.goBack();
+    await heading(page, 'Workflow: nightly');
+
+    // A schedule, made and paused from the page.
+    await page.getByText('New schedule').click();
+    await page.getByLabel('Cron expression').fill('0 3 * * *');
+    await page.getByLabel("Schedule's name").fill(`nightly ${HOSTILE.img}`);
+    await page.getByRole('button', { name: 'Create the schedule' }).click();
+    const schedules = page.getByRole('table', { name: 'Schedules of this workflow' });
+    await schedules.getByRole('cell', { name: `nightly ${HOSTILE.img}`, exact: true }).waitFor();
+    await schedules.getByRole('button', { name: `Pause nightly ${HOSTILE.img}` }).click();
+    await schedules.getByRole('button', { name: `Resume nightly ${HOSTILE.img}` }).waitFor();
+    const listedSchedules = await h.call('GET', `/api/v1/workflows/${wf.body.id}/schedules`, { token: owner.token, workspace: ws.id });
+    expect(listedSchedules.body.map((x: any) => [x.name, x.cron, x.paused])).toEqual([[`nightly ${HOSTILE.img}`, '0 3 * * *', true]]);
+
+    // A webhook: its signing secret is shown this once, and is what the service holds for it.
+    await page.getByLabel("New webhook's name").fill('from github');
+    await page.getByRole('button', { name: 'Create the webhook' }).click();
+    const notice = page.getByRole('status').filter({ hasText: 'The signing secret of from github, shown this once' });
+    await notice.waitFor();
+    const secret = (await notice.locator('pre.code').textContent()) as string;
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    await notice.getByRole('button', { name: 'I have kept it' }).click();
+    await expect.poll(() => page.getByText(secret).count()).toBe(0);
+    const hooks = page.getByRole('table', { name: 'Webhooks of this workflow' });
+    await hooks.getByRole('button', { name: 'Pause from github' }).click();
+    await hooks.getByRole('button', { name: 'Resume from github' }).waitFor();
+
+    // A trigger on a table's inserts, then deleted.
+    await page.getByText('New trigger').click();
+    await page.getByLabel('Event').selectOption('row_inserted');
+    await page.getByLabel('Table').fill('notes');
+    await page.getByLabel("Trigger's name").fill('on a note');
+    await page.getByRole('button', { name: 'Create the trigger' }).click();
+    const triggers = page.getByRole('table', { name: 'Triggers of this workflow' });
+    await triggers.getByRole('cell', { name: 'on a note', exact: true }).waitFor();
+    const listedTriggers = await h.call('GET', `/api/v1/workflows/${wf.body.id}/triggers`, { token: owner.token, workspace: ws.id });
+    expect(listedTriggers.body.map((x: any) => [x.name, x.event, x.table_name])).toEqual([['on a note', 'row_inserted', 'notes']]);
+    await clean(page, problems, 'console-workflows-automation');
+    await triggers.getByRole('button', { name: 'Delete on a note' }).click();
+    await expect.poll(() => triggers.getByRole('cell', { name: 'on a note', exact: true }).count()).toBe(0);
+    expect((await h.call('GET', `/api/v1/workflows/${wf.body.id}/triggers`, { token: owner.token, workspace: ws.id })).body).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('an STF edited in the editor and saved is a new version; instant-run shows its output, logs and time; a secret value never reaches the page', async () => {
     const created = await h.call('POST', '/api/v1/stfs', {
       token: owner.token,
