@@ -22,6 +22,7 @@ import {
   workspaceAccess,
 } from '../http/route.js';
 import type { Services } from '../services.js';
+import { originAllowed, originRefused } from './origin.js';
 import { capJson, errorResult, pagingHint, responseResult } from './results.js';
 import { splitArguments, type ToolShape, toolsOf } from './tools.js';
 
@@ -94,6 +95,8 @@ export class McpEndpoint {
   }
 
   private async handle(c: Context<AppEnv>): Promise<Response> {
+    // Before the credential: a page on a foreign origin learns nothing, not even whether its token is good (origin.ts).
+    if (!originAllowed(this.services.config, c.req.header('origin'))) return originRefused();
     const principal = await authenticateBearer(this.services, c.req.header('authorization'));
     c.set('principal', principal);
     limitCaller(c, principal);
