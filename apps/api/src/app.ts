@@ -6,6 +6,7 @@ import type { AppEnv } from './http/env.js';
 import { renderError, renderNotFound } from './http/errors.js';
 import { MemoRouter } from './http/memo-router.js';
 import { mountMetrics } from './http/metrics.js';
+import { mountProtectedResourceMetadata } from './http/oauth-resource.js';
 import { openApiOf } from './http/openapi.js';
 import { mountConsole } from './http/console.js';
 import { mountDocsPage } from './http/docs-page.js';
@@ -103,6 +104,8 @@ export function createApp(services: Services): Hono<AppEnv> {
   mountConsole(app, services.config.CONSOLE_ENABLED);
   // Prometheus text to the METRICS_TOKEN bearer; 404 without the setting (docs/metrics.md).
   mountMetrics(app, services);
+  // RFC 9728 metadata naming the authorization server, 404 without one (docs/http-api.md#oauth-discovery).
+  mountProtectedResourceMetadata(app, services.config);
 
   for (const r of routes) mount(app, r);
   mountMethodNotAllowed(app, routes);

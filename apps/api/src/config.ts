@@ -11,6 +11,17 @@ const int = (def: number, min: number, max: number) =>
 const opt = v.optional(v.pipe(v.string(), v.trim(), v.nonEmpty()));
 const url = v.optional(v.pipe(v.string(), v.trim(), v.url()));
 
+/** `scheme://host[:port]` (http or https), a trailing `/` forgiven: nothing else. */
+function isOrigin(value: string): boolean {
+  try {
+    const u = new URL(value);
+    const bare = u.pathname === '/' && !value.includes('?') && !value.includes('#');
+    return (u.protocol === 'http:' || u.protocol === 'https:') && bare && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+}
+
 /** Every setting the service reads, with its default. README's configuration table mirrors this. */
 export const ConfigSchema = v.object({
   HOST: v.optional(v.string(), '127.0.0.1'),
@@ -50,6 +61,16 @@ export const ConfigSchema = v.object({
           return NEVER;
         }
       }),
+    ),
+  ),
+  // The origin clients reach the API under (OAuth discovery names it: docs/http-api.md#oauth-discovery); unset: the
+  // origin each request was sent to (its Host). Set it behind a proxy that terminates TLS or rewrites the host.
+  PUBLIC_URL: v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.check(isOrigin, 'PUBLIC_URL must be an origin: http(s)://host[:port], no path, query or credentials'),
+      v.transform((s) => new URL(s).origin),
     ),
   ),
   MAX_BODY_BYTES: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

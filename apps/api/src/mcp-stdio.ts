@@ -45,10 +45,20 @@ const headers: Record<string, string> = { authorization: `Bearer ${key}` };
 if (values.workspace) headers['x-workspace-id'] = values.workspace;
 
 let remote: Client | undefined;
+/**
+ * The workspace the agent chose with set_workspace (without --workspace, the session holds it): a new session
+ * (the service restarted, evicted the old one, or another process answers) gets it again before anything else.
+ */
+let chosenWorkspace: string | undefined;
 async function connected(): Promise<Client> {
   if (remote) return remote;
   const client = new Client({ name: 'wds-mcp-stdio', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers } }));
+  if (chosenWorkspace !== undefined) {
+    const again = await client.callTool({ name: 'set_workspace', arguments: { workspace_id: chosenWorkspace } });
+    // No longer allowed (removed from the workspace, say): the agent's next workspace call says so itself.
+    if (again.isError) chosenWorkspace = undefined;
+  }
   remote = client;
   return client;
 }
@@ -76,9 +86,12 @@ const server = new Server(
  */
 const CALL_LIMIT_MS = 3_600_000 + 60_000;
 server.setRequestHandler(ListToolsRequestSchema, (req, extra) => forward((c) => c.listTools(req.params, { signal: extra.signal })));
-server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-  forward((c) => c.callTool(req.params, undefined, { signal: extra.signal, timeout: CALL_LIMIT_MS, maxTotalTimeout: CALL_LIMIT_MS })),
-);
+server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  const result = await forward((c) => c.callTool(req.params, undefined, { signal: extra.signal, timeout: CALL_LIMIT_MS, maxTotalTimeout: CALL_LIMIT_MS }));
+  const chosen = req.params.arguments?.workspace_id;
+  if (req.params.name === 'set_workspace' && !result.isError && typeof chosen === 'string') chosenWorkspace = chosen;
+  return result;
+});
 
 try {
   await connected();

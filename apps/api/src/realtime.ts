@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { recordAudit } from '@wds/audit';
 import { RealtimeHub, attachRealtime } from '@wds/realtime';
 import { parseNewProposalTopic, proposalNotice } from '@wds/sql-approval';
+import { bearerChallenge } from './http/oauth-resource.js';
 import { checkCredential, upgradeAddress } from './http/rate-limit.js';
 import { authenticateBearer, cachedAccess, checkWorkspaceHeader } from './http/route.js';
 import type { Services } from './services.js';
@@ -63,6 +64,17 @@ export async function startRealtime(services: Services, server: Server): Promise
         },
       };
     },
+    // A refused credential is answered as on every route (oauth-resource.ts): the request's own URL, as a Host names it.
+    refusalHeaders: (err, req, url): Record<string, string> =>
+      err.status === 401
+        ? {
+            'WWW-Authenticate': bearerChallenge(config, {
+              path: url.pathname,
+              tokenSent: req.headers.authorization !== undefined || url.searchParams.has('token'),
+              requestUrl: `http://${req.headers.host ?? '127.0.0.1'}${url.pathname}`,
+            }),
+          }
+        : {},
     onOpen: (identity, req) => {
       const requestId = req.headers['x-request-id'];
       recordAudit(services.db, {

@@ -562,9 +562,12 @@ describe('mcp limits', () => {
       expect(Buffer.byteLength(long.content[0]?.text ?? '')).toBeLessThanOrEqual(2048);
       expect(long.structuredContent.truncated).toMatchObject({ shown: 0, total: 1 });
 
-      // MCP_MAX_SESSIONS 10: one user holds at most one session; opening another closes the older one.
+      // MCP_MAX_SESSIONS 10: one user holds at most one session; opening another closes the older one. A connection
+      // without X-Workspace-ID then meets 404; one with it is served without its session (docs/mcp.md#sessions-across-processes).
+      const bare = await connect(base, owner.token);
       const second = await connect(base, owner.token, ws.id);
-      await expect(c.client.listTools()).rejects.toThrow();
+      await expect(bare.client.listTools()).rejects.toThrow();
+      expect((await c.call('get_me')).isError).toBeFalsy();
       expect((await second.call('get_me')).isError).toBeFalsy();
       await second.close();
     } finally {

@@ -32,6 +32,8 @@ export interface RealtimeServerOptions<I extends RealtimeIdentity = RealtimeIden
   maxConnectionsPerUser: number;
   /** How often the server pings; a connection that has not answered the previous ping is dropped. */
   heartbeatMs: number;
+  /** Headers of the answer refusing an upgrade with `err` (a 401's WWW-Authenticate). */
+  refusalHeaders?(err: ServiceError, req: IncomingMessage, url: URL): Record<string, string>;
   /** A connection was opened (audit). */
   onOpen?(identity: I, req: IncomingMessage): void;
   log?(msg: string, err?: unknown): void;
@@ -81,12 +83,16 @@ function serveAsRequest(server: Server, req: IncomingMessage, socket: Duplex): v
 }
 
 /** Answers an upgrade request with an HTTP error in the service's error envelope, and closes the socket. */
-function refuse(socket: Duplex, err: unknown): void {
+function refuse(socket: Duplex, err: unknown, headersOf?: (e: ServiceError) => Record<string, string>): void {
   const e = err instanceof ServiceError ? err : new ServiceError('INTERNAL_ERROR', 'Internal error');
   const body = JSON.stringify(e.toBody());
   const retryAfter = e.retryAfterSeconds === undefined ? '' : `Retry-After: ${e.retryAfterSeconds}\r\n`;
+  // Header values of the service's own making; CR and LF are dropped all the same, so none can split the answer.
+  const extra = Object.entries(headersOf?.(e) ?? {})
+    .map(([name, value]) => `${name}: ${value.replace(/[\r\n]/g, '')}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retryAfter}Connection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retryAfter}${extra}Connection: close\r\n\r\n${body}`,
   );
 }
 
@@ -198,7 +204,7 @@ export function attachRealtime<I extends RealtimeIdentity>(server: Server, opts:
         }
       },
       (err) => {
-        if (done()) refuse(socket, err);
+        if (done()) refuse(socket, err, opts.refusalHeaders && ((e) => opts.refusalHeaders?.(e, req, url) ?? {}));
       },
     );
   });

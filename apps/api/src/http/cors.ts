@@ -41,6 +41,8 @@ export const CORS_EXPOSE_HEADERS = [
   'RateLimit-Policy',
   'Allow',
   'Mcp-Session-Id',
+  // A 401's challenge: where a browser MCP client finds the authorization server (oauth-resource.ts).
+  'WWW-Authenticate',
 ].join(', ');
 
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 h, Firefox at 24 h). */

@@ -4,6 +4,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { inputErrorOf } from './db-errors.js';
 import type { AppEnv } from './env.js';
+import { challengeOf } from './oauth-resource.js';
 
 /** What an error becomes for a caller: the envelope (never an unknown error's message or stack) and how to log it. */
 export interface ClassifiedError {
@@ -47,6 +48,11 @@ export function renderError(err: Error, c: Context<AppEnv>): Response {
   const retryAfter = k.retryAfterSeconds ?? k.error?.retryAfterSeconds;
   if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
   if (!k.error) return c.json(internalErrorBody(c.get('requestId')), 500);
+  // RFC 6750 §3 and the MCP authorization spec: every 401 says how to authenticate (oauth-resource.ts).
+  if (k.error.status === 401) {
+    const challenge = challengeOf(c);
+    if (challenge) c.header('WWW-Authenticate', challenge);
+  }
   return c.json(k.error.toBody(), k.error.status);
 }
 

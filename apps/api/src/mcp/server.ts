@@ -22,6 +22,8 @@ import {
   workspaceAccess,
 } from '../http/route.js';
 import type { Services } from '../services.js';
+import { originAllowed, originRefused } from './origin.js';
+import { servesSessionless } from './sessionless.js';
 import { capJson, errorResult, pagingHint, responseResult } from './results.js';
 import { splitArguments, type ToolShape, toolsOf } from './tools.js';
 
@@ -94,6 +96,8 @@ export class McpEndpoint {
   }
 
   private async handle(c: Context<AppEnv>): Promise<Response> {
+    // Before the credential: a page on a foreign origin learns nothing, not even whether its token is good (origin.ts).
+    if (!originAllowed(this.services.config, c.req.header('origin'))) return originRefused();
     const principal = await authenticateBearer(this.services, c.req.header('authorization'));
     c.set('principal', principal);
     limitCaller(c, principal);
@@ -104,14 +108,16 @@ export class McpEndpoint {
     if (c.req.method === 'GET') return new Response(null, { status: 405, headers: { allow: 'POST, DELETE' } });
     const sessionId = c.req.header('mcp-session-id');
     const session = sessionId === undefined ? undefined : this.sessions.get(sessionId);
+    const message = c.req.method === 'POST' ? await readMessage(c) : undefined;
+    // A session this process never saw, on a request that names its workspace: served without one (sessionless.ts).
+    const sessionless = servesSessionless({ method: c.req.method, sessionId, known: session !== undefined, headerWorkspaceId: caller.headerWorkspaceId, message });
     // Another identity's session id is answered as an unknown one: it reveals nothing and reaches nothing.
-    if (sessionId !== undefined && (!session || session.owner !== ownerOf(principal))) return sessionNotFound();
+    if (!sessionless && sessionId !== undefined && (!session || session.owner !== ownerOf(principal))) return sessionNotFound();
     if (c.req.method !== 'POST') {
       if (!session) throw badRequest('Mcp-Session-Id is required', 'open a session with an initialize request first');
       return session.transport.handleRequest(c.req.raw);
     }
 
-    const message = await readMessage(c);
     if (message === undefined) return jsonRpcError(400, -32700, 'Parse error: the body is not one JSON-RPC message');
     // One message per request (as in the current protocol): a batch would run many calls for one request's budget.
     if (Array.isArray(message)) return jsonRpcError(400, -32600, 'Batches are not accepted: send one JSON-RPC message per request');
@@ -122,16 +128,22 @@ export class McpEndpoint {
       session.calls.get(m.params?.requestId as string | number)?.abort();
       return new Response(null, { status: 202 });
     }
-    const target = session ?? this.open(principal);
+    const target = sessionless ? this.open(principal, true) : (session ?? this.open(principal));
     target.lastUsed = Date.now();
-    return target.transport.handleRequest(c.req.raw, {
+    const answer = target.transport.handleRequest(c.req.raw, {
       parsedBody: message,
       authInfo: { token: '', clientId: principal.user.id, scopes: [], extra: { caller } },
     });
+    // A sessionless transport serves this one request (JSON answers: complete once handleRequest resolves).
+    if (sessionless) void answer.finally(() => target.transport.close().catch(() => undefined));
+    return answer;
   }
 
-  /** A session for an initialize request (the transport refuses anything else without a session id). */
-  private open(principal: Principal): Session {
+  /**
+   * A session for an initialize request (the transport refuses anything else without a session id), or with
+   * `sessionless` the transport of one request that keeps nothing (sessionless.ts): never in the session table.
+   */
+  private open(principal: Principal, sessionless = false): Session {
     const { config } = this.services;
     const session: Session = {
       id: '',
@@ -143,7 +155,7 @@ export class McpEndpoint {
       calls: new Map(),
     };
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: sessionless ? undefined : () => randomUUID(),
       enableJsonResponse: true,
       maxRequestBodySize: config.MCP_MAX_BODY_BYTES,
       onsessioninitialized: (id) => {
