@@ -267,7 +267,7 @@ describe('mcp descriptions for models', () => {
         if ((t._meta as Record<string, unknown> | undefined)?.['wds/rest'] !== `${route.method.toUpperCase()} ${route.path}`) problems.push(`${t.name}: no _meta wds/rest`);
       }
       for (const [name, s] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>)) {
-        if (!/(Id|_id|_ids)$/.test(name) && !(route && route.path.includes(`:${name}`))) continue;
+        if (!/(Id|_id|_ids)$/.test(name) && !route?.path.includes(`:${name}`)) continue;
         const desc = s.description ?? '';
         if (!desc || /of the path/.test(desc)) problems.push(`${t.name}.${name}: no description`);
         else if (/Id$|_id$|_ids$/.test(name) && !/\bfrom (list_|search_|get_|drive_picker)/.test(desc) && !/resource|row you may read/.test(desc)) {
@@ -277,7 +277,7 @@ describe('mcp descriptions for models', () => {
     }
     expect(problems).toEqual([]);
     const byName = new Map(tools.map((t) => [t.name, t]));
-    expect((byName.get('get_workflow')?.inputSchema.properties as any).workflowId.description).toBe("The workflow's id, from list_workflows");
+    expect((byName.get('get_workflow')?.inputSchema.properties as any)?.workflowId.description).toBe("The workflow's id, from list_workflows");
     await c.close();
   });
 
