@@ -2,7 +2,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { routes } from '../src/app.js';
-import { CORE_TOOLS, DEFAULT_TOOLS, FEATURES, MAX_DEFAULT_TOOLS, featureOf } from '../src/mcp/profiles.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Principal } from '@wds/identity';
+import { CORE_TOOLS, DEFAULT_TOOLS, FEATURES, MAX_DEFAULT_TOOLS, credentialMayRun, featureOf } from '../src/mcp/profiles.js';
 import { toolsOf } from '../src/mcp/tools.js';
 import { Harness, describe, expect, test } from './support.js';
 
@@ -36,6 +38,9 @@ async function connect(base: string, token: string, opts: { workspaceId?: string
 const ALL_TOOLS = ['set_workspace', 'get_current_workspace', ...toolsOf(routes).keys()];
 const routeOf = (name: string) => routes.find((r) => r.operation === name);
 const tokensOf = (tools: Tool[]) => Math.ceil(JSON.stringify({ tools }).length / 4);
+/** What hosts hand the model: name, description and input schema (not annotations or _meta). */
+const modelTokensOf = (tools: Tool[]) =>
+  Math.ceil(JSON.stringify(tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }))).length / 4);
 
 /** A call of a tool the session does not have is the MCP unknown-tool error (a protocol error), not a run. */
 async function expectUnknownTool(c: Awaited<ReturnType<typeof connect>>, name: string, args: Record<string, unknown> = {}) {
@@ -67,7 +72,10 @@ describe('mcp tool sets', () => {
     const everything = await all.list();
     // A session token of the workspace's admin may run every tool: the full list is every tool of the service.
     expect(new Set(everything.map((t) => t.name))).toEqual(new Set(ALL_TOOLS));
-    process.stdout.write(`tool list: default ${tools.length} tools, ~${defaultTokens} tokens; all ${everything.length} tools, ~${tokensOf(everything)} tokens\n`);
+    process.stdout.write(
+      `tool list (tools/list JSON / what a model sees): default ${tools.length} tools, ~${defaultTokens} / ~${modelTokensOf(tools)} tokens; ` +
+        `all ${everything.length} tools, ~${tokensOf(everything)} / ~${modelTokensOf(everything)} tokens\n`,
+    );
     await all.close();
   });
 
@@ -165,6 +173,46 @@ describe('mcp tool sets', () => {
     const admin = await connect(base, owner.token, { workspaceId: ws.id, query: 'features=admin' });
     expect(await admin.names()).toEqual(expect.arrayContaining(['delete_workspace', 'add_member', 'list_audit_logs']));
     await admin.close();
+  });
+});
+
+describe('mcp tool sets: JWTs and the stdio bridge', () => {
+  test('a JWT is never shown the session-only tools; a scoped one not create_workspace; an unscoped one may create', () => {
+    const principal = (kind: Principal['kind'], scopedWorkspaceId: string | null) =>
+      ({ user: { id: 'u' }, kind, apiKeyId: null, sessionId: null, scopedWorkspaceId, expiresAt: null }) as unknown as Principal;
+    const may = (name: string, p: Principal, role?: string) => credentialMayRun(routeOf(name), p, role);
+    for (const p of [principal('jwt', null), principal('jwt', '01900000-0000-7000-8000-000000000000'), principal('api_key', null)]) {
+      for (const n of ['create_api_key', 'list_api_keys', 'revoke_api_key']) expect(may(n, p), `${p.kind} ${n}`).toBe(false);
+    }
+    expect(may('create_workspace', principal('jwt', null))).toBe(true);
+    expect(may('create_workspace', principal('jwt', '01900000-0000-7000-8000-000000000000'))).toBe(false);
+    expect(may('create_workspace', principal('api_key', null))).toBe(false);
+    expect(may('create_api_key', principal('session', null))).toBe(true);
+    // The role decides only when it is known.
+    expect(may('delete_workspace', principal('jwt', null), 'member')).toBe(false);
+    expect(may('delete_workspace', principal('jwt', null), 'admin')).toBe(true);
+    expect(may('delete_workspace', principal('jwt', null), undefined)).toBe(true);
+    expect(may('set_workspace', principal('api_key', null), 'member')).toBe(true);
+  });
+
+  test('the stdio bridge passes --read-only and --features on as the X-MCP-* headers', async ({ base, h, owner, ws }) => {
+    const key = await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'desktop agent' } });
+    const client = new Client({ name: 'desktop', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['dist/mcp-stdio.js', '--url', base, '--workspace', ws.id, '--features', 'sql,documents', '--read-only'],
+        env: { PATH: process.env.PATH ?? '', WDS_MCP_KEY: key.body.key },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['query_sql', 'list_tables', 'list_documents', 'get_document']));
+      for (const n of ['execute_sql', 'create_document', 'list_files']) expect(names).not.toContain(n);
+    } finally {
+      await client.close();
+    }
   });
 });
 
