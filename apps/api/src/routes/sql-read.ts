@@ -69,7 +69,8 @@ export const sqlReadRoutes = [
       assertSelect(ctx.body.sql);
       const audit = { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name };
       const r = await ctx.services.sql.execute(callerOf(ctx), ctx.body.sql, limitsOf(ctx), audit);
-      // Checked again on what ran: a statement the rewriter saw as a write never answers here as a read.
+      // The guard is assertSelect, before anything runs; this only keeps a mismatch of the two analyses from
+      // answering as a read (it would be a bug in the rewriter, to report).
       if (r.kind !== 'select' || r.affected_rows !== undefined) throw new ServiceError('INTERNAL_ERROR', 'query_sql ran a statement that is not a read');
       return { rows: (r.rows ?? []) as Record<string, unknown>[], executed_sql: r.executed_sql };
     },
