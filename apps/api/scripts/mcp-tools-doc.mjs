@@ -1,6 +1,7 @@
 // Prints the tool table of docs/mcp.md from the route list (node scripts/mcp-tools-doc.mjs after a build); the MCP
 // test checks that docs/mcp.md names every tool, so a new operation shows up here before the docs are current.
 import { routes } from '../dist/app.js';
+import { DEFAULT_TOOLS, featureOf } from '../dist/mcp/profiles.js';
 import { exclusionOf, toolsOf } from '../dist/mcp/tools.js';
 
 /** The origin platform's tool of the same capability (docs only). */
@@ -101,12 +102,14 @@ const ORIGIN = {
 };
 
 const hint = (a) => (a.readOnlyHint ? 'read' : a.destructiveHint ? 'write, destructive' : 'write');
-const rows = ['| Tool | REST | Kind | Origin tool |', '| --- | --- | --- | --- |'];
-rows.push('| `set_workspace` | (MCP only) | session | `d6e_set_workspace` |');
-rows.push('| `get_current_workspace` | (MCP only) | read | `d6e_get_current_workspace` |');
+/** The feature group (docs/mcp.md#tool-sets), and "default" when the default profile has the tool. */
+const set = (name) => `${featureOf(name)}${DEFAULT_TOOLS.includes(name) ? ', **default**' : ''}`;
+const rows = ['| Tool | REST | Kind | Set | Origin tool |', '| --- | --- | --- | --- | --- |'];
+rows.push(`| \`set_workspace\` | (MCP only) | session | ${set('set_workspace')} | \`d6e_set_workspace\` |`);
+rows.push(`| \`get_current_workspace\` | (MCP only) | read | ${set('get_current_workspace')} | \`d6e_get_current_workspace\` |`);
 for (const t of toolsOf(routes).values()) {
   const origin = ORIGIN[t.name];
-  rows.push(`| \`${t.name}\` | \`${t.route.method.toUpperCase()} ${t.route.path}\` | ${hint(t.annotations)}${t.annotations.openWorldHint ? ', outside world' : ''} | ${origin ? origin.split(', ').map((o) => (o.startsWith('d6e') ? `\`${o}\`` : o)).join(', ') : '—'} |`);
+  rows.push(`| \`${t.name}\` | \`${t.rest}\` | ${hint(t.annotations)}${t.annotations.openWorldHint ? ', outside world' : ''} | ${set(t.name)} | ${origin ? origin.split(', ').map((o) => (o.startsWith('d6e') ? `\`${o}\`` : o)).join(', ') : '—'} |`);
 }
 rows.push('', '| Not a tool | Why |', '| --- | --- |');
 for (const r of routes) {

@@ -30,6 +30,7 @@ import { pinnedChartRoutes } from './routes/pinned-charts.js';
 import { policyRoutes } from './routes/policies.js';
 import { setupRoutes } from './routes/setup.js';
 import { sqlRoutes } from './routes/sql.js';
+import { sqlReadRoutes } from './routes/sql-read.js';
 import { instantRunRoutes } from './routes/instant-run.js';
 import { stfLibraryRoutes } from './routes/stf-libraries.js';
 import { stfRoutes } from './routes/stfs.js';
@@ -52,6 +53,7 @@ export const routes: readonly AnyRoute[] = [
   ...setupRoutes,
   ...apiKeyRoutes,
   ...sqlRoutes,
+  ...sqlReadRoutes,
   ...policyRoutes,
   ...instantRunRoutes,
   ...stfRoutes,

@@ -12,7 +12,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
  *
  *   pnpm mcp --url http://127.0.0.1:3000 [--workspace <id>]      (the key from WDS_MCP_KEY, or --key svc_…)
  */
-const USAGE = 'usage: wds-mcp --url <service URL> [--key <svc_… key; default $WDS_MCP_KEY>] [--workspace <workspace id>]';
+const USAGE =
+  'usage: wds-mcp --url <service URL> [--key <svc_… key; default $WDS_MCP_KEY>] [--workspace <workspace id>] [--features sql,files|all] [--tools a,b] [--read-only]';
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n${USAGE}\n`);
@@ -21,7 +22,7 @@ function fail(message: string): never {
 
 const { values } = (() => {
   try {
-    return parseArgs({ options: { url: { type: 'string' }, key: { type: 'string' }, workspace: { type: 'string' }, help: { type: 'boolean' } } });
+    return parseArgs({ options: { url: { type: 'string' }, key: { type: 'string' }, workspace: { type: 'string' }, features: { type: 'string' }, tools: { type: 'string' }, 'read-only': { type: 'boolean' }, help: { type: 'boolean' } } });
   } catch (err) {
     return fail((err as Error).message);
   }
@@ -43,6 +44,10 @@ if (!endpoint.pathname.endsWith('/mcp')) endpoint = new URL(`${endpoint.pathname
 
 const headers: Record<string, string> = { authorization: `Bearer ${key}` };
 if (values.workspace) headers['x-workspace-id'] = values.workspace;
+// The session's tool set (docs/mcp.md#tool-sets), chosen at each initialize.
+if (values.features) headers['x-mcp-features'] = values.features;
+if (values.tools) headers['x-mcp-tools'] = values.tools;
+if (values['read-only']) headers['x-mcp-read-only'] = 'true';
 
 let remote: Client | undefined;
 /**

@@ -382,8 +382,9 @@ describe('an OAuth-only MCP host', () => {
     expect(provider.tokens()?.access_token.split('.')).toHaveLength(3);
 
     // Second connection: the JWT is accepted by /mcp; the caller is the user its subject became.
+    // (get_me and create_workspace are not in the default tool set: the connection asks for every tool.)
     const client = new Client({ name: 'oauth-host', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider, requestInit: { headers: { 'x-mcp-features': 'all' } } }));
     const me = (await client.callTool({ name: 'get_me', arguments: {} })) as { isError?: boolean; structuredContent?: any };
     expect(me.isError).toBeFalsy();
     expect(me.structuredContent.email ?? me.structuredContent.user?.email).toBe(as.issued[0]?.email);

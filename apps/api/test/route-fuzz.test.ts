@@ -59,6 +59,7 @@ beforeAll(async () => {
   real.keyId = (await must('api key', h.call('POST', '/api/v1/api-keys', { token: t, body: { name: 'fuzz' } }))).body.id;
   await must('redirect uri', h.call('POST', `/api/v1/workspaces/${ws.id}/redirect-uris`, { token: t, body: { redirect_uri: 'https://127.0.0.1/cb' } }));
   await h.sqlOk(t, ws.id, 'CREATE TABLE notes (body text, n int)');
+  real.table = 'notes';
   real.groupId = await h.allowAll(t, ws.id, [owner.id, member.id], ['notes']);
   real.policyId = await h.policy(t, ws.id, { policy_group_id: real.groupId, table_name: 'notes', operation: 'select', condition: { n: 1 } });
   await h.sqlOk(t, ws.id, "INSERT INTO notes (body, n) VALUES ('hello', 1)");
@@ -164,7 +165,7 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 
-const realIds = () => Object.entries(real).filter(([k]) => k !== 'provider' && k !== 'name' && k !== 'envKey').map(([, v]) => v);
+const realIds = () => Object.entries(real).filter(([k]) => k !== 'provider' && k !== 'name' && k !== 'envKey' && k !== 'table').map(([, v]) => v);
 
 /** Values that may satisfy a leaf schema; the ones that do make a plausible leaf. */
 const candidates = (): unknown[] => [

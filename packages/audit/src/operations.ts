@@ -40,6 +40,10 @@ export const OPERATIONS = {
   execute_sql_ddl: { resource: 'table', mutates: true },
   preview_sql: { resource: 'table', mutates: false },
   explain_sql: { resource: 'table', mutates: false },
+  // reads of the tables that change nothing (docs/mcp.md#read-tools); query_sql audits as execute_sql_select
+  query_sql: { resource: 'table', mutates: false },
+  list_tables: { resource: 'table', mutates: false },
+  describe_table: { resource: 'table', mutates: false },
   // SQL proposals (docs/approvals.md): each transition writes its own entry
   propose_sql: { resource: 'sql_proposal', mutates: true },
   list_sql_proposals: { resource: 'sql_proposal', mutates: false },

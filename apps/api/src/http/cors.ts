@@ -7,7 +7,7 @@ export type CorsOrigins = '*' | readonly string[];
 /**
  * Request headers a browser page may send: credentials (Bearer JWTs, API keys, session tokens), the workspace, JSON
  * bodies, byte ranges of downloads, the caller's request id, `Prefer` (async workflow execution), and MCP's session
- * headers. Not X-Admin-Token: the
+ * and tool-set headers. Not X-Admin-Token: the
  * admin interface is for operators' tools, never for a page (its preflight does not allow the header).
  */
 export const CORS_ALLOW_HEADERS = [
@@ -19,6 +19,9 @@ export const CORS_ALLOW_HEADERS = [
   'Prefer',
   'Mcp-Session-Id',
   'Mcp-Protocol-Version',
+  'X-MCP-Features',
+  'X-MCP-Tools',
+  'X-MCP-Read-Only',
   'Last-Event-ID',
 ].join(', ');
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { OPERATIONS } from '@wds/audit';
 import { badRequest, internalErrorBody, ServiceError } from '@wds/errors';
 import type { Principal } from '@wds/identity';
@@ -16,13 +16,16 @@ import {
   type AnyRoute,
   authenticateBearer,
   checkWorkspaceHeader,
+  cachedAccess,
   invoke,
   runsInTransaction,
   type Transport,
   workspaceAccess,
 } from '../http/route.js';
 import type { Services } from '../services.js';
+import { withNextStep } from './next-steps.js';
 import { originAllowed, originRefused } from './origin.js';
+import { type ListedTool, selectTools, toolRequestOf } from './profiles.js';
 import { servesSessionless } from './sessionless.js';
 import { capJson, errorResult, pagingHint, responseResult } from './results.js';
 import { splitArguments, type ToolShape, toolsOf } from './tools.js';
@@ -50,6 +53,9 @@ interface Session {
   /** Chosen with set_workspace (X-Workspace-ID, when a request sends it, names the workspace instead). */
   workspaceId: string | undefined;
   lastUsed: number;
+  /** The tools chosen at initialize (profiles.ts): the only ones listed and callable. */
+  tools: Tool[];
+  toolNames: Set<string>;
 }
 
 const ownerOf = (p: Principal) => `${p.user.id}:${p.kind}:${p.apiKeyId ?? ''}:${p.scopedWorkspaceId ?? ''}`;
@@ -58,13 +64,17 @@ const WORKSPACE_TOOLS: Tool[] = [
   {
     name: 'set_workspace',
     description:
-      'Choose the workspace later tool calls of this session act in (for clients that cannot send the X-Workspace-ID header). Answers the workspace and your role in it.',
-    inputSchema: { type: 'object', properties: { workspace_id: { type: 'string', format: 'uuid' } }, required: ['workspace_id'] },
+      'Choose the workspace the later tool calls of this session act in (list_workspaces names yours). Call it first when a tool answers "No workspace chosen". Answers the workspace and your role in it.',
+    inputSchema: {
+      type: 'object',
+      properties: { workspace_id: { type: 'string', format: 'uuid', description: "The workspace's id, from list_workspaces" } },
+      required: ['workspace_id'],
+    },
     annotations: { title: 'set workspace', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   },
   {
     name: 'get_current_workspace',
-    description: 'The workspace tool calls act in (from X-Workspace-ID or set_workspace), or null when none is chosen.',
+    description: 'The workspace tool calls act in and your role in it, or null when none is chosen (then call set_workspace).',
     inputSchema: { type: 'object', properties: {} },
     annotations: { title: 'get current workspace', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   },
@@ -78,7 +88,7 @@ const WORKSPACE_TOOLS: Tool[] = [
 export class McpEndpoint {
   readonly tools: Map<string, ToolShape>;
   private readonly sessions = new Map<string, Session>();
-  private readonly toolList: Tool[];
+  private readonly toolList: ListedTool[];
 
   constructor(
     private readonly services: Services,
@@ -86,8 +96,11 @@ export class McpEndpoint {
   ) {
     this.tools = toolsOf(routes);
     this.toolList = [
-      ...WORKSPACE_TOOLS,
-      ...[...this.tools.values()].map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations }) as Tool),
+      ...WORKSPACE_TOOLS.map((tool) => ({ tool, route: undefined })),
+      ...[...this.tools.values()].map((t) => ({
+        tool: { name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations, _meta: { 'wds/rest': t.rest } } as Tool,
+        route: t.route,
+      })),
     ];
   }
 
@@ -128,7 +141,8 @@ export class McpEndpoint {
       session.calls.get(m.params?.requestId as string | number)?.abort();
       return new Response(null, { status: 202 });
     }
-    const target = sessionless ? this.open(principal, true) : (session ?? this.open(principal));
+    // A sessionless request picks its tools as an initialize would (profiles.ts): nothing of it is kept.
+    const target = sessionless ? this.open(principal, await this.toolsFor(c, caller), true) : (session ?? this.open(principal, await this.toolsFor(c, caller)));
     target.lastUsed = Date.now();
     const answer = target.transport.handleRequest(c.req.raw, {
       parsedBody: message,
@@ -143,9 +157,11 @@ export class McpEndpoint {
    * A session for an initialize request (the transport refuses anything else without a session id), or with
    * `sessionless` the transport of one request that keeps nothing (sessionless.ts): never in the session table.
    */
-  private open(principal: Principal, sessionless = false): Session {
+  private open(principal: Principal, tools: Tool[], sessionless = false): Session {
     const { config } = this.services;
     const session: Session = {
+      tools,
+      toolNames: new Set(tools.map((t) => t.name)),
       id: '',
       owner: ownerOf(principal),
       userId: principal.user.id,
@@ -174,10 +190,16 @@ export class McpEndpoint {
       instructions:
         'Tools of a workspace data service. Calls act in the workspace named by X-Workspace-ID or chosen with set_workspace; your permissions and row policies apply as over the REST API.',
     });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolList }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: session.tools }));
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       const caller = (extra.authInfo?.extra as { caller?: RequestCaller } | undefined)?.caller;
       if (!caller) return errorResult(new ServiceError('UNAUTHORIZED', 'Missing or invalid token').toBody());
+      // A tool outside the session's set is unknown to it, as the MCP spec answers an unknown tool.
+      if (!session.toolNames.has(req.params.name)) {
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`, {
+          hint: 'tools/list names the tools of this session; connect with features=… or tools=… for others (docs/mcp.md#tool-sets)',
+        });
+      }
       const cancel = new AbortController();
       session.calls.set(extra.requestId, cancel);
       try {
@@ -188,6 +210,24 @@ export class McpEndpoint {
     });
     void server.connect(transport);
     return session;
+  }
+
+  /**
+   * The tools of a new session: what its initialize request asks for (profiles.ts), without those the credential can
+   * never run. The role is known when the connection names its workspace (X-Workspace-ID, or a scoped JWT's).
+   */
+  private async toolsFor(c: Context<AppEnv>, caller: RequestCaller): Promise<Tool[]> {
+    const { principal } = caller;
+    const workspaceId = caller.headerWorkspaceId ?? principal.scopedWorkspaceId ?? undefined;
+    let role: string | undefined;
+    if (workspaceId !== undefined) {
+      // A workspace the caller cannot reach lists every tool: each call is refused by the route as it would be anyway.
+      role = await cachedAccess(this.services, principal, workspaceId).then(
+        (a) => a.role as string,
+        () => undefined,
+      );
+    }
+    return selectTools(this.toolList, toolRequestOf(c.req.url, (name) => c.req.header(name)), principal, role);
   }
 
   /** Idle sessions go; then a user at their share loses their oldest, and a full process its least recently used. */
@@ -229,7 +269,7 @@ export class McpEndpoint {
     } catch (err) {
       const k = classifyError(err);
       if (k.log) this.services.logger[k.log.level]({ err, req_id: requestId, tool: name }, k.log.message);
-      return errorResult(k.error ? k.error.toBody() : internalErrorBody(requestId));
+      return errorResult(k.error ? withNextStep(k.error.toBody()) : internalErrorBody(requestId));
     }
   }
 
@@ -253,7 +293,7 @@ export class McpEndpoint {
     const workspaceId = this.workspaceOf(session, caller);
     const actsInWorkspace = route.workspace !== undefined || options.workspace === true;
     if (actsInWorkspace && workspaceId === undefined) {
-      throw badRequest('No workspace chosen', 'send the X-Workspace-ID header on the MCP connection, or call set_workspace first');
+      throw badRequest('No workspace chosen', 'call set_workspace with a workspace_id from list_workspaces (or send the X-Workspace-ID header on the MCP connection)');
     }
     const split = splitArguments(tool, args, actsInWorkspace ? workspaceId : undefined);
     checkPathParams(split.params);
@@ -329,7 +369,7 @@ export class McpEndpoint {
       // An upload's fields arrive as tool arguments: the JSON upload route reads them as the JSON body it expects.
       bodyStream: () => Readable.from([Buffer.from(JSON.stringify(split.body ?? null))]),
       workspaceId: () => {
-        if (workspaceId === undefined) throw badRequest('No workspace chosen', 'send X-Workspace-ID or call set_workspace first');
+        if (workspaceId === undefined) throw badRequest('No workspace chosen', 'call set_workspace with a workspace_id from list_workspaces (or send X-Workspace-ID)');
         return workspaceId;
       },
       limitWorkspace: (id) => limitWorkspace(caller.c, id),

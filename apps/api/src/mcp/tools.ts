@@ -2,6 +2,7 @@ import { OPERATIONS, operationHints } from '@wds/audit';
 import type * as v from 'valibot';
 import { jsonSchemaOf } from '../http/openapi.js';
 import { type AnyRoute, pathParamNames } from '../http/route.js';
+import { describeArguments, describeTool } from './descriptions.js';
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] };
 
@@ -12,7 +13,10 @@ const jsonSchema = (s: v.GenericSchema, where: string) => jsonSchemaOf(s, where)
 export interface ToolShape {
   name: string;
   route: AnyRoute;
+  /** What the tool does and when to use it, for a model (descriptions.ts); no HTTP. */
   description: string;
+  /** The REST route of the same operation (`POST /api/v1/…`): the tool's `_meta["wds/rest"]` and docs/mcp.md. */
+  rest: string;
   inputSchema: JsonSchema & { type: 'object' };
   annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
   /** Path parameters taken from the arguments (the workspace's `:id` comes from the connection instead). */
@@ -95,8 +99,9 @@ export function toolOf(route: AnyRoute): ToolShape {
   return {
     name: route.operation,
     route,
-    description: `${route.summary}. (REST: ${method} ${route.path}${route.workspace ? '; in the connection\'s workspace' : ''})`,
-    inputSchema: { type: 'object', properties, ...(required.size ? { required: [...required] } : {}) },
+    description: describeTool(route.operation, route.summary),
+    rest: `${method} ${route.path}`,
+    inputSchema: describeArguments({ type: 'object', properties, ...(required.size ? { required: [...required] } : {}) }, params) as ToolShape['inputSchema'],
     annotations: {
       title: route.operation.replace(/_/g, ' '),
       readOnlyHint: hints.readOnly,
