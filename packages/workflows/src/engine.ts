@@ -173,11 +173,14 @@ export async function executeWorkflow(
     runId: string;
     /** The engine appends each step's record here as the step ends, so a caller can record progress meanwhile. */
     steps?: StepRecord[];
-    /**
-     * Aborted: a cancel was asked (or the caller waiting for the run went away). No step starts after it; an STF step
-     * under way is stopped (the run then ends `cancelled` too); another step under way ends by its own limits.
-     */
+    /** Aborted: a cancel was asked. No step starts after it; a step under way ends by its own limits (but see `stop`). */
     signal?: AbortSignal;
+    /**
+     * Aborted: the caller waiting for the run went away (an MCP call cancelled or out of time, an HTTP client gone);
+     * `signal` is aborted with it. The STF step under way is stopped too (its runtime frees its slot), and the run ends
+     * `cancelled`.
+     */
+    stop?: AbortSignal;
     /** Each effect step's Idempotency-Key (keys.ts effectIdempotencyKey); default `<runId>:<index>`. */
     effectKey?: (index: number, effect: ResolvedEffect) => string;
     /** Which attempt of the run this is (1: the first); over 1, every step record says which attempt ran it. */
@@ -319,10 +322,10 @@ export async function executeWorkflow(
     Object.assign(base, { stf_id: stf.stf_id, version: stf.version });
     const stepInput = buildStepInput(step.input_mappings, scope, last);
     const outcome = await runners
-      .runStf(stf, stepInput, scope.sources, opts.signal)
+      .runStf(stf, stepInput, scope.sources, opts.stop)
       .catch((err): StfOutcome => ({ ok: false, error: errorOf(err) }));
     stepEnded();
-    if (!outcome.ok && opts.signal?.aborted) {
+    if (!outcome.ok && opts.stop?.aborted) {
       // Stopped by the cancel while it ran: the step says so, the rest is skipped, and the run ends `cancelled`.
       const stoppedError: StepError = { kind: 'cancelled', message: 'Cancelled while it ran: the STF was stopped' };
       steps.push(stamp({ ...base, duration_ms: ms(t), error: stoppedError, ...dataOf(keep, stepInput) }));

@@ -41,8 +41,9 @@ export interface ExecutionRequest {
   rerunOf?: string | undefined;
   /**
    * Aborted when the caller waiting for the run went away (an MCP call cancelled or out of time, an HTTP client
-   * disconnected): as a cancel of the run (cancel_workflow_run) — the STF step under way is stopped, no later step
-   * starts, and the run ends `cancelled`. A wait for the workspace's turn ends at once (409, nothing recorded).
+   * disconnected): as a cancel of the run (cancel_workflow_run), no later step starts and the run ends `cancelled` —
+   * and the STF step under way is stopped too, freeing its slot. A wait for the workspace's turn ends at once (409,
+   * nothing recorded).
    */
   signal?: AbortSignal | undefined;
   /** Called as each step ends: steps ended, of how many (progress notifications); must not throw. */
@@ -303,6 +304,7 @@ export class WorkflowExecutions {
           runId,
           steps: progress,
           signal: cancel.signal,
+          ...(req.signal ? { stop: req.signal } : {}),
           effectKey: (step, effect) => effectIdempotencyKey({ workspaceId: workspace.id, workflowId: workflow.id, origin, step, effectId: effect.effect_id }),
           attempt,
           ...(resume ? { resume } : {}),
