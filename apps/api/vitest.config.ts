@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /** The files that run containers (the docker runtime): only their project starts a container engine (podman). */
-const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'test/stf-subject.test.ts'];
+const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'test/stf-subject.test.ts', 'test/mcp-cancel-docker.test.ts'];
 
 export default defineConfig({
   test: {
