@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * The MCP interface for desktop agents that only speak stdio: a bridge that serves MCP on stdin/stdout and forwards
@@ -72,13 +72,32 @@ const server = new Server(
 /**
  * The service bounds every call (mcp_timeout_ms, at most an hour), so the bridge waits as long as that instead of
  * the SDK's default minute, which would give up on a call the service is still running. A cancellation by the agent
- * is passed on.
+ * is passed on, and so is the service's progress to an agent that asked for it.
  */
 const CALL_LIMIT_MS = 3_600_000 + 60_000;
 server.setRequestHandler(ListToolsRequestSchema, (req, extra) => forward((c) => c.listTools(req.params, { signal: extra.signal })));
-server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-  forward((c) => c.callTool(req.params, undefined, { signal: extra.signal, timeout: CALL_LIMIT_MS, maxTotalTimeout: CALL_LIMIT_MS })),
-);
+server.setRequestHandler(CallToolRequestSchema, (req, extra) => {
+  // The agent's progress token: the service's notifications/progress are passed on under it.
+  // Each one is written before the answer, which ends the agent's interest in them.
+  const token = req.params._meta?.progressToken;
+  const sent: Promise<void>[] = [];
+  const onprogress =
+    token === undefined
+      ? undefined
+      : (p: Progress) => {
+          sent.push(extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } }).catch(() => undefined));
+        };
+  return forward(async (c) => {
+    const result = await c.callTool(req.params, undefined, {
+      signal: extra.signal,
+      timeout: CALL_LIMIT_MS,
+      maxTotalTimeout: CALL_LIMIT_MS,
+      ...(onprogress ? { onprogress } : {}),
+    });
+    await Promise.all(sent);
+    return result;
+  });
+});
 
 try {
   await connected();

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import type { WasmRuntime } from '@wds/stf-runtime';
@@ -163,6 +164,37 @@ describe('cancelling a tool call stops its work and frees its slot', () => {
     await jsSlotFree(h, ws.id);
     const next = await c.call('instant_run_stf', { stf_id: quick.id, input: { n: 2 } });
     expect(next.structuredContent).toMatchObject({ success: true, output: { n: 3 } });
+  });
+
+  it('through the stdio bridge: progress reaches the agent, and a cancellation frees the slot', async () => {
+    const key = await h.call('POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'desktop agent' } });
+    const agent = new Client({ name: 'desktop', version: '1.0.0' });
+    await agent.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['dist/mcp-stdio.js', '--url', base, '--workspace', ws.id],
+        env: { PATH: process.env.PATH ?? '', WDS_MCP_KEY: key.body.key },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const seen: Progress[] = [];
+      const r = await agent.callTool({ name: 'instant_run_stf', arguments: { stf_id: quick.id, input: { n: 1 } } }, undefined, { onprogress: (p) => seen.push(p) });
+      expect(r.structuredContent).toMatchObject({ success: true, output: { n: 2 } });
+      expect(seen.map((p) => p.progress)).toEqual([0, 1]);
+
+      const abort = new AbortController();
+      const first = agent.callTool({ name: 'instant_run_stf', arguments: { stf_id: spin.id } }, undefined, { signal: abort.signal });
+      first.catch(() => undefined);
+      await waitForStfQueue(h, (q) => q.workspaces[ws.id]?.running === 1);
+      abort.abort();
+      await expect(first).rejects.toThrow();
+      await jsSlotFree(h, ws.id);
+      const next = await agent.callTool({ name: 'instant_run_stf', arguments: { stf_id: quick.id, input: { n: 5 } } });
+      expect(next.structuredContent).toMatchObject({ success: true, output: { n: 6 } });
+    } finally {
+      await agent.close();
+    }
   });
 
   it('progress: instant_run_stf reports its start and its end, execute_workflow each step ended', async () => {
