@@ -197,7 +197,7 @@ describe('cancelling a tool call stops its work and frees its slot', () => {
     }
   });
 
-  it('progress: instant_run_stf reports its start and its end, execute_workflow each step ended', async () => {
+  it('progress: instant_run_stf reports its start and its end, execute_workflow each step ended, embeddings each batch', async () => {
     const ran: Progress[] = [];
     const r = await c.call('instant_run_stf', { stf_id: quick.id, input: { n: 9 } }, { onprogress: (p) => ran.push(p) });
     expect(r.structuredContent).toMatchObject({ success: true, output: { n: 10 } });
@@ -216,6 +216,19 @@ describe('cancelling a tool call stops its work and frees its slot', () => {
       [2, 2],
     ]);
     expect(steps[1]?.message).toBe('2 of 2 steps ended');
+
+    // generate_column_embeddings: a report per batch of rows written (64 a batch), the count so far.
+    await h.sqlOk(owner.token, ws.id, 'CREATE TABLE notes (body text)');
+    await h.allowAll(owner.token, ws.id, [owner.id], ['notes']);
+    const values = Array.from({ length: 70 }, (_, i) => `('note ${i}')`).join(', ');
+    await h.sqlOk(owner.token, ws.id, `INSERT INTO notes (body) VALUES ${values}`);
+    const batches: Progress[] = [];
+    const g = await c.call('generate_column_embeddings', { table_name: 'notes', column_name: 'body' }, { onprogress: (p) => batches.push(p) });
+    expect(g.structuredContent).toMatchObject({ generated_count: 70 });
+    expect(batches.map((p) => [p.progress, p.message])).toEqual([
+      [64, '64 rows embedded'],
+      [70, '70 rows embedded'],
+    ]);
 
     // Without a progress token the answer is plain JSON, as before.
     const res = await fetch(`${base}/mcp`, {
