@@ -130,6 +130,29 @@ describe('cancelling a tool call stops its work and frees its slot', () => {
     expect(next.body).toMatchObject({ success: true, output: { n: 2 } });
   });
 
+  it('an MCP client whose POST carrying the call goes away (no notifications/cancelled) stops the run too', async () => {
+    const abort = new AbortController();
+    const gone = fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${owner.token}`,
+        'x-workspace-id': ws.id,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': (c.client.transport as StreamableHTTPClientTransport).sessionId as string,
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 900, method: 'tools/call', params: { name: 'instant_run_stf', arguments: { stf_id: spin.id } } }),
+      signal: abort.signal,
+    });
+    gone.catch(() => undefined);
+    await waitForStfQueue(h, (q) => q.workspaces[ws.id]?.running === 1);
+    abort.abort();
+    await expect(gone).rejects.toThrow();
+    await jsSlotFree(h, ws.id);
+    expect((await c.call('instant_run_stf', { stf_id: quick.id, input: { n: 3 } })).structuredContent).toMatchObject({ success: true, output: { n: 4 } });
+  });
+
   it('a busy-looping wasm STF: cancelled, its plugin worker is terminated and the slot freed', async () => {
     const runtime = h.services.runtimes.wasm as WasmRuntime;
     const loop = await createStf(c, wasm('(module (memory (export "memory") 1 1) (func (export "run") (result i32) (loop $l (br $l)) (i32.const 0)))'), 'wasm');
