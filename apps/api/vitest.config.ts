@@ -1,10 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
 /** The files that run containers (the docker runtime): only their project starts a container engine (podman). */
-const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'test/stf-subject.test.ts'];
+const CONTAINERS = ['test/image.test.ts', 'test/instant-run-docker.test.ts', 'test/stf-subject.test.ts', 'test/mcp-cancel-docker.test.ts'];
 /**
- * The console's browser tests (chromium, Lighthouse): a project of their own, run by `pnpm test:browser` in the other
- * stream of scripts/test.sh than the rest of this package, which would otherwise run past the other stream's end.
+ * The console's browser tests (chromium, Lighthouse): a project of their own, run by `pnpm test:browser` beside the
+ * two streams of scripts/test.sh (they mostly wait).
  */
 const BROWSER = ['test/console-*.test.ts'];
 

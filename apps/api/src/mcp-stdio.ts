@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type ProgressNotification, ProgressNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * The MCP interface for desktop agents that only speak stdio: a bridge that serves MCP on stdin/stdout and forwards
@@ -58,6 +58,9 @@ let chosenWorkspace: string | undefined;
 async function connected(): Promise<Client> {
   if (remote) return remote;
   const client = new Client({ name: 'wds-mcp-stdio', version: '1.0.0' });
+  // The service's progress, passed on by the bridge's own token (the SDK's per-call onprogress forgets a call's
+  // token when its answer is read, and notifications are handled a moment later: the last ones were dropped).
+  client.setNotificationHandler(ProgressNotificationSchema, (n) => progressOf.get(n.params.progressToken)?.(n.params));
   await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers } }));
   if (chosenWorkspace !== undefined) {
     const again = await client.callTool({ name: 'set_workspace', arguments: { workspace_id: chosenWorkspace } });
@@ -87,15 +90,39 @@ const server = new Server(
 /**
  * The service bounds every call (mcp_timeout_ms, at most an hour), so the bridge waits as long as that instead of
  * the SDK's default minute, which would give up on a call the service is still running. A cancellation by the agent
- * is passed on.
+ * is passed on, and so is the service's progress to an agent that asked for it.
  */
 const CALL_LIMIT_MS = 3_600_000 + 60_000;
 server.setRequestHandler(ListToolsRequestSchema, (req, extra) => forward((c) => c.listTools(req.params, { signal: extra.signal })));
-server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-  const result = await forward((c) => c.callTool(req.params, undefined, { signal: extra.signal, timeout: CALL_LIMIT_MS, maxTotalTimeout: CALL_LIMIT_MS }));
-  const chosen = req.params.arguments?.workspace_id;
-  if (req.params.name === 'set_workspace' && !result.isError && typeof chosen === 'string') chosenWorkspace = chosen;
-  return result;
+/** The calls waiting for the service's progress, by the token the bridge sent for them. */
+const progressOf = new Map<string | number, (p: ProgressNotification['params']) => void>();
+let nextToken = 0;
+server.setRequestHandler(CallToolRequestSchema, (req, extra) => {
+  // The agent's progress token: the service's notifications/progress are passed on under it.
+  // Each one is written before the answer, which ends the agent's interest in them.
+  const token = req.params._meta?.progressToken;
+  const sent: Promise<void>[] = [];
+  const own = `bridge-${nextToken++}`;
+  if (token !== undefined) {
+    progressOf.set(own, ({ progressToken: _, ...p }) => {
+      sent.push(extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } }).catch(() => undefined));
+    });
+  }
+  const params = token === undefined ? req.params : { ...req.params, _meta: { ...req.params._meta, progressToken: own } };
+  return forward(async (c) => {
+    try {
+      const result = await c.callTool(params, undefined, { signal: extra.signal, timeout: CALL_LIMIT_MS, maxTotalTimeout: CALL_LIMIT_MS });
+      // The notifications that came with the answer are handled a moment after it: let them go out first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await Promise.all(sent);
+      // The workspace the agent chose is applied again after the bridge has to re-initialise.
+      const chosen = req.params.arguments?.workspace_id;
+      if (req.params.name === 'set_workspace' && !result.isError && typeof chosen === 'string') chosenWorkspace = chosen;
+      return result;
+    } finally {
+      progressOf.delete(own);
+    }
+  });
 });
 
 try {

@@ -46,6 +46,8 @@ export async function generateColumn(
   workspaceId: string,
   table: string,
   column: string,
+  /** Called after each batch is written, with the rows embedded so far (progress notifications); must not throw. */
+  onBatch?: (generated: number) => void,
 ): Promise<{ generated_count: number; column_added: boolean; embedding_column: string }> {
   const embedder = deps.embedder.require();
   const info = await loadTable(deps.db, workspaceId, table);
@@ -119,6 +121,7 @@ export async function generateColumn(
     });
     generated += rows.length;
     after = (rows[rows.length - 1] as { id: string }).id;
+    onBatch?.(generated);
   }
   return { generated_count: generated, column_added: columnAdded, embedding_column: embedding };
 }

@@ -65,6 +65,8 @@ export async function describeVersion(
     version: DescribableVersion;
     /** The STF's sealed secrets when the caller read them with the version (opened only if the code is asked). */
     sealedSecrets?: SealedSecret[];
+    /** Stops the run of the code when nobody waits for it any more (RunRequest.signal). */
+    signal?: AbortSignal | undefined;
   },
 ): Promise<StfDescription> {
   const row = req.version;
@@ -79,6 +81,7 @@ export async function describeVersion(
     input: { operation: 'describe' },
     sources: {},
     sql: false,
+    ...(req.signal ? { signal: req.signal } : {}),
     ...(req.sealedSecrets ? { secrets: deps.secrets ? openSealedSecrets(deps.secrets, row.stf_id, req.sealedSecrets) : {} } : {}),
   });
   const out = answer.success ? answer.output : undefined;
@@ -101,8 +104,8 @@ export async function describeVersion(
 /** describe_stf: the version of a live STF of the workspace (by label, else the newest), described. */
 export async function describeStf(
   deps: StfRunnerDeps,
-  req: { workspace: RunWorkspace; userId: string; stfId: string; label?: string | undefined },
+  req: { workspace: RunWorkspace; userId: string; stfId: string; label?: string | undefined; signal?: AbortSignal | undefined },
 ): Promise<StfDescription> {
   const { version, sealed_secrets } = await runnableVersion(deps.db, deps.runCache, req.workspace.id, { stfId: req.stfId, label: req.label });
-  return describeVersion(deps, { workspace: req.workspace, userId: req.userId, version, sealedSecrets: sealed_secrets });
+  return describeVersion(deps, { workspace: req.workspace, userId: req.userId, version, sealedSecrets: sealed_secrets, signal: req.signal });
 }

@@ -28,6 +28,8 @@ export async function instantRun(
      * finished before the answer (runStf's onStart). A refused run (429, 503) is not recorded.
      */
     record?: (version: InstantRun['version']) => Promise<void>;
+    /** Stops the run when nobody waits for it any more (RunRequest.signal). */
+    signal?: AbortSignal;
   },
 ): Promise<InstantRun> {
   const { version, sealed_secrets } = await runnableVersion(deps.db, deps.runCache, req.workspace.id, {
@@ -45,6 +47,7 @@ export async function instantRun(
     sources: req.sources,
     secrets,
     ...(record ? { onStart: () => record(ran) } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
   });
   return { version: ran, answer };
 }
@@ -74,6 +77,8 @@ export async function instantRunCode(
     input: unknown;
     sources: Record<string, unknown>;
     record?: (ran: InstantCodeRun) => Promise<void>;
+    /** Stops the run when nobody waits for it any more (RunRequest.signal). */
+    signal?: AbortSignal;
   },
 ): Promise<{ ran: InstantCodeRun; answer: RunAnswer }> {
   const ran: InstantCodeRun = {
@@ -90,6 +95,7 @@ export async function instantRunCode(
     sources: req.sources,
     secrets: {},
     ...(record ? { onStart: () => record(ran) } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
   });
   return { ran, answer };
 }

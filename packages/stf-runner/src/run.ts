@@ -1,7 +1,7 @@
 import { isConnectionLost } from '@wds/db';
 import { ServiceError } from '@wds/errors';
 import type { Subject } from '@wds/policy-engine';
-import { type LogLine, type RuntimeName, StfError, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
+import { type LogLine, type RuntimeName, StfError, StfRunCancelled, StfRuntimeBusy, StfRuntimeUnavailable } from '@wds/stf-runtime';
 import { openSecrets } from '@wds/stfs';
 import { type SqlSession, workspacePrincipal } from '@wds/workspace-sql';
 import type { StfRunnerDeps } from './deps.js';
@@ -68,6 +68,11 @@ export interface RunRequest {
    * is refused (no runtime, too many waiting).
    */
   onStart?: () => Promise<void>;
+  /**
+   * Aborted when nobody waits for the run any more (StfRunRequest.signal): the runtime stops it and frees its slot,
+   * its sql() writes are rolled back, and the run rejects with StfRunCancelled.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -90,7 +95,7 @@ export async function runStf(deps: StfRunnerDeps, req: RunRequest): Promise<RunA
     return answer;
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    record(code === 'TOO_MANY_REQUESTS' ? 'busy' : code === 'SERVICE_UNAVAILABLE' ? 'unavailable' : 'error');
+    record(err instanceof StfRunCancelled ? 'cancelled' : code === 'TOO_MANY_REQUESTS' ? 'busy' : code === 'SERVICE_UNAVAILABLE' ? 'unavailable' : 'error');
     throw err;
   }
 }
@@ -152,6 +157,7 @@ async function runOnce(deps: StfRunnerDeps, req: RunRequest): Promise<RunAnswer>
       limits: runLimits(version.runtime, deps.config),
       ...(req.sql === false ? {} : { sql }),
       ...(req.onStart ? { onStart: start } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
     });
     if (outage) throw outage;
     // The run's started work (instant-run's audit entry) is done before its sql() writes commit: a committed write
@@ -199,6 +205,8 @@ export interface UserRunRequest {
   secrets?: Record<string, string>;
   /** RunRequest.onStart. */
   onStart?: () => Promise<void>;
+  /** RunRequest.signal. */
+  signal?: AbortSignal;
 }
 
 export function runAsUser(deps: StfRunnerDeps, req: UserRunRequest): Promise<RunAnswer> {
@@ -212,5 +220,6 @@ export function runAsUser(deps: StfRunnerDeps, req: UserRunRequest): Promise<Run
     ...(req.sql === false ? { sql: false } : {}),
     ...(req.secrets ? { secrets: req.secrets } : {}),
     ...(req.onStart ? { onStart: req.onStart } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
   });
 }

@@ -13,7 +13,7 @@
  * more is refused at once (StfRuntimeBusy, HTTP 429).
  */
 import { AdmissionRefused, FairAdmission, type Grant, type Load } from '@wds/fair-admission';
-import { StfRuntimeBusy } from './types.js';
+import { StfRunCancelled, StfRuntimeBusy } from './types.js';
 
 export type { Grant } from '@wds/fair-admission';
 
@@ -65,11 +65,12 @@ export class FairQueue {
   /**
    * A slot for a run of `workspaceId` of `principalId` (by default the workspace is its own principal): at once,
    * after its turn, `false` when `maxWaitMs` passed first, or a rejection (StfRuntimeBusy when the workspace's queue
-   * is full, an Error once closed).
+   * is full, StfRunCancelled when `signal` aborted first, an Error once closed).
    */
-  acquire(workspaceId: string | null | undefined, maxWaitMs: number, principalId?: string | null): Promise<Grant | false> {
+  acquire(workspaceId: string | null | undefined, maxWaitMs: number, principalId?: string | null, signal?: AbortSignal): Promise<Grant | false> {
     const key = workspaceId ?? NO_WORKSPACE;
-    return this.admission.acquire(key, { group: principalId ?? `ws:${key}`, timeoutMs: maxWaitMs }).catch((err: unknown) => {
+    return this.admission.acquire(key, { group: principalId ?? `ws:${key}`, timeoutMs: maxWaitMs, ...(signal ? { signal } : {}) }).catch((err: unknown) => {
+      if (signal?.aborted && !(err instanceof AdmissionRefused && err.reason !== 'timeout')) throw new StfRunCancelled();
       if (!(err instanceof AdmissionRefused)) throw err;
       if (err.reason === 'timeout') return false;
       if (err.reason === 'closed') throw new Error('the runtime is closed');

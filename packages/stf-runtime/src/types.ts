@@ -57,6 +57,13 @@ export interface StfRunRequest {
    * Runtimes that do not call it leave the caller to do that work after the run.
    */
   onStart?: () => void;
+  /**
+   * Aborted when nobody waits for the run any more (the MCP call was cancelled or ran out of time, the HTTP client
+   * went away, the workflow run was cancelled): a run still waiting for a slot leaves the queue, and a run in
+   * progress is stopped — the JavaScript guest interrupted, the wasm plugin's worker terminated, the container
+   * killed — and its slot freed. The run then rejects with StfRunCancelled.
+   */
+  signal?: AbortSignal;
 }
 
 export interface LogLine {
@@ -107,6 +114,14 @@ export class StfRuntimeUnavailable extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'StfRuntimeUnavailable';
+  }
+}
+
+/** The run was stopped because its signal aborted (StfRunRequest.signal): nobody waits for its answer. */
+export class StfRunCancelled extends Error {
+  constructor(message = 'The STF run was cancelled') {
+    super(message);
+    this.name = 'StfRunCancelled';
   }
 }
 

@@ -43,6 +43,10 @@ export interface ExecuteWorkflowRequest {
   audit: Pick<ExecutionAudit, 'apiKeyId' | 'action' | 'requestId' | 'transport'>;
   /** The recorded run this execution runs again (rerun.ts), kept with the new run. */
   rerunOf?: string | undefined;
+  /** ExecutionRequest.signal: the caller waiting for the run went away (a waiting execution only). */
+  signal?: AbortSignal | undefined;
+  /** ExecutionRequest.onStepEnd. */
+  onStepEnd?: ((done: number, total: number) => void) | undefined;
 }
 
 /** execute_workflow: authorize the caller, then run and record the execution (its audit entry with it). */
@@ -59,5 +63,7 @@ export async function executeWorkflowAs(
     executedBy,
     audit: { ...req.audit, workspaceId: workspace.id, userId: executedBy, resourceType: 'workflow', resourceId: workflow.id },
     rerunOf: req.rerunOf,
+    signal: req.signal,
+    onStepEnd: req.onStepEnd,
   });
 }

@@ -25,11 +25,15 @@ export class WorkflowConcurrency {
   }
 
   /** Resolves with the release function once the principal has a free place; rejects with a 429 ServiceError. */
-  async acquire(principal: string): Promise<() => void> {
+  async acquire(principal: string, signal?: AbortSignal): Promise<() => void> {
     try {
-      const grant = await this.admission.acquire(principal, { timeoutMs: this.opts.maxWaitMs });
+      const grant = await this.admission.acquire(principal, { timeoutMs: this.opts.maxWaitMs, ...(signal ? { signal } : {}) });
       return () => grant.release();
     } catch (err) {
+      // The caller went away while it waited: nothing of it ran or was recorded.
+      if (signal?.aborted && !(err instanceof AdmissionRefused)) {
+        throw new ServiceError('CONFLICT', 'The execution was cancelled before it started', 'nothing of it ran or was recorded');
+      }
       if (!(err instanceof AdmissionRefused)) throw err;
       throw err.reason === 'timeout'
         ? new ServiceError(

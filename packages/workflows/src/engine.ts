@@ -55,7 +55,8 @@ export interface StepRunners {
    * `readRows` says the source read a table with the policies of the user the run runs as (StepRecord.caller_rows).
    */
   loadSource(step: InputStep, deprecated: (d: Omit<Deprecation, 'at'>) => void, readRows?: () => void): Promise<unknown>;
-  runStf(stf: ResolvedStf, input: unknown, sources: Record<string, unknown>): Promise<StfOutcome>;
+  /** `signal`: the run's; aborted, the STF under way is stopped (its runtime's slot freed) and the step fails. */
+  runStf(stf: ResolvedStf, input: unknown, sources: Record<string, unknown>, signal?: AbortSignal): Promise<StfOutcome>;
   /** Resolves with the response (any status) or rejects (an EffectError: refused, timeout, network, …). */
   runEffect(effect: ResolvedEffect, input: unknown, idempotencyKey: string): Promise<EffectResult>;
 }
@@ -172,8 +173,14 @@ export async function executeWorkflow(
     runId: string;
     /** The engine appends each step's record here as the step ends, so a caller can record progress meanwhile. */
     steps?: StepRecord[];
-    /** Aborted: a cancel was asked. No step starts after it; a step under way ends by its own limits. */
+    /** Aborted: a cancel was asked. No step starts after it; a step under way ends by its own limits (but see `stop`). */
     signal?: AbortSignal;
+    /**
+     * Aborted: the caller waiting for the run went away (an MCP call cancelled or out of time, an HTTP client gone);
+     * `signal` is aborted with it. The STF step under way is stopped too (its runtime frees its slot), and the run ends
+     * `cancelled`.
+     */
+    stop?: AbortSignal;
     /** Each effect step's Idempotency-Key (keys.ts effectIdempotencyKey); default `<runId>:<index>`. */
     effectKey?: (index: number, effect: ResolvedEffect) => string;
     /** Which attempt of the run this is (1: the first); over 1, every step record says which attempt ran it. */
@@ -184,6 +191,11 @@ export async function executeWorkflow(
     onProgress?: (progress: RunProgress) => Promise<void>;
     /** What each step record keeps of the step's input and output (step-data.ts); without it, nothing. */
     stepData?: StepDataKeeper;
+    /**
+     * Called as each step ends (not the skipped ones): how many have ended, of how many the definition has
+     * (progress notifications). Must not throw.
+     */
+    onStepEnd?: (done: number, total: number) => void;
   },
 ): Promise<ExecutionResult> {
   const started = performance.now();
@@ -197,6 +209,16 @@ export async function executeWorkflow(
   const effectKey = opts.effectKey ?? ((index: number) => `${opts.runId}:${index}`);
   const keep = opts.stepData;
   let error: RunError | null = null;
+  const totalSteps = def.input_steps.length + def.stf_steps.length + def.effect_steps.length;
+  let ended = 0;
+  const stepEnded = () => {
+    ended++;
+    try {
+      opts.onStepEnd?.(ended, totalSteps);
+    } catch {
+      // the caller's concern
+    }
+  };
   const finish = (output: unknown): ExecutionResult => ({
     status: error ? 'failed' : 'succeeded',
     output,
@@ -247,7 +269,7 @@ export async function executeWorkflow(
         const marked = (r: StepRecord): StepRecord => stamp(rows ? { ...r, caller_rows: true } : r);
         const source = keep ? sourceInput(step.source) : undefined;
         try {
-          const value = await runners.loadSource(step, deprecated, readRows);
+          const value = await runners.loadSource(step, deprecated, readRows).finally(stepEnded);
           const data = dataOf(keep, source?.input, { value, sent: source?.sent });
           return { record: marked(noted({ kind: 'input', index, name: step.name, status: 'succeeded', duration_ms: ms(t), ...data }, notes)), value };
         } catch (err) {
@@ -299,7 +321,18 @@ export async function executeWorkflow(
     }
     Object.assign(base, { stf_id: stf.stf_id, version: stf.version });
     const stepInput = buildStepInput(step.input_mappings, scope, last);
-    const outcome = await runners.runStf(stf, stepInput, scope.sources).catch((err): StfOutcome => ({ ok: false, error: errorOf(err) }));
+    const outcome = await runners
+      .runStf(stf, stepInput, scope.sources, opts.stop)
+      .catch((err): StfOutcome => ({ ok: false, error: errorOf(err) }));
+    stepEnded();
+    if (!outcome.ok && opts.stop?.aborted) {
+      // Stopped by the cancel while it ran: the step says so, the rest is skipped, and the run ends `cancelled`.
+      const stoppedError: StepError = { kind: 'cancelled', message: 'Cancelled while it ran: the STF was stopped' };
+      steps.push(stamp({ ...base, duration_ms: ms(t), error: stoppedError, ...dataOf(keep, stepInput) }));
+      error = { step: 'run', kind: 'cancelled', message: 'Cancelled: the STF under way was stopped and the steps that had not started were skipped' };
+      skipRest(index + 1);
+      return { ...finish(null), status: 'cancelled' };
+    }
     if (!outcome.ok) {
       error = { step: `stf_steps[${index}]`, ...outcome.error };
       steps.push(stamp({ ...base, duration_ms: ms(t), error: outcome.error, ...dataOf(keep, stepInput) }));
@@ -331,6 +364,7 @@ export async function executeWorkflow(
         return;
       }
       const record = stamp(await callEffect(step, index, effect));
+      stepEnded();
       steps.push(record);
       if (record.delivered) progress.effects.push(record);
       await report();

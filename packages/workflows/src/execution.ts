@@ -39,6 +39,15 @@ export interface ExecutionRequest {
   audit: ExecutionAudit;
   /** The run it runs again with the same `$input` (rerun_workflow_run), recorded with it. */
   rerunOf?: string | undefined;
+  /**
+   * Aborted when the caller waiting for the run went away (an MCP call cancelled or out of time, an HTTP client
+   * disconnected): as a cancel of the run (cancel_workflow_run), no later step starts and the run ends `cancelled` —
+   * and the STF step under way is stopped too, freeing its slot. A wait for the workspace's turn ends at once (409,
+   * nothing recorded).
+   */
+  signal?: AbortSignal | undefined;
+  /** Called as each step ends: steps ended, of how many (progress notifications); must not throw. */
+  onStepEnd?: ((done: number, total: number) => void) | undefined;
 }
 
 export interface RecordedRun {
@@ -87,7 +96,7 @@ export class WorkflowExecutions {
 
   /** Waits for the turn of the workspace's creator (bounded; 429 beyond), then runs and records the execution. */
   async execute(req: ExecutionRequest): Promise<RecordedRun> {
-    const release = await this.#gate.acquire(workspacePrincipal(req.workspace));
+    const release = await this.#gate.acquire(workspacePrincipal(req.workspace), req.signal);
     try {
       return await this.#run(req);
     } finally {
@@ -277,6 +286,10 @@ export class WorkflowExecutions {
       onError: (err) => logger.warn({ err: err.message, run_id: runId }, 'recording a workflow run\'s progress failed'),
     });
     const cancel = new AbortController();
+    // The caller that waits for it went away: the run is cancelled as if asked (until it ends).
+    const callerGone = () => cancel.abort();
+    req.signal?.addEventListener('abort', callerGone, { once: true });
+    if (req.signal?.aborted) cancel.abort();
     this.#running.set(runId, cancel);
     this.#beats.track(runId, progress, () => cancel.abort(), attempt);
     try {
@@ -291,11 +304,13 @@ export class WorkflowExecutions {
           runId,
           steps: progress,
           signal: cancel.signal,
+          ...(req.signal ? { stop: req.signal } : {}),
           effectKey: (step, effect) => effectIdempotencyKey({ workspaceId: workspace.id, workflowId: workflow.id, origin, step, effectId: effect.effect_id }),
           attempt,
           ...(resume ? { resume } : {}),
           onProgress: writer.write,
           ...(stepData ? { stepData } : {}),
+          ...(req.onStepEnd ? { onStepEnd: req.onStepEnd } : {}),
         });
       } catch (err) {
         logger.error({ err, run_id: runId }, 'workflow engine failed');
@@ -322,6 +337,7 @@ export class WorkflowExecutions {
       // Left `running` only if finishing failed: the sweep then settles it once the heartbeat is stale.
       this.#beats.untrack(runId);
       this.#running.delete(runId);
+      req.signal?.removeEventListener('abort', callerGone);
     }
   }
 }

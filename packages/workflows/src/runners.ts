@@ -179,7 +179,7 @@ export function createStepRunners(deps: WorkflowExecutionDeps, workspace: RunWor
         if (err instanceof ServiceError) throw new StepFailure(stepErrorOf(err));
         throw err;
       }),
-    runStf: async (stf, stepInput, sources) => {
+    runStf: async (stf, stepInput, sources, signal) => {
       try {
         const answer = await runStf(deps, {
           workspace,
@@ -189,6 +189,7 @@ export function createStepRunners(deps: WorkflowExecutionDeps, workspace: RunWor
           caller: executedBy,
           subject: { kind: 'stf', stfId: stf.stf_id, userId: executedBy },
           secrets: deps.secrets ? openSealedSecrets(deps.secrets, stf.stf_id, stf.sealed_secrets) : {},
+          ...(signal ? { signal } : {}),
         });
         return answer.success ? { ok: true, output: answer.output } : { ok: false, error: answer.error };
       } catch (err) {

@@ -129,6 +129,45 @@ describe('executeWorkflow', () => {
     expect(result.steps.find((s) => s.kind === 'effect')).toMatchObject({ status_code: 200, attempts: 1, effect_id: 'e-0' });
   });
 
+  it('reports each step as it ends (steps ended, of all the steps)', async () => {
+    const { r } = runners();
+    const seen: [number, number][] = [];
+    const result = await executeWorkflow(def(), { n: 5, id: 'o-1' }, resolved, r, { runId: 'r', onStepEnd: (done, total) => seen.push([done, total]) });
+    expect(result.status).toBe('succeeded');
+    expect(seen).toEqual([1, 2, 3, 4, 5].map((n) => [n, 5]));
+  });
+
+  it('stop (the waiting caller gone) stops the STF step under way: it fails as cancelled, the rest is skipped, the run ends cancelled', async () => {
+    const stop = new AbortController();
+    const cancel = new AbortController();
+    const given: (AbortSignal | undefined)[] = [];
+    const { r, calls } = runners({
+      runStf: (s, _input, _sources, signal) => {
+        given.push(signal);
+        calls.push(`stf:${s.stf_id}`);
+        if (s.stf_id === 'stf-0') return Promise.resolve({ ok: true, output: { n: 1 } });
+        // The second runs until it is stopped, as a runtime does (StfRunCancelled).
+        return new Promise((_, reject) => {
+          signal?.addEventListener('abort', () => reject(new Error('The STF run was cancelled')));
+          stop.abort();
+          cancel.abort();
+        });
+      },
+    });
+    const result = await executeWorkflow(def(), { n: 5 }, resolved, r, { runId: 'r', signal: cancel.signal, stop: stop.signal });
+    expect(given.every((g) => g === stop.signal)).toBe(true);
+    expect(result).toMatchObject({ status: 'cancelled', output: null, error: { step: 'run', kind: 'cancelled' } });
+    expect(result.steps.map((s) => `${s.kind}[${s.index}]:${s.status}`)).toEqual([
+      'input[0]:succeeded',
+      'stf[0]:succeeded',
+      'stf[1]:failed',
+      'effect[0]:skipped',
+      'effect[1]:skipped',
+    ]);
+    expect(result.steps[2]?.error).toMatchObject({ kind: 'cancelled' });
+    expect(calls.filter((c) => c.startsWith('effect'))).toEqual([]);
+  });
+
   it('without STF steps the result is $input', async () => {
     const { r } = runners();
     const result = await executeWorkflow(def({ stf_steps: [], input_steps: [] }), { id: 1 }, { stfs: [], effects: resolved.effects }, r, { runId: 'r' });

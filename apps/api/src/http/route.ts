@@ -60,6 +60,11 @@ export interface Transport {
   beginCommit(): boolean;
   /** The time the call has left (MCP), to bound what it starts (a statement's timeout); undefined over HTTP. */
   remainingMs(): number | undefined;
+  /**
+   * Tells the caller how far a long operation got (MCP: notifications/progress, when the call gave a progressToken);
+   * absent, or doing nothing, elsewhere. `progress` grows with each report; `total` when known.
+   */
+  progress?(progress: number, total?: number, message?: string): void;
   /** A request header (HTTP), or the tool argument that stands for it (MCP: `range` of download_file). */
   header(name: string): string | undefined;
   /** A response header (HTTP), or result metadata (MCP). */
@@ -186,6 +191,11 @@ export interface McpOptions {
   workspace?: boolean;
   /** The handler ends within `transport.remainingMs()` and then keeps nothing (a statement's own timeout). */
   selfBounded?: boolean;
+  /**
+   * The handler stops its work when `transport.signal` aborts (an STF run: its runtime stops it and frees its slot; a
+   * waiting workflow execution: the run ends `cancelled`): a call cancelled or out of time leaves nothing running.
+   */
+  stopsWhenAborted?: boolean;
 }
 
 export type AnyRoute = RouteDef<string, AuthMode, WorkspaceFrom | undefined, AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>;

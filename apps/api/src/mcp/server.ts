@@ -26,6 +26,7 @@ import type { Services } from '../services.js';
 import { withNextStep } from './next-steps.js';
 import { originAllowed, originRefused } from './origin.js';
 import { type ListedTool, selectTools, toolRequestOf } from './profiles.js';
+import { type ProgressReport, ProgressStreams } from './progress.js';
 import { servesSessionless } from './sessionless.js';
 import { capJson, errorResult, pagingHint, responseResult } from './results.js';
 import { splitArguments, type ToolShape, toolsOf } from './tools.js';
@@ -40,6 +41,8 @@ interface RequestCaller {
   c: Context<AppEnv>;
   /** X-Workspace-ID of this request, checked to be a UUID. */
   headerWorkspaceId: string | undefined;
+  /** The call's progress notifications, when it asked for them (progress.ts). */
+  progress?: ProgressReport | undefined;
 }
 
 interface Session {
@@ -89,6 +92,7 @@ export class McpEndpoint {
   readonly tools: Map<string, ToolShape>;
   private readonly sessions = new Map<string, Session>();
   private readonly toolList: ListedTool[];
+  private readonly progress = new ProgressStreams();
 
   constructor(
     private readonly services: Services,
@@ -148,9 +152,14 @@ export class McpEndpoint {
       parsedBody: message,
       authInfo: { token: '', clientId: principal.user.id, scopes: [], extra: { caller } },
     });
-    // A sessionless transport serves this one request (JSON answers: complete once handleRequest resolves).
-    if (sessionless) void answer.finally(() => target.transport.close().catch(() => undefined));
-    return answer;
+    // A sessionless transport serves this one request (JSON answers: complete once handleRequest resolves); it
+    // sends no progress (progress.ts streams it on a session's own request).
+    if (sessionless) {
+      void answer.finally(() => target.transport.close().catch(() => undefined));
+      return answer;
+    }
+    if (!session || !ProgressStreams.asks(message, c.req.header('accept'))) return answer;
+    return this.progress.respond(session, session.id, message.id, message.params._meta.progressToken, answer);
   }
 
   /**
@@ -202,8 +211,11 @@ export class McpEndpoint {
       }
       const cancel = new AbortController();
       session.calls.set(extra.requestId, cancel);
+      // Cancelled (notifications/cancelled), or its HTTP request gone: the signal stops what honours it (stopsWhenAborted).
+      const signal = AbortSignal.any([cancel.signal, extra.signal, caller.c.req.raw.signal]);
+      const progress = this.progress.reporter(session, extra.requestId);
       try {
-        return await this.call(session, caller, req.params.name, req.params.arguments ?? {}, AbortSignal.any([cancel.signal, extra.signal]));
+        return await this.call(session, progress ? { ...caller, progress } : caller, req.params.name, req.params.arguments ?? {}, signal);
       } finally {
         session.calls.delete(extra.requestId);
       }
@@ -282,7 +294,9 @@ export class McpEndpoint {
    * - a transactional write rolls back (it may not commit once abandoned; once it commits, the timer waits for it);
    * - a self-bounded one (execute_sql) ends itself at the deadline and keeps nothing, so it is not raced;
    * - a read is simply abandoned;
-   * - any other write (runs of user code, workflows, uploads, provider calls) is told through its signal and goes
+   * - a run of user code (an STF run, a waiting workflow execution: `stopsWhenAborted`) is stopped through its signal:
+   *   the runtime interrupts it and frees its slot, a workflow run ends `cancelled` with its later steps not started;
+   * - any other write (uploads, provider calls) is told through its signal and goes
    *   on under its own limits; the answer says its outcome is recorded and must be checked before repeating it.
    */
   private async run(tool: ToolShape, session: Session, caller: RequestCaller, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
@@ -304,7 +318,15 @@ export class McpEndpoint {
         ? (await workspaceAccess(services, this.lookup(caller), principal, workspaceId)).workspace.mcp_timeout_ms
         : DEFAULT_TIMEOUT_MS;
     const limitMs = Math.min(own, services.config.MCP_MAX_TIMEOUT_MS);
-    const mode = !OPERATIONS[route.operation].mutates ? 'read' : options.selfBounded ? 'self' : runsInTransaction(route) ? 'rollback' : 'runs-on';
+    const mode: Mode = !OPERATIONS[route.operation].mutates
+      ? 'read'
+      : options.selfBounded
+        ? 'self'
+        : options.stopsWhenAborted
+          ? 'stops'
+          : runsInTransaction(route)
+            ? 'rollback'
+            : 'runs-on';
 
     const state = { timedOut: false, committing: false };
     const deadlineAt = Date.now() + limitMs;
@@ -340,7 +362,7 @@ export class McpEndpoint {
     } catch (err) {
       // A self-bounded operation's own timeout is the deadline: an error at or past it is that timeout.
       if (state.timedOut || (mode === 'self' && Date.now() >= deadlineAt)) throw timeoutError(mode, limitMs);
-      if (signal.aborted) throw badRequest('The call was cancelled', mode === 'runs-on' ? OUTCOME_RECORDED : 'nothing it did was kept');
+      if (signal.aborted) throw badRequest('The call was cancelled', mode === 'runs-on' ? OUTCOME_RECORDED : mode === 'stops' ? STOPPED : 'nothing it did was kept');
       throw err;
     } finally {
       clearTimeout(timer);
@@ -362,6 +384,7 @@ export class McpEndpoint {
       signal,
       beginCommit,
       remainingMs: () => (deadlineAt === undefined ? undefined : Math.max(1, deadlineAt - Date.now())),
+      ...(caller.progress ? { progress: caller.progress } : {}),
       header: (name) => split.headers[name.toLowerCase()],
       setHeader: (name, value) => {
         if (name.toLowerCase() !== 'connection') meta[name.toLowerCase()] = value;
@@ -411,11 +434,18 @@ export class McpEndpoint {
 const OUTCOME_RECORDED =
   'it was not stopped: it goes on under its own time limits and its outcome is recorded (the audit log; a workflow run in list_workflow_runs); check it before repeating the call';
 
-function timeoutError(mode: 'read' | 'self' | 'rollback' | 'runs-on', limitMs: number): ServiceError {
+const STOPPED =
+  'it was stopped: an STF run was interrupted (its sql() writes rolled back); a workflow run ended cancelled, its later steps not started (list_workflow_runs shows it)';
+
+/** What becomes of a call's work when it is cancelled or out of time (run). */
+type Mode = 'read' | 'self' | 'rollback' | 'stops' | 'runs-on';
+
+function timeoutError(mode: Mode, limitMs: number): ServiceError {
   const what = {
     read: 'nothing was changed',
     self: 'the statement was cancelled and rolled back',
     rollback: 'what it did was rolled back',
+    stops: STOPPED,
     'runs-on': OUTCOME_RECORDED,
   }[mode];
   return new ServiceError('TIMEOUT', 'The tool call took longer than the workspace allows', `mcp_timeout_ms is ${limitMs}; ${what}`);

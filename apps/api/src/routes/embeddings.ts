@@ -69,7 +69,10 @@ export const embeddingRoutes = [
     invalidates: 'none',
     handler: async (ctx) => {
       await assertDdlAllowed(ctx);
-      const r = await generateColumn(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.table_name, ctx.body.column_name);
+      // An MCP caller that asked for progress hears of each batch written.
+      const r = await generateColumn(embeddingDeps(ctx.services), ctx.access.workspace.id, ctx.body.table_name, ctx.body.column_name, (n) =>
+        ctx.transport.progress?.(n, undefined, `${n} rows embedded`),
+      );
       ctx.audit({ resourceId: `${ctx.body.table_name}.${ctx.body.column_name}`, details: { generated_count: r.generated_count, column_added: r.column_added } });
       return r;
     },

@@ -58,6 +58,7 @@ export const instantRunRoutes = [
     auditsItself: true,
     // A run changes nothing cached about the workspace.
     invalidates: 'none',
+    mcp: { stopsWhenAborted: true },
     handler: async (ctx) => {
       const { principal, transport, body } = ctx;
       const audit = (resourceId: string | null, details: Record<string, unknown>) =>
@@ -72,7 +73,20 @@ export const instantRunRoutes = [
           requestId: transport.requestId,
           transport: transport.name,
         });
-      const run = { workspace: ctx.access.workspace, userId: principal.user.id, input: body.input ?? null, sources: body.sources ?? {} };
+      // The run stops when nobody waits for it (an MCP call cancelled or out of time, an HTTP client gone), and tells
+      // an MCP caller that asked for progress when it starts and when it ended.
+      const run = {
+        workspace: ctx.access.workspace,
+        userId: principal.user.id,
+        input: body.input ?? null,
+        sources: body.sources ?? {},
+        signal: transport.signal,
+      };
+      const started = () => transport.progress?.(0, 1, 'the STF run started');
+      const ended = <T>(result: T): T => {
+        transport.progress?.(1, 1, 'the STF run ended');
+        return result;
+      };
       if (body.code !== undefined && body.runtime !== undefined) {
         await assertWorkflowEditor(ctx);
         const code = await decodeStfCode(ctx.services.config, body.runtime, body.code);
@@ -80,18 +94,23 @@ export const instantRunRoutes = [
           ...run,
           runtime: body.runtime,
           code,
-          record: (ran) => audit(null, { ...ran, unsaved: true }),
+          record: (ran) => {
+            started();
+            return audit(null, { ...ran, unsaved: true });
+          },
         });
-        return answer;
+        return ended(answer);
       }
       const { answer } = await instantRun(ctx.services, {
         ...run,
         stfVersionId: body.stf_version_id,
         stfId: body.stf_id,
-        record: (version) =>
-          audit(version.stf_id, { stf_version_id: version.id, version: version.version, runtime: version.runtime }),
+        record: (version) => {
+          started();
+          return audit(version.stf_id, { stf_version_id: version.id, version: version.version, runtime: version.runtime });
+        },
       });
-      return answer;
+      return ended(answer);
     },
   }),
 ];

@@ -156,13 +156,15 @@ export const stfRoutes = [
     summary: 'The input and output schemas of a version (the newest unless `version` names one)',
     body: v.object({ version: v.optional(Label) }),
     // Without stored schemas the code itself is asked (docs/stfs.md#describe), without sql() so describing changes
-    // nothing.
+    // nothing; it stops when nobody waits for it.
+    mcp: { stopsWhenAborted: true },
     handler: (ctx) =>
       describeStf(ctx.services, {
         workspace: ctx.access.workspace,
         userId: ctx.principal.user.id,
         stfId: ctx.params.stfId,
         label: ctx.body.version,
+        signal: ctx.transport.signal,
       }),
   }),
   defineRoute({

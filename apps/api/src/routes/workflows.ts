@@ -36,6 +36,17 @@ function asksAsync(transport: Transport, query: { async?: string | undefined }):
   return { async: prefer || query.async === 'true' || query.async === '1', prefer };
 }
 
+/**
+ * What a waiting execution gets of its caller: the signal that cancels the run when the caller goes away (an MCP call
+ * cancelled or out of time, an HTTP client disconnected: docs/workflows.md), and a progress report per step ended.
+ */
+function waiting(transport: Transport) {
+  return {
+    signal: transport.signal,
+    onStepEnd: (done: number, total: number) => transport.progress?.(done, total, `${done} of ${total} steps ended`),
+  };
+}
+
 /** 202 with the run queued: its id, where to read it, and the preference applied when asked with Prefer. */
 function queuedAnswer(workflowId: string, runId: string, prefer: boolean): Response {
   const headers: Record<string, string> = { 'x-workflow-run-id': runId, location: `/api/v1/workflows/${workflowId}/runs/${runId}` };
@@ -149,7 +160,7 @@ export const workflowRoutes = [
     // The body is `$input`, any JSON value; an empty body is null.
     body: v.unknown(),
     query: RunQuery,
-    mcp: { bodyName: 'input', workspace: true },
+    mcp: { bodyName: 'input', workspace: true, stopsWhenAborted: true },
     openapi: runAnswers('run'),
     handler: async (ctx) => {
       const { services, transport, principal, body } = ctx;
@@ -173,7 +184,8 @@ export const workflowRoutes = [
         if (!principal) throw unauthorized('Asynchronous execution needs a signed-in member');
         return queuedAnswer(workflowId, await queueWorkflowAs(services, request), asked.prefer);
       }
-      const run = await executeWorkflowAs(services, request);
+      // A waiting execution is cancelled when its caller goes away, and reports each step that ended.
+      const run = await executeWorkflowAs(services, { ...request, ...waiting(transport) });
       transport.setHeader('X-Workflow-Run-Id', run.runId);
       return runOutput(run);
     },
@@ -240,6 +252,7 @@ export const workflowRoutes = [
     invalidates: 'none',
     query: RunQuery,
     openapi: runAnswers('new run'),
+    mcp: { stopsWhenAborted: true },
     handler: async ({ services, transport, access, params, principal, query }) => {
       const asked = asksAsync(transport, query);
       const outcome = await rerunWorkflowRunAs(services, {
@@ -248,6 +261,7 @@ export const workflowRoutes = [
         runId: params.runId,
         member: { userId: principal.user.id, workspace: access.workspace },
         async: asked.async,
+        ...(asked.async ? {} : waiting(transport)),
         audit: { apiKeyId: principal.apiKeyId ?? null, action: 'rerun_workflow_run', requestId: transport.requestId, transport: transport.name },
       });
       if ('queued' in outcome) return queuedAnswer(params.workflowId, outcome.queued, asked.prefer);

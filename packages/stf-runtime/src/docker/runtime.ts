@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { parseDockerConfig } from '../docker-config.js';
 import { FairQueue, type FairQueueStats } from '../fair-queue.js';
 import { createMasker, LogCollector } from '../wasm/logs.js';
-import { StfError, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
+import { StfError, StfRunCancelled, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
 import { openApiSocket } from './api-socket.js';
 import { ATTACHED_STDIO, EngineClient, EngineError, hardenedHostConfig, parseDockerHost, StreamDemuxer } from './engine.js';
 import { createRelay, defaultRelayImage, RELAY_PORT, type StartedRelay, startRelay } from './relay.js';
@@ -179,7 +179,8 @@ class DockerStfRuntime implements DockerRuntime {
       env.push(`${key}=${value}`);
     }
 
-    const grant = await this.slots.acquire(req.workspaceId, deadline - Date.now(), req.principalId);
+    if (req.signal?.aborted) throw new StfRunCancelled();
+    const grant = await this.slots.acquire(req.workspaceId, deadline - Date.now(), req.principalId, req.signal);
     if (!grant) {
       throw new StfError(
         'timeout',
@@ -237,6 +238,7 @@ class DockerStfRuntime implements DockerRuntime {
       if (ready.status === 'rejected') throw ready.reason;
       if (created.status === 'rejected' || !id) throw created.status === 'rejected' ? created.reason : new EngineError('no container');
       if (this.closed) throw new EngineError('the docker runtime was closed during the run');
+      if (req.signal?.aborted) throw new StfRunCancelled();
       return await this.execute(id, req, api.token, deadline, started, masked);
     } finally {
       // The STF container first: the engine does not remove a relay whose namespace another container shares.
@@ -324,9 +326,9 @@ class DockerStfRuntime implements DockerRuntime {
     let stdoutBytes = 0;
     let stderrTail = Buffer.alloc(0);
     let stderrLine = '';
-    let killedFor: 'timeout' | 'output' | 'closing' | null = null;
+    let killedFor: 'timeout' | 'output' | 'closing' | 'cancelled' | null = null;
 
-    const kill = (why: 'timeout' | 'output' | 'closing') => {
+    const kill = (why: 'timeout' | 'output' | 'closing' | 'cancelled') => {
       if (killedFor) return;
       killedFor = why;
       void this.engine.request('POST', `/containers/${id}/kill?signal=SIGKILL`).catch(() => undefined);
@@ -363,7 +365,11 @@ class DockerStfRuntime implements DockerRuntime {
     const timer = setTimeout(() => kill('timeout'), Math.max(0, deadline - Date.now()));
     const onClose = () => kill('closing');
     this.closers.add(onClose);
+    // Nobody waits for the run any more: the container is killed, as at the deadline, and the run rejects.
+    const onCancel = () => kill('cancelled');
+    req.signal?.addEventListener('abort', onCancel, { once: true });
     try {
+      if (req.signal?.aborted) throw new StfRunCancelled();
       // close() may have come while this run was being prepared, before it could be told.
       if (this.closed) throw new EngineError('the docker runtime was closed during the run');
       const start = await this.engine.request('POST', `/containers/${id}/start`);
@@ -403,6 +409,7 @@ class DockerStfRuntime implements DockerRuntime {
       };
 
       if (killedFor === 'closing') throw new EngineError('the docker runtime was closed during the run');
+      if (killedFor === 'cancelled') throw new StfRunCancelled();
       if (killedFor === 'timeout') fail('timeout', `The STF ran longer than ${limits.timeoutMs} ms`, 'the container was killed');
       if (killedFor === 'output') {
         fail('output_too_large', `The STF printed more than ${limits.maxOutputBytes} bytes on stdout (maxOutputBytes)`, 'the container was killed');
@@ -429,6 +436,7 @@ class DockerStfRuntime implements DockerRuntime {
     } finally {
       clearTimeout(timer);
       this.closers.delete(onClose);
+      req.signal?.removeEventListener('abort', onCancel);
       stream.destroy();
     }
   }

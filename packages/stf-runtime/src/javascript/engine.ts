@@ -34,6 +34,8 @@ export interface EngineJob {
   timeoutMs: number;
   /** Date.now() value after which the guest is interrupted. */
   interruptAt: number;
+  /** True once the run was cancelled (its caller went away): the guest is interrupted as at `interruptAt`. */
+  cancelled?: () => boolean;
   /**
    * Backstop of the memory limit: the guest is stopped (kind 'memory') when the WASM heap grows beyond this. The
    * QuickJS build counts 8 bytes per allocation (no malloc_usable_size), so setMemoryLimit only refuses single
@@ -301,7 +303,7 @@ class Execution {
         this.heapExceeded = true;
         return true;
       }
-      if (Date.now() < job.interruptAt) return false;
+      if (Date.now() < job.interruptAt && !job.cancelled?.()) return false;
       this.interrupted = true;
       return true;
     });

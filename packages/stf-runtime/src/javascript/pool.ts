@@ -22,13 +22,24 @@ import {
   type LogLine,
   type SqlCallResult,
   StfError,
+  StfRunCancelled,
   type StfRunRequest,
   type StfRunResult,
   type StfRuntime,
 } from '../types.js';
 import { libraryCatalog } from './libraries.js';
 import { createMasker } from './mask.js';
-import { type FromWorker, type RunOutcome, SIGNAL_SQL, SIGNAL_WARM, type SqlAnswer, type ToWorker, type WorkerInit } from './protocol.js';
+import {
+  type FromWorker,
+  type RunOutcome,
+  SIGNAL_CANCEL,
+  SIGNAL_ENTRIES,
+  SIGNAL_SQL,
+  SIGNAL_WARM,
+  type SqlAnswer,
+  type ToWorker,
+  type WorkerInit,
+} from './protocol.js';
 import { compileQuickJS, INITIAL_HEAP_BYTES } from './quickjs-module.js';
 
 export interface JavascriptRuntimeOptions {
@@ -95,6 +106,8 @@ interface ActiveRun {
   /** performance.now() when the worker got it: duration_ms counts from here (the time limit from the request). */
   started: number;
   timer: NodeJS.Timeout;
+  /** Its signal aborted: the guest is being interrupted, and the run rejects with StfRunCancelled once it stopped. */
+  cancelled: boolean;
   resolve(result: StfRunResult): void;
   reject(error: Error): void;
 }
@@ -115,6 +128,11 @@ interface Slot {
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How long a cancelled run's worker has to stop at the interrupt before it is terminated and replaced (a guest stuck
+ * where QuickJS does not check for interrupts: a long native call, garbage collection).
+ */
+const CANCEL_GRACE_MS = 250;
 
 class Pool implements JavascriptRuntime {
   private readonly size: number;
@@ -169,6 +187,8 @@ class Pool implements JavascriptRuntime {
 
   async run(req: StfRunRequest): Promise<StfRunResult> {
     const asked = performance.now();
+    const { signal } = req;
+    if (signal?.aborted) throw new StfRunCancelled();
     const code = decodeCode(req.code);
     const boot = encodeJson(
       { input: req.input ?? null, sources: req.sources ?? {}, caller: req.caller ?? null, env: req.secrets ?? {} },
@@ -176,8 +196,12 @@ class Pool implements JavascriptRuntime {
     );
     const limits = req.limits;
     const limitMs = Math.max(1, Math.min(limits.timeoutMs, MAX_TIMER_MS));
-    const slot = await this.acquire(req.workspaceId, limitMs, req.principalId);
+    const slot = await this.acquire(req.workspaceId, limitMs, req.principalId, signal);
     if (!slot) throw waitedTooLong(limits.timeoutMs, this.size);
+    if (signal?.aborted) {
+      this.release(slot);
+      throw new StfRunCancelled();
+    }
     try {
       await slot.ready;
     } catch (e) {
@@ -197,10 +221,24 @@ class Pool implements JavascriptRuntime {
         logs: [],
         started: performance.now(),
         timer: setTimeout(() => this.onTimeout(slot, run), timeoutMs),
+        cancelled: false,
         resolve,
         reject,
       };
       slot.run = run;
+      if (signal) {
+        const onAbort = () => this.onCancel(slot, run);
+        signal.addEventListener('abort', onAbort, { once: true });
+        const forget = () => signal.removeEventListener('abort', onAbort);
+        run.resolve = (result) => {
+          forget();
+          resolve(result);
+        };
+        run.reject = (error) => {
+          forget();
+          reject(error);
+        };
+      }
       // The guest is interrupted a little before the hard limit, so a well-behaved timeout keeps its worker.
       const margin = Math.min(50, Math.floor(timeoutMs / 10));
       const job: ToWorker = {
@@ -217,6 +255,8 @@ class Pool implements JavascriptRuntime {
         secrets: Object.values(req.secrets ?? {}),
       };
       slot.worker.postMessage(job);
+      // Aborted while its worker was starting: stopped at once (a listener added now would never be called).
+      if (signal?.aborted) this.onCancel(slot, run);
       try {
         req.onStart?.();
       } catch {
@@ -262,9 +302,14 @@ class Pool implements JavascriptRuntime {
    * A worker for a run of `workspaceId`, after its turn in the fair queue; false when `maxWaitMs` passed first.
    * The queue hands out at most `size` grants, so a granted run always finds an idle worker or room for one.
    */
-  private async acquire(workspaceId: string | null | undefined, maxWaitMs: number, principalId?: string | null): Promise<Slot | false> {
+  private async acquire(
+    workspaceId: string | null | undefined,
+    maxWaitMs: number,
+    principalId?: string | null,
+    signal?: AbortSignal,
+  ): Promise<Slot | false> {
     if (this.closed) throw new Error('the JavaScript runtime is closed');
-    const grant = await this.queue.acquire(workspaceId, maxWaitMs, principalId);
+    const grant = await this.queue.acquire(workspaceId, maxWaitMs, principalId, signal);
     if (!grant) return false;
     if (this.closed) {
       grant.release();
@@ -294,7 +339,7 @@ class Pool implements JavascriptRuntime {
   }
 
   private spawn(): Slot {
-    const signal = new Int32Array(new SharedArrayBuffer(8));
+    const signal = new Int32Array(new SharedArrayBuffer(4 * SIGNAL_ENTRIES));
     const { port1, port2 } = new MessageChannel();
     port1.unref();
     const init: WorkerInit = {
@@ -406,7 +451,9 @@ class Pool implements JavascriptRuntime {
     // memory failure too, since an allocation of the host's side may have failed inside the heap.
     const retire = heapBytes > this.recycleHeapBytes || (!outcome.ok && 'kind' in outcome && outcome.kind === 'memory');
     this.finish(slot, run, () => {
-      if (outcome.ok) {
+      if (run.cancelled) {
+        run.reject(new StfRunCancelled());
+      } else if (outcome.ok) {
         run.resolve({ output: JSON.parse(outcome.output) as unknown, logs: run.logs, duration_ms });
       } else if ('internal' in outcome) {
         run.reject(new Error(outcome.internal));
@@ -425,11 +472,28 @@ class Pool implements JavascriptRuntime {
     }
   }
 
+  /**
+   * The run's caller went away: the guest is interrupted at its next check (and a worker waiting for an SQL answer
+   * woken), as at its deadline; the worker's answer then ends the run, which frees its slot for the next. A worker
+   * that does not answer within CANCEL_GRACE_MS is terminated and replaced, as at the hard limit.
+   */
+  private onCancel(slot: Slot, run: ActiveRun): void {
+    if (slot.run !== run || run.cancelled) return;
+    run.cancelled = true;
+    Atomics.store(slot.signal, SIGNAL_CANCEL, run.id);
+    Atomics.add(slot.signal, SIGNAL_SQL, 1);
+    Atomics.notify(slot.signal, SIGNAL_SQL);
+    clearTimeout(run.timer);
+    run.timer = setTimeout(() => this.onTimeout(slot, run), CANCEL_GRACE_MS);
+  }
+
   private onTimeout(slot: Slot, run: ActiveRun): void {
     if (slot.run !== run) return;
     this.finish(slot, run, () =>
       run.reject(
-        new StfError('timeout', `The STF ran longer than ${run.req.limits.timeoutMs} ms`, 'the worker was stopped', run.logs),
+        run.cancelled
+          ? new StfRunCancelled()
+          : new StfError('timeout', `The STF ran longer than ${run.req.limits.timeoutMs} ms`, 'the worker was stopped', run.logs),
       ),
     );
     this.workerRestarts++;

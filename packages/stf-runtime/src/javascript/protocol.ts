@@ -5,12 +5,17 @@ import type { LibraryCatalog } from './libraries.js';
 /** Indexes of WorkerInit.signal. */
 export const SIGNAL_SQL = 0;
 export const SIGNAL_WARM = 1;
+/** The id of a run whose caller went away (set by the main thread): the guest is interrupted at its next check. */
+export const SIGNAL_CANCEL = 2;
+/** Entries of WorkerInit.signal. */
+export const SIGNAL_ENTRIES = 3;
 
 /** What the worker is given at start (workerData). */
 export interface WorkerInit {
   /**
-   * Int32Array(2) over a SharedArrayBuffer: [SIGNAL_SQL] a counter the main thread bumps after each SQL answer it
-   * posts; [SIGNAL_WARM] 1 while the worker holds the next run's engine, made ahead (set by the worker only).
+   * Int32Array(SIGNAL_ENTRIES) over a SharedArrayBuffer: [SIGNAL_SQL] a counter the main thread bumps after each SQL
+   * answer it posts (and when it cancels a run, to wake a worker waiting for one); [SIGNAL_WARM] 1 while the worker
+   * holds the next run's engine, made ahead (set by the worker only); [SIGNAL_CANCEL] the id of the run cancelled last.
    */
   signal: SharedArrayBuffer;
   /** The worker's end of the channel that carries SQL answers; read only with receiveMessageOnPort. */

@@ -17,7 +17,7 @@ import type { LogLine } from '../types.js';
 import { type EngineHost, FreshEngine, type FinishedRun, poisonModule, runInEngine, runOnEngine, SqlDeadlineError } from './engine.js';
 import { LibraryStore } from './libraries.js';
 import { createMasker, LogCollector } from './mask.js';
-import { type FromWorker, type RunJob, type RunOutcome, SIGNAL_SQL, SIGNAL_WARM, type SqlAnswer, type ToWorker, type WorkerInit } from './protocol.js';
+import { type FromWorker, type RunJob, type RunOutcome, SIGNAL_CANCEL, SIGNAL_SQL, SIGNAL_WARM, type SqlAnswer, type ToWorker, type WorkerInit } from './protocol.js';
 import { heapBytes, heapLimitFor, heapMaximumFor, newBoundedQuickJS } from './quickjs-module.js';
 
 const port = parentPort;
@@ -201,6 +201,7 @@ function run(mod: QuickJSWASMModule, job: RunJob, heapLimit: number): FinishedRu
       maxOutputBytes: job.maxOutputBytes,
       timeoutMs: job.timeoutMs,
       interruptAt: job.interruptAt,
+      cancelled: () => isCancelled(job),
       heapLimitBytes: heapLimit,
     },
     host,
@@ -208,7 +209,10 @@ function run(mod: QuickJSWASMModule, job: RunJob, heapLimit: number): FinishedRu
   return { ...finished, madeAhead: taken.madeAhead };
 }
 
-/** Posts the query and blocks until the main thread's answer arrives or the run's deadline passes. */
+/** Whether the main thread cancelled this run (its caller went away): the guest is interrupted as at its deadline. */
+const isCancelled = (job: RunJob): boolean => Atomics.load(signal, SIGNAL_CANCEL) === job.runId;
+
+/** Posts the query and blocks until the main thread's answer arrives, the run's deadline passes or it is cancelled. */
 function callSql(job: RunJob, query: string): SqlAnswer {
   const seq = ++sqlSeq;
   let seen = Atomics.load(signal, SIGNAL_SQL);
@@ -220,7 +224,7 @@ function callSql(job: RunJob, query: string): SqlAnswer {
       if (answer.seq === seq) return answer; // older answers belong to calls that gave up
     }
     const remaining = job.interruptAt - Date.now();
-    if (remaining <= 0) throw new SqlDeadlineError();
+    if (remaining <= 0 || isCancelled(job)) throw new SqlDeadlineError();
     Atomics.wait(signal, SIGNAL_SQL, seen, remaining);
     seen = Atomics.load(signal, SIGNAL_SQL);
   }

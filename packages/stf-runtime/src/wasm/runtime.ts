@@ -4,7 +4,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import type { ResourceLimits, Worker } from 'node:worker_threads';
 import type { CallContext, ExtismPluginOptions, Plugin } from '@extism/extism';
 import { FairQueue, type FairQueueStats } from '../fair-queue.js';
-import { StfError, type LogLine, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
+import { StfError, StfRunCancelled, type LogLine, type StfRunRequest, type StfRunResult, type StfRuntime } from '../types.js';
 import { WASM_PAGE_BYTES, type WasmModuleDetails } from './inspect.js';
 import { createMasker, LogCollector } from './logs.js';
 import { WORKER_EXEC_ARGV, workerFailureMessage } from './preload.js';
@@ -147,6 +147,8 @@ const MEMORY_EXCEEDED = /^memory limit exceeded: /;
 /** `AbortController.abort` reasons. */
 const DEADLINE = 'deadline';
 const CLOSING = 'closing';
+/** The run's own signal aborted (StfRunRequest.signal): its plugin's worker is terminated. */
+const CANCELLED = 'cancelled';
 
 class WorkerExited extends Error {
   constructor() {
@@ -228,10 +230,16 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
 
   function run(req: StfRunRequest): Promise<StfRunResult> {
     if (closed) return Promise.reject(new Error('the wasm runtime is closed'));
+    if (req.signal?.aborted) return Promise.reject(new StfRunCancelled());
     const abort = new AbortController();
+    const onCancel = () => abort.abort(CANCELLED);
+    req.signal?.addEventListener('abort', onCancel, { once: true });
     const done = runOnce(req, abort);
     active.set(done, abort);
-    const forget = () => active.delete(done);
+    const forget = () => {
+      active.delete(done);
+      req.signal?.removeEventListener('abort', onCancel);
+    };
     done.then(forget, forget);
     return done;
   }
@@ -239,7 +247,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
   async function runOnce(req: StfRunRequest, abort: AbortController): Promise<StfRunResult> {
     const asked = performance.now();
     const limitMs = Math.max(1, Math.min(Math.floor(req.limits.timeoutMs), MAX_TIMER_MS));
-    const grant = await queue.acquire(req.workspaceId, limitMs, req.principalId);
+    const grant = await queue.acquire(req.workspaceId, limitMs, req.principalId, req.signal);
     const waitedTooLong = () =>
       new StfError(
         'timeout',
@@ -251,6 +259,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       // What is left of the time limit after the wait.
       const timeoutMs = Math.floor(limitMs - (performance.now() - asked));
       if (timeoutMs < 1) throw waitedTooLong();
+      if (abort.signal.reason === CANCELLED) throw new StfRunCancelled();
       if (abort.signal.aborted) throw new Error('the wasm runtime was closed during the run');
       return await runPlugin(req, abort, timeoutMs);
     } finally {
@@ -311,6 +320,11 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       ended = true;
       for (const w of adopted) void w.terminate();
     };
+    // Cancelled: the plugin's worker is terminated now (the SDK's own way of stopping a call, at its timeout), which
+    // ends whatever waits for it (`died`); the run then rejects with StfRunCancelled and its slot is freed.
+    const cancelled = () => abort.signal.reason === CANCELLED;
+    abort.signal.addEventListener('abort', () => cancelled() && endRun(), { once: true });
+    if (cancelled()) throw new StfRunCancelled();
     const heapExceeded = () =>
       fail(
         'memory',
@@ -390,6 +404,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       plugin = await Promise.race([starting, died]);
     } catch (err) {
       endRun();
+      if (cancelled()) throw new StfRunCancelled();
       if (outOfHeap) throw heapExceeded();
       if (workerError !== undefined) throw fail('runtime', `The plugin's worker failed: ${errorMessage(workerError)}`);
       const failure = workerFailureMessage(err);
@@ -397,9 +412,10 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       if (errorMessage(err) === INSTANTIATE_TIMED_OUT || err instanceof WorkerExited) throw timedOut();
       throw err;
     }
-    if (abort.signal.reason === CLOSING) {
+    if (abort.signal.reason === CLOSING || cancelled()) {
       await plugin.close().catch(() => undefined);
       endRun();
+      if (cancelled()) throw new StfRunCancelled();
       throw new Error('the wasm runtime was closed during the run');
     }
 
@@ -416,6 +432,7 @@ export function createWasmRuntime(opts: WasmRuntimeOptions = {}): WasmRuntime {
       const message = errorMessage(err);
       // After the deadline, whatever failed (the SDK's timeout, a host call or fetch cut short) is the timeout.
       if (abort.signal.reason === CLOSING) throw new Error('the wasm runtime was closed during the run');
+      if (cancelled()) throw new StfRunCancelled();
       if (outOfHeap) throw heapExceeded();
       if (abort.signal.aborted || err instanceof RunAborted || message === TIMED_OUT) {
         if (workerError !== undefined) throw fail('runtime', `The plugin's worker failed: ${errorMessage(workerError)}`);
