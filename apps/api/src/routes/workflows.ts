@@ -20,7 +20,7 @@ import {
 import { unauthorized } from '@wds/errors';
 import * as v from 'valibot';
 import { assertWorkflowEditor } from '../http/permissions.js';
-import { Workflow, WorkflowRun, WorkflowRunQueued, WorkflowRunSummary } from '../http/views/index.js';
+import { Workflow, WorkflowRun, WorkflowRunSummary } from '../http/views/index.js';
 import { defineRoute, type Transport, workspaceAccess } from '../http/route.js';
 import { PageQuery, Uuid, boolQuery, pageEntries } from '../http/schemas.js';
 import type { OpenApiExtras } from '../http/openapi.js';
