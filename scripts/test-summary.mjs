@@ -8,7 +8,7 @@ let skipped = 0;
 const packages = [];
 const files = [];
 for (const root of ['packages', 'apps']) {
-  for (const report of readdirSync(root).flatMap((dir) => ['', '-browser'].map((part) => ({ dir, part })))) {
+  for (const report of readdirSync(root).flatMap((dir) => ['', '-beside'].map((part) => ({ dir, part })))) {
     const { dir, part } = report;
     const file = `${root}/${dir}/.test-results${part}.json`;
     if (!existsSync(file)) continue;

@@ -4,7 +4,8 @@
 #
 # The two streams are balanced by hand (docs/performance.md, "The test suite"): apps/api is about half of the suite's
 # test time, so it runs alone from the first second in one stream; every other package (apps/worker among them) runs
-# one at a time in the other. apps/api's browser tests (its `test:browser`: the console in chromium) run beside them.
+# one at a time in the other. apps/api's files that mostly wait (its `test:beside`: the console in chromium, its own
+# processes killed and restarted, backups) run beside them.
 # Left to turbo's own order (`--concurrency=2` over the whole graph), apps/api waited for every
 # build and most other packages and then ran alone for four minutes with one core idle. The builds come first so that
 # both streams start at once and neither builds (`--only`: a stream runs its tests and no dependency task).
@@ -36,9 +37,9 @@ if [ -n "${engine:-}" ]; then wait "$engine" && engine_started=1; fi
 if [ $rc -eq 0 ]; then
   pnpm exec turbo run test --only --concurrency=1 --continue "${LONG[@]}" "$@" &
   long=$!
-  # apps/api's browser tests (the console in chromium, Lighthouse) mostly wait — for pages, for Lighthouse's quiet
-  # periods —, so they run beside both streams from the start, on the CPU the streams leave idle.
-  pnpm exec turbo run test:browser --only --continue "${LONG[@]}" "$@" &
+  # apps/api's files that mostly wait — for pages and Lighthouse's quiet periods, for processes and PostgreSQL to
+  # start and stop — run beside both streams from the start, on the CPU the streams leave idle.
+  pnpm exec turbo run test:beside --only --continue "${LONG[@]}" "$@" &
   browser=$!
   pnpm exec turbo run test --only --concurrency=1 --continue "${REST[@]}" "$@"
   rc=$?

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import { type Progress, ProgressNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { WasmRuntime } from '@wds/stf-runtime';
 import wabtInit from 'wabt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -202,9 +202,17 @@ describe('cancelling a tool call stops its work and frees its slot', () => {
       }),
     );
     try {
+      // What the bridge writes to the agent, recorded as it arrives. (The SDK's per-call onprogress would drop a
+      // notification read in the same chunk as the answer: it forgets the call's token on reading the answer, and
+      // handles notifications a microtask later. A loaded machine delivers both in one chunk.)
       const seen: Progress[] = [];
-      const r = await agent.callTool({ name: 'instant_run_stf', arguments: { stf_id: quick.id, input: { n: 1 } } }, undefined, { onprogress: (p) => seen.push(p) });
+      agent.setNotificationHandler(ProgressNotificationSchema, (n) => {
+        if (n.params.progressToken === 'bridge-test') seen.push(n.params);
+      });
+      const r = await agent.callTool({ name: 'instant_run_stf', arguments: { stf_id: quick.id, input: { n: 1 } }, _meta: { progressToken: 'bridge-test' } });
       expect(r.structuredContent).toMatchObject({ success: true, output: { n: 2 } });
+      // The notifications read with the answer are handled in microtasks queued before it resolved.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       expect(seen.map((p) => p.progress)).toEqual([0, 1]);
 
       const abort = new AbortController();
