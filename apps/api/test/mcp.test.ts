@@ -228,15 +228,23 @@ describe('mcp', () => {
     expect(up.structuredContent).toMatchObject({ filename: 'note.txt', size: text.length });
     const down = await c.call('download_file', { fileId: up.structuredContent.id });
     expect(down.content[0]?.text).toBe(text);
+    // The same in structuredContent, for hosts that read only that; and where the bytes sit in content too.
+    expect(down.structuredContent).toMatchObject({ text, content_type: 'text/plain', range: { start: 0, end: text.length - 1, total: text.length } });
+    expect(JSON.parse(down.content[1]?.text as string)).toEqual({ content_type: down.structuredContent.content_type, range: down.structuredContent.range });
     const part = await c.call('download_file', { fileId: up.structuredContent.id, range: 'bytes=0-4' });
     expect(part.content[0]?.text).toBe('hello');
+    expect(part.structuredContent.text).toBe('hello');
     expect(part.structuredContent.range).toEqual({ start: 0, end: 4, total: text.length });
     expect(part.structuredContent.truncated.note).toContain('bytes=5-');
+    expect(JSON.parse(part.content[1]?.text as string).truncated.note).toBe(part.structuredContent.truncated.note);
 
     const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
     const img = await c.call('upload_file', { filename: 'p.png', content_type: 'image/png', content: png.toString('base64') });
     const shown = await c.call('download_file', { fileId: img.structuredContent.id });
     expect(shown.content[0]).toEqual({ type: 'image', data: png.toString('base64'), mimeType: 'image/png' });
+    // An image is not repeated as base64 in structuredContent: the image block is the result, with where it sits.
+    expect(shown.structuredContent).toBeUndefined();
+    expect(JSON.parse(shown.content[1]?.text as string)).toMatchObject({ content_type: 'image/png', range: { start: 0, total: png.length } });
 
     const extracted = await c.call('extract_file_text', { fileId: up.structuredContent.id, limit: 5 });
     expect(extracted.structuredContent).toMatchObject({ text: 'hello', offset: 0, next_offset: 5, total_chars: text.length });

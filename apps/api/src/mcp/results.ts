@@ -115,12 +115,17 @@ export async function responseResult(res: Response, cap: number, meta?: Record<s
     range: { start, end, ...(Number.isFinite(total) ? { total } : {}) },
     ...(more ? { truncated: { note: `Only bytes ${start}-${end} are shown (a tool result holds at most ${cap} bytes). Call again with range: "bytes=${end + 1}-" for the rest.` } } : {}),
   };
+  // content and structuredContent carry the same: a host that reads only one of them (Claude Code and Cursor prefer
+  // structuredContent) still gets the bytes and where they sit, and the note on how to read on.
   if (isText) {
-    return { content: [{ type: 'text', text: data.toString('utf8') }], structuredContent: info, ...(meta ? { _meta: meta } : {}) };
+    const text = data.toString('utf8');
+    return { content: [{ type: 'text', text }, { type: 'text', text: json(info) }], structuredContent: { ...info, text }, ...(meta ? { _meta: meta } : {}) };
   }
   const base64 = data.toString('base64');
   if (/^image\/(png|jpeg|gif|webp)\b/i.test(type) && !more) {
-    return { content: [{ type: 'image', data: base64, mimeType: type.split(';')[0] as string }], structuredContent: info, ...(meta ? { _meta: meta } : {}) };
+    // An image is for the model to see: an image block, and no structuredContent, which would hold it a second time
+    // as base64 text for a host that prefers it (MCP: structuredContent is optional).
+    return { content: [{ type: 'image', data: base64, mimeType: type.split(';')[0] as string }, { type: 'text', text: json(info) }], ...(meta ? { _meta: meta } : {}) };
   }
   return {
     content: [{ type: 'text', text: json({ ...info, content_base64: base64 }) }],
