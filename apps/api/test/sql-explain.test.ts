@@ -233,7 +233,7 @@ describe('view as a member', () => {
 
 describe('hostile text through explain and view-as', () => {
   test('quotes, comment openers, dollar quotes and backslashes in literals and identifiers stay what they are', async ({ h }) => {
-    const { owner, ws, alice } = await setUp(h);
+    const { owner, ws, alice, aliceGroup, policies } = await setUp(h);
     const value = "it's -- not /* a */ $$ comment $t$ \\ end";
     await h.sqlOk(owner.token, ws.id, `INSERT INTO docs VALUES (5, '${alice.id}', '${value.replace(/'/g, "''")}', 'draft', false)`);
     const sql = `SELECT title AS "we""ird -- /* $$", $$ a $t$ b $$ AS "d$q" FROM docs WHERE title = '${value.replace(/'/g, "''")}' OR title = E'a1\\\\' OR title = 'a1'`;
@@ -246,6 +246,13 @@ describe('hostile text through explain and view-as', () => {
     expect(seen.status, JSON.stringify(seen.body)).toBe(200);
     expect(seen.body.rows).toEqual(expect.arrayContaining(ran.rows));
     expect(seen.body.rows).toHaveLength(2);
+    // A draft policy's condition value with the same: compiled as a saved one is, it matches that row and no other.
+    const drafted = await h.call('POST', `/api/v1/workspaces/${ws.id}/sql`, {
+      token: owner.token,
+      body: { sql: 'SELECT title FROM docs', as_user_id: alice.id, draft_policy: { policy_id: policies.own, policy_group_id: aliceGroup, mode: 'allow', table_name: 'docs', operation: 'select', condition: { title: value } } },
+    });
+    expect(drafted.status, JSON.stringify(drafted.body)).toBe(200);
+    expect(drafted.body.rows).toEqual([{ title: value }]);
     // Nothing was run but the reads: the table holds what it held.
     expect((await h.sqlOk(owner.token, ws.id, 'SELECT count(*)::int AS n FROM docs')).rows[0].n).toBe(5);
   });

@@ -10,4 +10,5 @@ export { MAX_CAPTURED_IMAGE_BYTES, capturedImagesSql } from './row-capture.js';
 export type { ReadScope } from './read-scope.js';
 export { WorkspacePrincipals, workspacePrincipal } from './principals.js';
 export type { AccessExplanation, PolicyExplanation, StatementExplanation } from './explain.js';
+export { type TableColumn, type TableSummary, describeTable, listTables, queryRead } from './catalog.js';
 export { MAX_ROW_CHECKS, type ConditionCheck, type RowExplanation, type RowPolicyCheck } from './explain-row.js';

@@ -1,7 +1,7 @@
 import { validationError } from '@wds/errors';
 import type { Member } from '@wds/sql-approval';
 import { resolveAccess } from '@wds/workspaces';
-import type { SqlCaller } from '@wds/workspace-sql';
+import type { SqlCaller, SqlLimits } from '@wds/workspace-sql';
 import type { MemberCtx } from './route.js';
 
 /** The caller of workspace SQL for a signed-in user: their policies, and DDL when admin or in the DDL group. */
@@ -12,6 +12,14 @@ export function sqlCallerOf(ctx: MemberCtx): SqlCaller {
     isAdmin: ctx.access.role === 'admin',
     subject: { kind: 'user', userId: ctx.principal.user.id },
   };
+}
+
+/** A statement's limits: the configured ones, and over MCP at most the call's time left (PostgreSQL cancels it then). */
+export function sqlLimitsOf(ctx: MemberCtx): SqlLimits {
+  const { config } = ctx.services;
+  const left = ctx.transport.remainingMs();
+  const statementTimeoutMs = left === undefined ? config.SQL_STATEMENT_TIMEOUT_MS : Math.min(config.SQL_STATEMENT_TIMEOUT_MS, left);
+  return { statementTimeoutMs, maxRows: config.SQL_MAX_ROWS };
 }
 
 /** The member as SQL approval sees them: workspace settings, role, credential and interface (docs/approvals.md). */

@@ -1,38 +1,17 @@
-import { ServiceError, validationError } from '@wds/errors';
-import { analyze, isLogicalName, MAX_SQL_BYTES } from '@wds/sql-rewriter';
-import type { SqlLimits } from '@wds/workspace-sql';
+import { MAX_SQL_BYTES } from '@wds/sql-rewriter';
+import { describeTable, listTables, queryRead } from '@wds/workspace-sql';
 import * as v from 'valibot';
-import { defineRoute, type MemberCtx } from '../http/route.js';
-import { sqlCallerOf as callerOf } from '../http/sql-caller.js';
+import { defineRoute } from '../http/route.js';
+import { sqlCallerOf as callerOf, sqlLimitsOf as limitsOf } from '../http/sql-caller.js';
 
 /**
  * Reads of the workspace's tables that change nothing, so hosts can approve them without asking a person
  * (docs/mcp.md#read-tools): `query_sql` runs SELECT only, `list_tables` and `describe_table` read the workspace's
- * scoped information schema (the rewriter lists only this workspace's tables, under their logical names).
+ * scoped information schema (@wds/workspace-sql's catalog.ts).
  */
 
 const Sql = v.pipe(v.string('must be a string'), v.nonEmpty('must not be empty'), v.maxLength(MAX_SQL_BYTES));
 const Rows = v.array(v.record(v.string(), v.unknown()));
-
-const limitsOf = (ctx: MemberCtx): SqlLimits => {
-  const { config } = ctx.services;
-  const left = ctx.transport.remainingMs();
-  return {
-    statementTimeoutMs: left === undefined ? config.SQL_STATEMENT_TIMEOUT_MS : Math.min(config.SQL_STATEMENT_TIMEOUT_MS, left),
-    maxRows: config.SQL_MAX_ROWS,
-  };
-};
-
-/** A statement that only reads: one SELECT with no data-modifying part (a `WITH … DELETE` CTE is a write). */
-function assertSelect(sql: string): void {
-  const a = analyze(sql);
-  if (a.kind !== 'select' || a.writes) {
-    throw validationError(
-      'query_sql runs SELECT statements only: use execute_sql for INSERT, UPDATE, DELETE and DDL (it may need approval)',
-      `Not a read: a ${a.writes && a.kind === 'select' ? 'SELECT with a data-modifying part' : a.kind.toUpperCase()} statement`,
-    );
-  }
-}
 
 const TableColumn = v.object({
   name: v.string(),
@@ -44,11 +23,6 @@ const TableColumn = v.object({
 });
 
 const TableSummary = v.object({ name: v.string(), columns: v.array(v.string()) });
-
-async function read(ctx: MemberCtx, sql: string): Promise<Record<string, unknown>[]> {
-  const r = await ctx.services.sql.execute(callerOf(ctx), sql, limitsOf(ctx));
-  return (r.rows ?? []) as Record<string, unknown>[];
-}
 
 export const sqlReadRoutes = [
   defineRoute({
@@ -65,15 +39,13 @@ export const sqlReadRoutes = [
     auditsItself: true,
     invalidates: 'none',
     mcp: { selfBounded: true },
-    handler: async (ctx) => {
-      assertSelect(ctx.body.sql);
-      const audit = { userId: ctx.principal.user.id, apiKeyId: ctx.principal.apiKeyId, requestId: ctx.requestId, transport: ctx.transport.name };
-      const r = await ctx.services.sql.execute(callerOf(ctx), ctx.body.sql, limitsOf(ctx), audit);
-      // The guard is assertSelect, before anything runs; this only keeps a mismatch of the two analyses from
-      // answering as a read (it would be a bug in the rewriter, to report).
-      if (r.kind !== 'select' || r.affected_rows !== undefined) throw new ServiceError('INTERNAL_ERROR', 'query_sql ran a statement that is not a read');
-      return { rows: (r.rows ?? []) as Record<string, unknown>[], executed_sql: r.executed_sql };
-    },
+    handler: (ctx) =>
+      queryRead(ctx.services.sql, callerOf(ctx), ctx.body.sql, limitsOf(ctx), {
+        userId: ctx.principal.user.id,
+        apiKeyId: ctx.principal.apiKeyId,
+        requestId: ctx.requestId,
+        transport: ctx.transport.name,
+      }),
   }),
   defineRoute({
     method: 'get',
@@ -84,13 +56,7 @@ export const sqlReadRoutes = [
     auth: 'user',
     workspace: 'path',
     role: 'member',
-    handler: async (ctx) => {
-      const tables = await read(ctx, 'SELECT table_name FROM information_schema.tables ORDER BY table_name');
-      const columns = await read(ctx, 'SELECT table_name, column_name FROM information_schema.columns ORDER BY table_name, ordinal_position');
-      const byTable = new Map<string, string[]>(tables.map((t) => [String(t.table_name), []]));
-      for (const c of columns) byTable.get(String(c.table_name))?.push(String(c.column_name));
-      return [...byTable].map(([name, cols]) => ({ name, columns: cols }));
-    },
+    handler: (ctx) => listTables(ctx.services.sql, callerOf(ctx), limitsOf(ctx)),
   }),
   defineRoute({
     method: 'get',
@@ -101,26 +67,6 @@ export const sqlReadRoutes = [
     auth: 'user',
     workspace: 'path',
     role: 'member',
-    handler: async (ctx) => {
-      const table = ctx.params.table;
-      // A logical name is [a-z_][a-z0-9_]*: safe inside a string literal; anything else names no table.
-      if (!isLogicalName(table)) throw new ServiceError('NOT_FOUND', `No table ${JSON.stringify(table.slice(0, 100))}`, 'list_tables names the tables');
-      const rows = await read(
-        ctx,
-        `SELECT column_name, data_type, udt_name, is_nullable, column_default, character_maximum_length FROM information_schema.columns WHERE table_name = '${table}' ORDER BY ordinal_position`,
-      );
-      if (rows.length === 0) throw new ServiceError('NOT_FOUND', `No table ${table}`, 'list_tables names the tables');
-      return {
-        name: table,
-        columns: rows.map((r) => ({
-          name: String(r.column_name),
-          data_type: String(r.data_type),
-          udt_name: r.udt_name === null ? null : String(r.udt_name),
-          nullable: r.is_nullable === 'YES',
-          default: r.column_default === null ? null : String(r.column_default),
-          max_length: r.character_maximum_length === null ? null : Number(r.character_maximum_length),
-        })),
-      };
-    },
+    handler: (ctx) => describeTable(ctx.services.sql, callerOf(ctx), ctx.params.table, limitsOf(ctx)),
   }),
 ];

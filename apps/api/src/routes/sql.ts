@@ -17,11 +17,11 @@ import {
   visibleProposal,
   waitForChange,
 } from '@wds/sql-approval';
-import type { SqlLimits, SqlResult as Result } from '@wds/workspace-sql';
+import type { SqlResult as Result } from '@wds/workspace-sql';
 import { defineRoute, type MemberCtx } from '../http/route.js';
 import { Uuid, intQuery, pageEntries } from '../http/schemas.js';
 import { SqlApproved, SqlExplanation, SqlPreview, SqlProposal, SqlResult } from '../http/views/index.js';
-import { sqlCallerOf as callerOf, memberCallerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
+import { sqlCallerOf as callerOf, sqlLimitsOf as limitsOf, memberCallerOf, sqlMemberOf as memberOf } from '../http/sql-caller.js';
 import { assertMayViewAs } from '../http/permissions.js';
 import { getPolicy, getPolicyGroup, validatePolicyDraft } from '@wds/policies';
 import type { DraftPolicy } from '@wds/workspace-sql';
@@ -37,14 +37,6 @@ const approvalOf = (ctx: MemberCtx): ApprovalDeps => ({
   sql: ctx.services.sql,
   ttlMs: ctx.services.config.SQL_PROPOSAL_TTL * 1000,
 });
-
-/** A statement's limits: the configured ones, and over MCP at most the call's time left (PostgreSQL cancels it then). */
-function limitsOf(ctx: MemberCtx): SqlLimits {
-  const { config } = ctx.services;
-  const left = ctx.transport.remainingMs();
-  const statementTimeoutMs = left === undefined ? config.SQL_STATEMENT_TIMEOUT_MS : Math.min(config.SQL_STATEMENT_TIMEOUT_MS, left);
-  return { statementTimeoutMs, maxRows: config.SQL_MAX_ROWS };
-}
 
 /** What execute answers for a statement that ran: rows of a read, the count (and RETURNING rows) of anything else. */
 function rendered(r: Result) {
