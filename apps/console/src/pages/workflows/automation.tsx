@@ -83,21 +83,8 @@ function Schedules({ workspace, wfId }: { workspace: Workspace; wfId: string }) 
                   <td>{when(s.next_run_at)}</td>
                   <td>{s.last_run_id ? <Link to={sectionPath(workspace.id, 'workflows', wfId, 'runs', s.last_run_id)}>{when(s.last_run_at) || 'the last run'}</Link> : 'never'}</td>
                   <td class="actions">
-                    <button
-                      type="button"
-                      onClick={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) }, body: { paused: !s.paused } })))}
-                      aria-label={s.paused ? `Resume ${s.name}` : `Pause ${s.name}`}
-                    >
-                      {s.paused ? 'Resume' : 'Pause'}
-                    </button>{' '}
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Delete ${s.name}`}
-                      onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) } })))}
-                    >
-                      Delete
-                    </button>
+                    <PauseButton name={s.name} paused={s.paused} onToggle={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) }, body: { paused: !s.paused } })))} />{' '}
+                    <DeleteButton name={s.name} onDelete={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/schedules/{scheduleId}', { params: { header, path: path(s.id) } })))} />
                   </td>
                 </tr>
               ))}
@@ -183,13 +170,7 @@ function Hooks({ workspace, wfId }: { workspace: Workspace; wfId: string }) {
                   <td>{x.paused ? 'paused' : 'active'}</td>
                   <td>{when(x.secret_rotated_at)}</td>
                   <td class="actions">
-                    <button
-                      type="button"
-                      onClick={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) }, body: { paused: !x.paused } })))}
-                      aria-label={x.paused ? `Resume ${x.name}` : `Pause ${x.name}`}
-                    >
-                      {x.paused ? 'Resume' : 'Pause'}
-                    </button>{' '}
+                    <PauseButton name={x.name} paused={x.paused} onToggle={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) }, body: { paused: !x.paused } })))} />{' '}
                     <button
                       type="button"
                       onClick={() =>
@@ -199,14 +180,7 @@ function Hooks({ workspace, wfId }: { workspace: Workspace; wfId: string }) {
                     >
                       New secret
                     </button>{' '}
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Delete ${x.name}`}
-                      onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) } })))}
-                    >
-                      Delete
-                    </button>
+                    <DeleteButton name={x.name} onDelete={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/hooks/{hookId}', { params: { header, path: path(x.id) } })))} />
                   </td>
                 </tr>
               ))}
@@ -277,21 +251,8 @@ function Triggers({ workspace, wfId }: { workspace: Workspace; wfId: string }) {
                     <button type="button" aria-label={`Events of ${t.name}`} aria-expanded={open.value === t.id} onClick={() => (open.value = open.value === t.id ? null : t.id)}>
                       Events
                     </button>{' '}
-                    <button
-                      type="button"
-                      onClick={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) }, body: { paused: !t.paused } })))}
-                      aria-label={t.paused ? `Resume ${t.name}` : `Pause ${t.name}`}
-                    >
-                      {t.paused ? 'Resume' : 'Pause'}
-                    </button>{' '}
-                    <button
-                      type="button"
-                      class="danger"
-                      aria-label={`Delete ${t.name}`}
-                      onClick={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) } })))}
-                    >
-                      Delete
-                    </button>
+                    <PauseButton name={t.name} paused={t.paused} onToggle={() => act(() => ok(api.value.PATCH('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) }, body: { paused: !t.paused } })))} />{' '}
+                    <DeleteButton name={t.name} onDelete={() => act(() => ok(api.value.DELETE('/api/v1/workflows/{workflowId}/triggers/{triggerId}', { params: { header, path: path(t.id) } })))} />
                   </td>
                 </tr>
               ))}
@@ -416,5 +377,23 @@ function Events({ workspace, wfId, triggerId, name }: { workspace: Workspace; wf
         </div>
       )}
     </div>
+  );
+}
+
+/** Pause or resume a schedule, webhook or trigger, named for it. */
+function PauseButton({ name, paused, onToggle }: { name: string; paused: boolean; onToggle: () => void }) {
+  return (
+    <button type="button" onClick={onToggle} aria-label={paused ? `Resume ${name}` : `Pause ${name}`}>
+      {paused ? 'Resume' : 'Pause'}
+    </button>
+  );
+}
+
+/** Delete a schedule, webhook or trigger, named for it. */
+function DeleteButton({ name, onDelete }: { name: string; onDelete: () => void }) {
+  return (
+    <button type="button" class="danger" aria-label={`Delete ${name}`} onClick={onDelete}>
+      Delete
+    </button>
   );
 }
