@@ -191,7 +191,7 @@ describe('the console: approvals, workflows, STFs', () => {
     expect(v.status, JSON.stringify(v.body)).toBe(201);
     const wf = await h.call('POST', '/api/v1/workflows', { token: owner.token, workspace: ws.id, body: { name: 'nightly', stf_steps: [{ stf_version_id: v.body.version.id, input_mappings: [] }] } });
     expect(wf.status, JSON.stringify(wf.body)).toBe(201);
-    const { page, problems } = await signedIn(c, owner.token, at('workflows', wf.body.id));
+    const { page, problems, settled } = await signedIn(c, owner.token, at('workflows', wf.body.id));
     await heading(page, 'Workflow: nightly');
 
     // In the background: the answer is at once (202), and the run's page follows the run until it has ended.
@@ -206,6 +206,8 @@ describe('the console: approvals, workflows, STFs', () => {
     await page.getByText('succeeded', { exact: true }).first().waitFor();
     const run = await h.call('GET', `/api/v1/workflows/${wf.body.id}/runs/${runId}`, { token: owner.token, workspace: ws.id });
     expect([run.body.status, run.body.trigger, run.body.output]).toEqual(['succeeded', 'async', { seen: 7 }]);
+    // Its requests end before the page is left (leaving mid-request would cut one short, a failed request).
+    await settled();
     await page.goBack();
     await heading(page, 'Workflow: nightly');
 

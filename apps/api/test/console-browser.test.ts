@@ -165,7 +165,7 @@ describe('the console', () => {
       });
       expect(JSON.stringify(methods.body)).not.toContain('sso-secret');
 
-      const { page, problems } = await watched(c.browser);
+      const { page, problems, settled } = await watched(c.browser);
       await page.goto(`${ssoBase}/console/login`);
       await page.getByRole('button', { name: 'Sign in with single sign-on' }).click();
       await heading(page, 'Workspaces');
@@ -178,7 +178,9 @@ describe('the console', () => {
       expect(await page.evaluate('sessionStorage.getItem("wds.pkce")')).toBeNull();
       expect(await page.evaluate('localStorage.length')).toBe(0);
 
-      // A callback this tab did not start (a forged or replayed one) is refused.
+      // A callback this tab did not start (a forged or replayed one) is refused. (First the page's own requests end:
+      // leaving it mid-request would cut one short, a failed request.)
+      await settled();
       await page.goto(`${ssoBase}/console/callback?code=code-1&state=forged`);
       await heading(page, 'Sign-in failed');
       expect(problems).toEqual([]);

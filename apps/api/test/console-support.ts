@@ -63,6 +63,11 @@ export interface WatchedPage {
   problems: string[];
   /** Every URL the page requested. */
   requests: string[];
+  /**
+   * Resolves once no request of the page is in flight: before a test leaves a page (goto, back), so that the
+   * navigation cuts none short (a cut request is a failed request, a problem of the page).
+   */
+  settled(): Promise<void>;
 }
 
 /** A page that records what must never happen on it. */
@@ -77,12 +82,19 @@ export async function watchedPage(browser: Browser): Promise<WatchedPage> {
     problems.push(`dialog: ${d.message()}`);
     d.dismiss().catch(() => undefined);
   });
-  page.on('request', (r) => requests.push(r.url()));
+  let inFlight = 0;
+  page.on('request', (r) => {
+    requests.push(r.url());
+    inFlight++;
+  });
+  page.on('requestfinished', () => inFlight--);
+  page.on('requestfailed', () => inFlight--);
   // A Content-Security-Policy violation is reported to the page as an event: record it as a problem too.
   await page.addInitScript({
     content: "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
   });
-  return { page, problems, requests };
+  const settled = () => expect.poll(() => inFlight, { timeout: 15_000 }).toBe(0).then(() => undefined);
+  return { page, problems, requests, settled };
 }
 
 /** A page signed in with `token` (put into the tab's sessionStorage, as the sign-in page does), opened at `path`. */
